@@ -1,0 +1,134 @@
+"""Typed engine errors. Each carries the numbers an operator needs, and a
+stable ``code`` that the node server maps to an HTTP status."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base of every engine error."""
+
+    code = "storage_error"
+
+
+class EngineClosedError(StorageError):
+    code = "engine_closed"
+
+    def __init__(self) -> None:
+        super().__init__("the engine is closed")
+
+
+class InvalidArgumentError(StorageError, ValueError):
+    """Bad input: names the field and the rule it breaks."""
+
+    code = "invalid_argument"
+
+    def __init__(self, field: str, rule: str) -> None:
+        self.field = field
+        self.rule = rule
+        super().__init__(f"{field}: {rule}")
+
+
+class PolicyValidationError(StorageError, ValueError):
+    """One or more policy fields break their rules; ``errors`` maps field → rule."""
+
+    code = "invalid_policy"
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in sorted(self.errors.items())))
+
+
+class InvalidRecordError(InvalidArgumentError):
+    code = "invalid_record"
+
+    def __init__(self, field: str, rule: str, index: int | None = None) -> None:
+        self.index = index
+        where = f"records[{index}].{field}" if index is not None else field
+        super().__init__(where, rule)
+
+
+class RecordTooLargeError(StorageError):
+    code = "record_too_large"
+
+    def __init__(self, size: int, limit: int, index: int | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        self.index = index
+        super().__init__(f"record {index if index is not None else ''} is {size} bytes; max_record_bytes is {limit}")
+
+
+class NamespaceExistsError(StorageError):
+    code = "namespace_exists"
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        super().__init__(f"namespace {namespace!r} already exists")
+
+
+class UnknownNamespaceError(StorageError, KeyError):
+    code = "unknown_namespace"
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        super().__init__(f"namespace {namespace!r} does not exist")
+
+    def __str__(self) -> str:  # KeyError would quote the message again
+        return str(self.args[0])
+
+
+class UnknownShardError(StorageError, KeyError):
+    code = "unknown_shard"
+
+    def __init__(self, namespace: str, shard: int, shards: int) -> None:
+        self.namespace = namespace
+        self.shard = shard
+        self.shards = shards
+        super().__init__(f"namespace {namespace!r} has shards 0..{shards - 1}; shard {shard} does not exist")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class OffsetOutOfRangeError(StorageError):
+    code = "offset_out_of_range"
+
+    def __init__(self, namespace: str, shard: int, offset: int, log_start_offset: int, end_offset: int) -> None:
+        self.namespace = namespace
+        self.shard = shard
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.end_offset = end_offset
+        super().__init__(
+            f"offset {offset} is outside {namespace}/{shard} "
+            f"[log_start_offset={log_start_offset}, end_offset={end_offset}]"
+        )
+
+
+class CorruptSegmentError(StorageError):
+    code = "corrupt_segment"
+
+    def __init__(self, path: str, position: int, reason: str) -> None:
+        self.path = path
+        self.position = position
+        self.reason = reason
+        super().__init__(f"corrupt segment {path} at byte {position}: {reason}")
+
+
+class DiskFullError(StorageError):
+    code = "disk_full"
+
+    def __init__(self, used_ratio: float, warning_ratio: float) -> None:
+        self.used_ratio = used_ratio
+        self.warning_ratio = warning_ratio
+        super().__init__(
+            f"disk full: {used_ratio:.1%} used is above disk_warning_ratio {warning_ratio:.0%}; "
+            "writes resume when use falls below it"
+        )
+
+
+class DataDirLockedError(StorageError):
+    code = "data_dir_locked"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"data directory {path} is already opened by another process")

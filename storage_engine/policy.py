@@ -1,0 +1,281 @@
+"""Lifecycle policies: every field, its built-in default and its rule, in one place.
+
+Two policies exist (DESIGN §3):
+
+- :class:`NamespacePolicy`: per namespace (expiry, retention, segment rolling,
+  compaction, subscriptions and backlog quotas);
+- :class:`NodePolicy`: per storage node (file cleaning and disk watermarks).
+
+Durations are milliseconds and sizes are bytes; ``None`` means "infinite /
+unset". Policies inherit built-in defaults → cluster default → namespace
+overrides; :func:`resolve_policy` merges the layers and says where each
+effective value came from. The control plane imports this module for its
+defaults and validation so that the node and Django never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from storage_engine.errors import PolicyValidationError
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+MiB = 1 << 20
+GiB = 1 << 30
+
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    # Expiry (TTL, three layers)
+    ttl_ms: int | None = None
+    read_time_check: bool = True
+    read_check_queue_size: int = 10_000
+    scan_batch_size: int = 1_000
+    max_delete_per_scan: int = 100_000
+    scan_interval_ms: int = 60_000
+    reclaim_dead_ratio: float = 0.5
+    # Retention (Kafka)
+    cleanup_policy: str = "delete"
+    retention_ms: int | None = 7 * DAY_MS
+    retention_bytes: int | None = None
+    segment_bytes: int = GiB
+    segment_ms: int = 7 * DAY_MS
+    index_interval_bytes: int = 4096
+    max_record_bytes: int = MiB
+    # Compaction
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int | None = None
+    delete_retention_ms: int = DAY_MS
+    compaction_check_interval_ms: int = 5 * 60_000
+    # Subscriptions and backlog (Pulsar)
+    ttl_check_interval_ms: int = 5 * 60_000
+    backlog_quota_bytes: int | None = None
+    backlog_quota_seconds: int | None = None
+    backlog_quota_policy: str = "producer_request_hold"
+    backlog_hold_timeout_ms: int = 30_000
+    retention_respects_subscriptions: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def deletes(self) -> bool:
+        return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compacts(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+
+@dataclass(frozen=True)
+class NodePolicy:
+    clean_interval_ms: int = 10_000
+    file_reserved_ms: int = 72 * HOUR_MS
+    delete_when: str = "04"
+    delete_interval_ms: int = 100
+    delete_batch_max: int = 10
+    destroy_forcibly_after_ms: int = 120_000
+    file_delete_delay_ms: int = 60_000
+    disk_max_used_ratio: float = 0.75
+    disk_clean_forcibly_ratio: float = 0.85
+    disk_warning_ratio: float = 0.90
+    clean_forcibly_enabled: bool = True
+    delete_rate_per_s: int | None = None
+    reclaim_bytes_per_s: int | None = None
+    off_peak_hours: str | None = None
+    urgent_expired_ratio: float = 0.5
+    compaction_map_budget_bytes: int = 64 * MiB
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+P = TypeVar("P", NamespacePolicy, NodePolicy)
+
+# field → (minimum, maximum) for integers and ratios; None = no bound on that side.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "ttl_ms": (1, None),
+    "read_check_queue_size": (1, 10_000_000),
+    "scan_batch_size": (1, 1_000_000),
+    "max_delete_per_scan": (1, None),
+    "scan_interval_ms": (1_000, None),
+    "reclaim_dead_ratio": (0.0, 1.0),
+    "retention_ms": (1, None),
+    "retention_bytes": (1, None),
+    "segment_bytes": (1024, 16 * GiB),
+    "segment_ms": (1, None),
+    "index_interval_bytes": (1, 64 * MiB),
+    "max_record_bytes": (1, 64 * MiB),
+    "min_cleanable_dirty_ratio": (0.0, 1.0),
+    "min_compaction_lag_ms": (0, None),
+    "max_compaction_lag_ms": (0, None),
+    "delete_retention_ms": (0, None),
+    "compaction_check_interval_ms": (1_000, None),
+    "ttl_check_interval_ms": (1_000, None),
+    "backlog_quota_bytes": (1, None),
+    "backlog_quota_seconds": (1, None),
+    "backlog_hold_timeout_ms": (0, 600_000),
+    "clean_interval_ms": (100, None),
+    "file_reserved_ms": (0, None),
+    "delete_interval_ms": (0, 60_000),
+    "delete_batch_max": (1, 100_000),
+    "destroy_forcibly_after_ms": (0, None),
+    "file_delete_delay_ms": (0, None),
+    "disk_max_used_ratio": (0.0, 1.0),
+    "disk_clean_forcibly_ratio": (0.0, 1.0),
+    "disk_warning_ratio": (0.0, 1.0),
+    "delete_rate_per_s": (1, None),
+    "reclaim_bytes_per_s": (1, None),
+    "urgent_expired_ratio": (0.0, 1.0),
+    "compaction_map_budget_bytes": (64 * 1024, None),
+}
+
+
+def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) -> None:
+    nullable = default is None or name in {
+        "ttl_ms", "retention_ms", "retention_bytes", "max_compaction_lag_ms",
+        "backlog_quota_bytes", "backlog_quota_seconds", "delete_rate_per_s",
+        "reclaim_bytes_per_s", "off_peak_hours",
+    }
+    if value is None:
+        if not nullable:
+            errors[name] = "is required (null is not allowed)"
+        return
+    expected: type = type(default) if default is not None else (str if name == "off_peak_hours" else int)
+    if expected is bool:
+        if not isinstance(value, bool):
+            errors[name] = "must be true or false"
+        return
+    if expected is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            errors[name] = "must be an integer"
+            return
+    elif expected is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            errors[name] = "must be a number"
+            return
+    elif expected is str and not isinstance(value, str):
+        errors[name] = "must be a string"
+        return
+    low, high = _BOUNDS.get(name, (None, None))
+    if low is not None and value < low:
+        errors[name] = f"must be ≥ {low}"
+    elif high is not None and value > high:
+        errors[name] = f"must be ≤ {high}"
+
+
+def _check_hours(name: str, value: str | None, errors: dict[str, str]) -> None:
+    if value is None:
+        return
+    for part in value.split(";"):
+        part = part.strip()
+        hours = part.split("-") if name == "off_peak_hours" else [part]
+        if not part or len(hours) > 2 or not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
+            rule = "a ';' list of hours 00-23" + (" or ranges like 01-05" if name == "off_peak_hours" else "")
+            errors[name] = f"must be {rule}; got {value!r}"
+            return
+
+
+def validate_namespace_policy(p: NamespacePolicy) -> None:
+    """Raise :class:`PolicyValidationError` naming every field that breaks a rule."""
+    errors: dict[str, str] = {}
+    defaults = NamespacePolicy()
+    for f in fields(p):
+        _check_field(f.name, getattr(p, f.name), getattr(defaults, f.name), errors)
+    if "cleanup_policy" not in errors and p.cleanup_policy not in CLEANUP_POLICIES:
+        errors["cleanup_policy"] = f"must be one of {', '.join(CLEANUP_POLICIES)}"
+    if "backlog_quota_policy" not in errors and p.backlog_quota_policy not in BACKLOG_QUOTA_POLICIES:
+        errors["backlog_quota_policy"] = f"must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}"
+    if not errors:
+        if p.max_compaction_lag_ms is not None and p.min_compaction_lag_ms > p.max_compaction_lag_ms:
+            errors["min_compaction_lag_ms"] = "must be ≤ max_compaction_lag_ms"
+        if p.backlog_quota_seconds is not None and p.retention_ms is not None and (
+            p.retention_ms <= p.backlog_quota_seconds * 1000
+        ):
+            errors["retention_ms"] = "must exceed the backlog quota (backlog_quota_seconds × 1000)"
+        if p.backlog_quota_bytes is not None and p.retention_bytes is not None and (
+            p.retention_bytes <= p.backlog_quota_bytes
+        ):
+            errors["retention_bytes"] = "must exceed the backlog quota (backlog_quota_bytes)"
+    if errors:
+        raise PolicyValidationError(errors)
+
+
+def validate_node_policy(p: NodePolicy) -> None:
+    """Raise :class:`PolicyValidationError` naming every field that breaks a rule."""
+    errors: dict[str, str] = {}
+    defaults = NodePolicy()
+    for f in fields(p):
+        _check_field(f.name, getattr(p, f.name), getattr(defaults, f.name), errors)
+    _check_hours("delete_when", p.delete_when, errors)
+    _check_hours("off_peak_hours", p.off_peak_hours, errors)
+    ratio_fields = ("disk_max_used_ratio", "disk_clean_forcibly_ratio", "disk_warning_ratio")
+    if not any(f in errors for f in ratio_fields):
+        if not p.disk_max_used_ratio <= p.disk_clean_forcibly_ratio:
+            errors["disk_max_used_ratio"] = "must be ≤ disk_clean_forcibly_ratio"
+        elif not p.disk_clean_forcibly_ratio <= p.disk_warning_ratio:
+            errors["disk_clean_forcibly_ratio"] = "must be ≤ disk_warning_ratio"
+        elif not p.disk_warning_ratio < 1:
+            errors["disk_warning_ratio"] = "must be < 1"
+    if errors:
+        raise PolicyValidationError(errors)
+
+
+def _build(cls: type[P], values: Mapping[str, Any]) -> P:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise PolicyValidationError({name: "unknown field" for name in unknown})
+    return cls(**values)
+
+
+def namespace_policy_from(values: Mapping[str, Any]) -> NamespacePolicy:
+    """Build and validate a namespace policy from overrides on the built-in defaults."""
+    policy = _build(NamespacePolicy, values)
+    validate_namespace_policy(policy)
+    return policy
+
+
+def node_policy_from(values: Mapping[str, Any]) -> NodePolicy:
+    """Build and validate a node policy from overrides on the built-in defaults."""
+    policy = _build(NodePolicy, values)
+    validate_node_policy(policy)
+    return policy
+
+
+@dataclass(frozen=True)
+class ResolvedField:
+    value: Any
+    source: str  # "builtin", or the name of the layer that set it
+
+
+def resolve_policy(cls: type[P], layers: list[tuple[str, Mapping[str, Any]]]) -> tuple[P, dict[str, ResolvedField]]:
+    """Merge override layers (lowest first) over the built-in defaults.
+
+    ``layers`` is e.g. ``[("cluster", {...}), ("namespace", {...})]``; a key
+    present in a layer overrides (even with ``None``, meaning "infinite");
+    an absent key inherits. Returns the validated effective policy and, per
+    field, its value and the layer it came from.
+    """
+    defaults = cls()
+    resolved = {f.name: ResolvedField(getattr(defaults, f.name), "builtin") for f in fields(cls)}
+    for layer_name, overrides in layers:
+        unknown = sorted(set(overrides) - set(resolved))
+        if unknown:
+            raise PolicyValidationError({name: "unknown field" for name in unknown})
+        for name, value in overrides.items():
+            resolved[name] = ResolvedField(value, layer_name)
+    policy = cls(**{name: r.value for name, r in resolved.items()})
+    if isinstance(policy, NamespacePolicy):
+        validate_namespace_policy(policy)
+    else:
+        validate_node_policy(policy)
+    return policy, resolved
