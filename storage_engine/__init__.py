@@ -35,4 +35,4 @@ def open_engine(config: EngineConfig, clock: Clock | None = None) -> StorageAdap
     raise InvalidArgumentError("adapter", f"must be one of {', '.join(ADAPTERS)}")
 
 
-__all__ = ["open_engine", "EngineConfig", "StorageAdapter"]
+__all__ = ["EngineConfig", "StorageAdapter", "open_engine"]

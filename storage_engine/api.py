@@ -228,9 +228,7 @@ class StorageAdapter(abc.ABC):
         """The latest record with ``key`` in the shard (a tombstone included), or ``None``."""
 
     @abc.abstractmethod
-    def read_tag(
-        self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500
-    ) -> ReadResult:
+    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
         """Records carrying ``tag`` at or after ``offset``, in offset order.
 
         ``next_offset`` is one past the last returned record, or ``end_offset``

@@ -141,9 +141,15 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
 
 def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) -> None:
     nullable = default is None or name in {
-        "ttl_ms", "retention_ms", "retention_bytes", "max_compaction_lag_ms",
-        "backlog_quota_bytes", "backlog_quota_seconds", "delete_rate_per_s",
-        "reclaim_bytes_per_s", "off_peak_hours",
+        "ttl_ms",
+        "retention_ms",
+        "retention_bytes",
+        "max_compaction_lag_ms",
+        "backlog_quota_bytes",
+        "backlog_quota_seconds",
+        "delete_rate_per_s",
+        "reclaim_bytes_per_s",
+        "off_peak_hours",
     }
     if value is None:
         if not nullable:
@@ -197,12 +203,16 @@ def validate_namespace_policy(p: NamespacePolicy) -> None:
     if not errors:
         if p.max_compaction_lag_ms is not None and p.min_compaction_lag_ms > p.max_compaction_lag_ms:
             errors["min_compaction_lag_ms"] = "must be ≤ max_compaction_lag_ms"
-        if p.backlog_quota_seconds is not None and p.retention_ms is not None and (
-            p.retention_ms <= p.backlog_quota_seconds * 1000
+        if (
+            p.backlog_quota_seconds is not None
+            and p.retention_ms is not None
+            and (p.retention_ms <= p.backlog_quota_seconds * 1000)
         ):
             errors["retention_ms"] = "must exceed the backlog quota (backlog_quota_seconds × 1000)"
-        if p.backlog_quota_bytes is not None and p.retention_bytes is not None and (
-            p.retention_bytes <= p.backlog_quota_bytes
+        if (
+            p.backlog_quota_bytes is not None
+            and p.retention_bytes is not None
+            and (p.retention_bytes <= p.backlog_quota_bytes)
         ):
             errors["retention_bytes"] = "must exceed the backlog quota (backlog_quota_bytes)"
     if errors:

@@ -68,7 +68,9 @@ def validate_records(records: Sequence[NewRecord], policy: NamespacePolicy) -> N
             raise InvalidRecordError("tags", f"must be a tuple of at most {MAX_TAGS} strings", i)
         for tag in r.tags:
             if not isinstance(tag, str) or not tag or len(tag.encode()) > MAX_TAG_BYTES:
-                raise InvalidRecordError("tags", f"each tag must be a non-empty string of at most {MAX_TAG_BYTES} bytes", i)
+                raise InvalidRecordError(
+                    "tags", f"each tag must be a non-empty string of at most {MAX_TAG_BYTES} bytes", i
+                )
         if not isinstance(r.headers, tuple) or len(r.headers) > MAX_HEADERS:
             raise InvalidRecordError("headers", f"must be a tuple of at most {MAX_HEADERS} (name, bytes) pairs", i)
         for h in r.headers:
