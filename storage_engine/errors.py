@@ -132,3 +132,25 @@ class DataDirLockedError(StorageError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"data directory {path} is already opened by another process")
+
+
+class NodeUnavailableError(StorageError):
+    """The client could not reach a storage node (connection refused, timeout)."""
+
+    code = "node_unavailable"
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"storage node {url} is unavailable: {reason}")
+
+
+class RemoteError(StorageError):
+    """An error answered by a node that has no more specific type on this side."""
+
+    code = "remote_error"
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.remote_code = code
+        super().__init__(f"node answered {status} {code}: {message}")

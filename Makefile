@@ -1,0 +1,58 @@
+# Quick start: `make up` (run everything) and `make test` (the full suite).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: install ui up test test-python test-ui lint browser clean help
+
+help:
+	@echo "make up    - install, build the UI, migrate, seed a demo and start node, web, worker and beat"
+	@echo "make test  - install what the tests need and run the full suite (browser tests included)"
+	@echo "make lint  - ruff and mypy"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.lock pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+$(UI_STAMP): frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	rm -f frontend/node_modules/.installed-* && touch $@
+
+ui: $(UI_STAMP)
+	cd frontend && npm run build
+
+up: install ui
+	$(BIN)/python -m backend.launcher
+
+# Debian's Chromium drives the browser tests (Playwright never downloads a browser).
+browser:
+	@test -x $(CHROMIUM) || { echo "installing chromium from Debian's packages"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test-ui: ui
+	cd frontend && npm test
+
+test-python: install ui browser
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+
+test: lint test-ui test-python
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist var

@@ -1,0 +1,85 @@
+"""Reads of the core app: the health of every component of the system."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+from kombu import Connection
+
+from backend.apps.core.models import Heartbeat
+from backend.apps.core.services import BEAT_HEARTBEAT
+from backend.config.celery import app as celery_app
+
+
+@dataclass
+class ComponentHealth:
+    ok: bool
+    detail: str
+    last_heartbeat: datetime | None = None
+
+
+def check_database() -> ComponentHealth:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return ComponentHealth(True, f"{connection.vendor} reachable")
+    except Exception as exc:  # any driver error means "down"
+        return ComponentHealth(False, f"{connection.vendor}: {exc}")
+
+
+def check_broker() -> ComponentHealth:
+    url = settings.CELERY_BROKER_URL
+    transport = url.split("://", 1)[0]
+    try:
+        with Connection(url, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS, connect_timeout=2) as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        return ComponentHealth(True, f"{transport} broker reachable")
+    except Exception as exc:
+        return ComponentHealth(False, f"{transport} broker: {exc}")
+
+
+def check_node() -> ComponentHealth:
+    from backend.apps.nodes.selectors import node_health_summary
+
+    ok, detail = node_health_summary()
+    return ComponentHealth(ok, detail)
+
+
+def check_worker() -> ComponentHealth:
+    try:
+        replies = celery_app.control.ping(timeout=1.5)
+    except Exception as exc:
+        return ComponentHealth(False, f"ping failed: {exc}")
+    if not replies:
+        return ComponentHealth(False, "no Celery worker answered a ping")
+    return ComponentHealth(True, f"{len(replies)} worker(s): " + ", ".join(sorted(k for r in replies for k in r)))
+
+
+def check_beat() -> ComponentHealth:
+    beat = Heartbeat.objects.filter(name=BEAT_HEARTBEAT).first()
+    if beat is None:
+        return ComponentHealth(False, "no heartbeat recorded yet: is celery beat running?")
+    age = (timezone.now() - beat.at).total_seconds()
+    ok = age <= settings.BEAT_HEARTBEAT_STALE_S
+    detail = f"last heartbeat {age:.0f}s ago" + ("" if ok else f" (stale after {settings.BEAT_HEARTBEAT_STALE_S}s)")
+    return ComponentHealth(ok, detail, beat.at)
+
+
+def system_health() -> dict[str, Any]:
+    components = {
+        "database": check_database(),
+        "broker": check_broker(),
+        "node": check_node(),
+        "worker": check_worker(),
+        "beat": check_beat(),
+    }
+    return {
+        "status": "ok" if all(c.ok for c in components.values()) else "degraded",
+        "checked_at": timezone.now(),
+        "components": {name: asdict(c) for name, c in components.items()},
+    }

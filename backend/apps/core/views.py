@@ -1,0 +1,100 @@
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import authenticate, login, logout
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from backend.apps.core import selectors
+from backend.apps.core.roles import role_of
+from backend.apps.core.serializers import (
+    CsrfOutputSerializer,
+    HealthOutputSerializer,
+    LoginInputSerializer,
+    MeOutputSerializer,
+)
+
+
+def _me(user: Any) -> dict[str, Any]:
+    return MeOutputSerializer({"username": user.get_username(), "role": role_of(user)}).data
+
+
+class HealthView(APIView):
+    """Public: the health of database, broker, node, worker and beat."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list[type] = []
+
+    @extend_schema(responses=HealthOutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(HealthOutputSerializer(selectors.system_health()).data)
+
+
+class CsrfView(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=CsrfOutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response({"csrftoken": get_token(request._request)})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(request=LoginInputSerializer, responses={200: MeOutputSerializer})
+    def post(self, request: Request) -> Response:
+        # DRF exempts anonymous requests from CSRF; a login form must not be (login CSRF).
+        SessionAuthentication().enforce_csrf(request)
+        data = LoginInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request._request, **data.validated_data)
+        if user is None:
+            return Response({"detail": "wrong username or password"}, status=status.HTTP_400_BAD_REQUEST)
+        login(request._request, user)
+        return Response(_me(user))
+
+
+class LogoutView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request: Request) -> Response:
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=MeOutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(_me(request.user))
+
+
+@cache
+def _index_html() -> bytes | None:
+    path = settings.FRONTEND_DIST / "index.html"
+    return path.read_bytes() if path.exists() else None
+
+
+@ensure_csrf_cookie
+def spa(request: HttpRequest, path: str = "") -> HttpResponse:
+    """Every non-API path serves the single-page app, which routes in the browser."""
+    html = _index_html()
+    if html is None:
+        return HttpResponse(
+            "The UI is not built. Run `make ui` (or `make up`).", status=503, content_type="text/plain"
+        )
+    return HttpResponse(html, content_type="text/html; charset=utf-8")

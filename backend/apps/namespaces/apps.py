@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NamespacesConfig(AppConfig):
+    name = "backend.apps.namespaces"
+    label = "namespaces"

@@ -1,0 +1,28 @@
+from django.conf import settings
+from django.db import models
+
+
+class SyncState(models.TextChoices):
+    SYNCED = "synced"
+    PENDING = "pending"  # saved here, not yet taken by the node; retried by a periodic task
+    FAILED = "failed"  # the node refused it; sync_error says why
+
+
+class Namespace(models.Model):
+    """A topic: its intent lives here, its data on the node that hosts it."""
+
+    name = models.CharField(max_length=200, unique=True)
+    shards = models.PositiveIntegerField(default=1)
+    node = models.ForeignKey("nodes.StorageNode", on_delete=models.PROTECT, related_name="namespaces")
+    sync_state = models.CharField(max_length=10, choices=SyncState.choices, default=SyncState.PENDING)
+    sync_error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["sync_state"])]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,26 @@
+from rest_framework import serializers
+
+from backend.apps.namespaces.models import Namespace
+from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
+
+
+class NamespaceInputSerializer(serializers.Serializer):
+    name = serializers.RegexField(
+        NAMESPACE_NAME, max_length=200,
+        error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
+    )
+    shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)
+
+    def validate_name(self, value: str) -> str:
+        if Namespace.objects.filter(name=value).exists():
+            raise serializers.ValidationError("a namespace with this name already exists")
+        return value
+
+
+class NamespaceOutputSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name", allow_null=True)
+
+    class Meta:
+        model = Namespace
+        fields = ["name", "shards", "node", "sync_state", "sync_error", "created_at", "updated_at"]
+        read_only_fields = fields

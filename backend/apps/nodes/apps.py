@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NodesConfig(AppConfig):
+    name = "backend.apps.nodes"
+    label = "nodes"

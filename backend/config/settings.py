@@ -1,0 +1,198 @@
+"""All settings, read from the environment in this one place.
+
+Development (``APP_ENV=development``, the default) has safe defaults: SQLite and
+a data directory under ``./var``, a per-checkout generated secret key and node
+token, the node on 127.0.0.1:7070. Production (``APP_ENV=production``) requires
+``SECRET_KEY``, ``ALLOWED_HOSTS``, ``DATABASE_URL``, ``CELERY_BROKER_URL`` (or
+``REDIS_URL``), ``NODE_URL`` and ``NODE_TOKEN``, and refuses to start without
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+APP_ENV = os.environ.get("APP_ENV", "development")
+if APP_ENV not in {"development", "production", "test"}:
+    raise ImproperlyConfigured("APP_ENV must be development, production or test")
+PRODUCTION = APP_ENV == "production"
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """A variable; in production, one without a default is required."""
+    value = os.environ.get(name)
+    if value not in (None, ""):
+        return value
+    if PRODUCTION and default is None:
+        raise ImproperlyConfigured(f"{name} must be set when APP_ENV=production")
+    return default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def dev_secret(name: str) -> str:
+    """A random value kept in ``var/`` so development restarts keep sessions; never committed."""
+    if PRODUCTION:
+        raise ImproperlyConfigured(f"{name} must be set when APP_ENV=production")
+    path = VAR_DIR / f"{name.lower()}"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env("SECRET_KEY") or dev_secret("SECRET_KEY")
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+ALLOWED_HOSTS = [h.strip() for h in (env("ALLOWED_HOSTS", None if PRODUCTION else "127.0.0.1,localhost")).split(",")]
+CSRF_TRUSTED_ORIGINS = [o for o in (env("CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o]
+
+DATA_DIR = Path(env("DATA_DIR", str(VAR_DIR / "data")))
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"), conn_max_age=60, conn_health_checks=True
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Several processes (web, worker, beat) share the file: wait for locks instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME", str(VAR_DIR / "test-db.sqlite3"))}
+
+# Storage node (the default node; more are registered through the API).
+NODE_URL = env("NODE_URL", "http://127.0.0.1:7070")
+NODE_TOKEN = env("NODE_TOKEN") or dev_secret("NODE_TOKEN")
+NODE_TIMEOUT_S = float(env("NODE_TIMEOUT_S", "5") or 5)
+
+# Celery: Redis in any real deployment; the filesystem transport for the embedded default.
+REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0" if APP_ENV == "test" else "")
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", None if PRODUCTION else (REDIS_URL or "filesystem://"))
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
+    for sub in ("queue", "processed", "control"):
+        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
+        "store_processed": False,
+    }
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 300
+CELERY_TASK_TIME_LIMIT = 360
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+BEAT_HEARTBEAT_INTERVAL_S = int(env("BEAT_HEARTBEAT_INTERVAL_S", "10") or 10)
+BEAT_HEARTBEAT_STALE_S = int(env("BEAT_HEARTBEAT_STALE_S", "60") or 60)
+
+SPARK_MASTER = env("SPARK_MASTER", "local[*]")
+LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_celery_beat",
+    "backend.apps.core",
+    "backend.apps.nodes",
+    "backend.apps.namespaces",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "backend.config.urls"
+WSGI_APPLICATION = "backend.config.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The built UI (frontend/dist) is served by WhiteNoise under /static/.
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.exists() else []
+WHITENOISE_USE_FINDERS = DEBUG
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", PRODUCTION)
+X_FRAME_OPTIONS = "DENY"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first so that an anonymous API call gets 401 with WWW-Authenticate.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["backend.apps.core.permissions.IsViewer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_THROTTLE_RATES": {"login": env("LOGIN_THROTTLE_RATE", "10/min")},
+    "EXCEPTION_HANDLER": "backend.apps.core.exceptions.api_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Lifecycle Store control plane API",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,18 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from backend.apps.core.views import spa
+
+api = [
+    path("", include("backend.apps.core.urls")),
+    path("", include("backend.apps.namespaces.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+]
+
+urlpatterns = [
+    path("api/", include(api)),
+    path("admin/", admin.site.urls),
+    re_path(r"^(?!api/|admin/|static/)(?P<path>.*)$", spa, name="spa"),
+]

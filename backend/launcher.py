@@ -1,0 +1,87 @@
+"""``make up``: prepare and start the whole system on embedded defaults.
+
+1. Choose the Celery broker: ``CELERY_BROKER_URL`` if set, else ``REDIS_URL``
+   if set, else a Redis answering on 127.0.0.1:6379, else Celery's filesystem
+   transport under the data directory (a real transport, not eager mode).
+2. Migrate, collect the built UI, create the default node, the admin account
+   and the demo namespaces (``manage.py bootstrap --demo``).
+3. Print the URL and login, then run the ``Procfile`` (node, web, worker,
+   beat) under honcho, which stops them all on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parents[1]
+
+
+def redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def choose_broker(environ: dict[str, str], probe: Callable[[], bool] = redis_answers) -> str:
+    if environ.get("CELERY_BROKER_URL"):
+        return environ["CELERY_BROKER_URL"]
+    if environ.get("REDIS_URL"):
+        return environ["REDIS_URL"]
+    return "redis://127.0.0.1:6379/0" if probe() else "filesystem://"
+
+
+def prepare_environment(environ: dict[str, str]) -> dict[str, str]:
+    """Fill every unset (or empty) variable with its embedded default."""
+    env = dict(environ)
+
+    def default(name: str, value: str) -> str:
+        if not env.get(name):
+            env[name] = value
+        return env[name]
+
+    var_dir = Path(default("VAR_DIR", str(BASE_DIR / "var")))
+    data_dir = Path(default("DATA_DIR", str(var_dir / "data")))
+    default("NODE_DATA_DIR", str(data_dir / "node"))
+    default("WEB_HOST", "127.0.0.1")
+    default("WEB_PORT", "8000")
+    default("NODE_PORT", "7070")
+    default("NODE_URL", f"http://127.0.0.1:{env['NODE_PORT']}")
+    default("SPARK_MASTER", "local[*]")
+    default("DJANGO_SETTINGS_MODULE", "backend.config.settings")
+    env["CELERY_BROKER_URL"] = choose_broker(env)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def main() -> int:
+    env = prepare_environment(dict(os.environ))
+    os.environ.update(env)
+    sys.path.insert(0, str(BASE_DIR))
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    django.setup()
+    # The node runs without Django: hand it the token the settings resolved.
+    env["NODE_TOKEN"] = settings.NODE_TOKEN
+    call_command("migrate", interactive=False, verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    call_command("bootstrap", demo=True)
+    url = f"http://{env['WEB_HOST']}:{env['WEB_PORT']}/"
+    print(f"\n  Console:  {url}\n  API docs: {url}api/docs/\n  Broker:   {env['CELERY_BROKER_URL'].split('://')[0]}"
+          f"\n  Login:    see the LOGIN line above\n  Stop:     Ctrl-C\n", flush=True)
+    honcho = str(Path(sys.executable).parent / "honcho")
+    os.execvpe(honcho, [honcho, "start", "-f", str(BASE_DIR / "Procfile"), "-d", str(BASE_DIR)], env)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Suite-wide setup: the real services the tests use, and shared fixtures."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("APP_ENV", "test")
+
+from tests.support.processes import NodeProc, start_node
+from tests.support.services import ensure_postgres, ensure_redis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _real_services() -> None:
+    ensure_redis()
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        ensure_postgres()
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[NodeProc]:
+    """A real storage-node process on a free loopback port, with its own data dir."""
+    proc = start_node(tmp_path / "node-data")
+    yield proc
+    proc.stop()

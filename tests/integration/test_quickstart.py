@@ -1,0 +1,141 @@
+"""`make up` end to end: the launcher brings up node, web, worker and beat on
+embedded defaults (SQLite, local data dir) with the Redis broker; /api/health
+turns all green; the UI shows it in Chromium; Ctrl-C stops every process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from backend.launcher import choose_broker, redis_answers
+from tests.support import browser
+from tests.support.processes import Proc, free_port, spawn, wait_until
+from tests.support.services import port_open
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+ADMIN_PASSWORD = "quickstart-pw-123"
+
+
+@dataclass
+class System:
+    proc: Proc
+    url: str
+    node_port: int
+
+
+def health(url: str) -> dict:
+    try:
+        return httpx.get(f"{url}api/health", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    var_dir = tmp_path_factory.mktemp("quickstart")
+    web_port, node_port = free_port(), free_port()
+    env = {
+        "APP_ENV": "development",
+        "VAR_DIR": str(var_dir),
+        "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
+        "WEB_PORT": str(web_port),
+        "NODE_PORT": str(node_port),
+        "REDIS_URL": "redis://127.0.0.1:6379/7",  # a database of its own: no stray tasks from other tests
+        "CELERY_BROKER_URL": "",
+        "ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "BEAT_HEARTBEAT_INTERVAL_S": "2",
+        "NODE_URL": "",
+        "NODE_TOKEN": "",
+        "SECRET_KEY": "",
+    }
+    proc = spawn([sys.executable, "-m", "backend.launcher"], var_dir / "up.log", env=env, new_session=True)
+    url = f"http://127.0.0.1:{web_port}/"
+    try:
+        wait_until(lambda: health(url).get("status") == "ok" or proc.popen.poll() is not None, 150, "all green")
+    except TimeoutError:
+        proc.kill_group()
+        pytest.fail(f"health never turned green: {health(url)}\n--- log ---\n{proc.log()[-6000:]}")
+    if proc.popen.poll() is not None:
+        pytest.fail(f"launcher exited {proc.popen.returncode}\n{proc.log()[-6000:]}")
+    yield System(proc, url, node_port)
+    proc.kill_group()
+
+
+def test_health_reports_every_component_green(system: System):
+    body = health(system.url)
+    assert body["status"] == "ok"
+    assert {name for name, c in body["components"].items() if c["ok"]} == {
+        "database", "broker", "node", "worker", "beat"
+    }
+    assert "redis" in body["components"]["broker"]["detail"]
+    assert "LOGIN username=admin" in system.proc.log()
+
+
+def test_demo_namespaces_reach_the_node(system: System):
+    with httpx.Client(base_url=system.url, timeout=5) as client:
+        csrf = client.get("api/auth/csrf").json()["csrftoken"]
+        client.headers["X-CSRFToken"] = csrf
+        assert client.post("api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}).status_code == 200
+
+        def all_synced() -> bool:
+            rows = client.get("api/namespaces/").json()["results"]
+            return bool(rows) and all(r["sync_state"] == "synced" for r in rows)
+
+        wait_until(all_synced, 60, "demo namespaces pushed to the node")
+        names = {r["name"] for r in client.get("api/namespaces/").json()["results"]}
+    assert {"orders", "payments.events"} <= names
+
+
+def test_ui_shows_health_and_namespaces_in_chromium(system: System):
+    with sync_playwright() as pw:
+        chromium = browser.launch(pw)
+        page = chromium.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(system.url)
+        page.get_by_test_id("login-username").fill("admin")
+        page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("health-status")).to_contain_text("ok", timeout=15_000)
+        for component in ("database", "broker", "node", "worker", "beat"):
+            expect(page.get_by_test_id(f"health-{component}")).to_have_attribute("data-ok", "true")
+        browser.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(browser.SCREENSHOTS / "overview-health.png"), full_page=True)
+        page.goto(f"{system.url}namespaces")
+        expect(page.get_by_test_id("namespace-row-orders")).to_be_visible(timeout=15_000)
+        page.screenshot(path=str(browser.SCREENSHOTS / "namespaces.png"), full_page=True)
+        chromium.close()
+
+
+def test_ctrl_c_stops_every_process(system: System):
+    assert system.proc.popen.poll() is None
+    os.killpg(system.proc.popen.pid, signal.SIGINT)
+    system.proc.popen.wait(60)
+    wait_until(lambda: not port_open("127.0.0.1", system.node_port), 30, "the node port to close")
+    log = system.proc.log()
+    for name in ("node", "web", "worker", "beat"):
+        assert f"{name}.1" in log, f"{name} never started"
+    assert not httpx_alive(system.url)
+
+
+def httpx_alive(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+        return True
+    except httpx.HTTPError:
+        return False
+
+
+def test_broker_choice(tmp_path: Path):
+    assert choose_broker({"CELERY_BROKER_URL": "redis://x:1/2", "REDIS_URL": "redis://y"}) == "redis://x:1/2"
+    assert choose_broker({"REDIS_URL": "redis://y:6379/1"}) == "redis://y:6379/1"
+    assert choose_broker({}, probe=lambda: True) == "redis://127.0.0.1:6379/0"
+    assert choose_broker({}, probe=lambda: False) == "filesystem://"
+    assert redis_answers("127.0.0.1", free_port()) is False
+    assert redis_answers() is True  # the suite's real Redis

@@ -1,0 +1,112 @@
+"""Real processes for integration tests: storage nodes, Celery workers and beat,
+each on free loopback ports, stopped (and reaped) when the test ends."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:
+    """Poll ``predicate`` (for processes to come up, not for time to pass)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@dataclass
+class Proc:
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        return self.popen.returncode
+
+    def kill_group(self) -> None:
+        """SIGKILL the whole process group (a launcher and everything it started)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(5)
+
+
+def spawn(
+    argv: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path = ROOT, new_session: bool = False
+) -> Proc:
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        popen = subprocess.Popen(
+            argv, cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=new_session
+        )
+    return Proc(popen, log_path)
+
+
+@dataclass
+class NodeProc(Proc):
+    url: str = ""
+    token: str = ""
+    data_dir: Path = Path()
+
+
+def start_node(data_dir: Path, token: str = "test-token", adapter: str | None = None,
+               extra: list[str] | None = None, port: int | None = None) -> NodeProc:
+    port = port or free_port()
+    adapter = adapter or os.environ.get("TEST_NODE_ADAPTER", "segment")
+    argv = [str(BIN / "storage-node"), "--data-dir", str(data_dir), "--port", str(port), "--token", token,
+            "--adapter", adapter, "--log-level", "warning", *(extra or [])]
+    proc = spawn(argv, data_dir.parent / f"node-{port}.log")
+    node = NodeProc(proc.popen, proc.log_path, url=f"http://127.0.0.1:{port}", token=token, data_dir=data_dir)
+    try:
+        wait_until(lambda: http_ok(f"{node.url}/health") or node.popen.poll() is not None, 30, "the node")
+    except TimeoutError:
+        node.kill()
+        raise
+    if node.popen.poll() is not None:
+        raise RuntimeError(f"storage node exited with {node.popen.returncode}:\n{node.log()}")
+    return node
