@@ -7,14 +7,23 @@ idempotent calls are retried.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from storage_engine.api import NamespaceInfo
+from storage_engine.api import AppendResult, NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo
 from storage_engine.errors import NodeUnavailableError, StorageError
 from storage_engine.policy import NamespacePolicy
-from storage_engine.wire import error_from_body, namespace_from_json
+from storage_engine.wire import (
+    error_from_body,
+    namespace_from_json,
+    new_record_to_json,
+    read_result_from_json,
+    record_from_json,
+    segment_from_json,
+)
 
 
 class NodeClient:
@@ -34,6 +43,7 @@ class NodeClient:
         self.close()
 
     def _call(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> httpx.Response:
+        """One request; transport failures are retried only for idempotent calls."""
         attempts = 1 + (self._retries if idempotent else 0)
         last: Exception | None = None
         for _ in range(attempts):
@@ -76,6 +86,101 @@ class NodeClient:
 
     def delete_namespace(self, name: str) -> None:
         self._call("DELETE", f"/v1/namespaces/{name}", idempotent=True)
+
+    # -- data -----------------------------------------------------------------------
+    def append(
+        self, namespace: str, shard: int, records: Sequence[NewRecord], idempotency_key: str | None = None
+    ) -> AppendResult:
+        """Append a batch to one shard. Retried on connection errors under an
+        idempotency key (generated when not given), so a retry never writes twice."""
+        key = idempotency_key or uuid.uuid4().hex
+        body = {"records": [new_record_to_json(r) for r in records]}
+        answer = self._call(
+            "POST",
+            f"/v1/namespaces/{namespace}/shards/{shard}/records",
+            idempotent=True,
+            json=body,
+            headers={"Idempotency-Key": key},
+        ).json()
+        return AppendResult(answer["base_offset"], answer["count"])
+
+    def produce(
+        self, namespace: str, records: Sequence[NewRecord], idempotency_key: str | None = None
+    ) -> list[tuple[int, int]]:
+        """Append records placed by key hash (keyless ones round-robin); returns (shard, offset) per record."""
+        key = idempotency_key or uuid.uuid4().hex
+        body = {"records": [new_record_to_json(r) for r in records]}
+        answer = self._call(
+            "POST",
+            f"/v1/namespaces/{namespace}/records",
+            idempotent=True,
+            json=body,
+            headers={"Idempotency-Key": key},
+        ).json()
+        return [(p["shard"], p["offset"]) for p in answer["records"]]
+
+    def read(
+        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult:
+        params = {"offset": offset, "max_records": max_records, "max_bytes": max_bytes}
+        body = self._call(
+            "GET", f"/v1/namespaces/{namespace}/shards/{shard}/records", idempotent=True, params=params
+        ).json()
+        return read_result_from_json(body)
+
+    def read_key(self, namespace: str, shard: int, key: str) -> Record | None:
+        body = self._call(
+            "GET", f"/v1/namespaces/{namespace}/shards/{shard}/key", idempotent=True, params={"key": key}
+        ).json()
+        return record_from_json(body["record"]) if body["record"] else None
+
+    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
+        body = self._call(
+            "GET",
+            f"/v1/namespaces/{namespace}/shards/{shard}/tags/{tag}",
+            idempotent=True,
+            params={"offset": offset, "max_records": max_records},
+        ).json()
+        return read_result_from_json(body)
+
+    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
+        body = self._call(
+            "GET",
+            f"/v1/namespaces/{namespace}/shards/{shard}/offset-for-time",
+            idempotent=True,
+            params={"timestamp": timestamp},
+        ).json()
+        offset: int | None = body["offset"]
+        return offset
+
+    def list_segments(self, namespace: str, shard: int, page_size: int = 500) -> list[SegmentInfo]:
+        """Every segment of a shard, following the node's cursor pages."""
+        found: list[SegmentInfo] = []
+        after = -1
+        while True:
+            body = self._call(
+                "GET",
+                f"/v1/namespaces/{namespace}/shards/{shard}/segments",
+                idempotent=True,
+                params={"after": after, "limit": page_size},
+            ).json()
+            found += [segment_from_json(s) for s in body["segments"]]
+            if body["next_after"] is None:
+                return found
+            after = body["next_after"]
+
+    def shard_stats(self, namespace: str, shard: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "GET", f"/v1/namespaces/{namespace}/shards/{shard}/stats", idempotent=True
+        ).json()
+        return result
+
+    def stats(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/v1/stats", idempotent=True).json()
+        return result
+
+    def metrics_text(self) -> str:
+        return self._call("GET", "/metrics", idempotent=True).text
 
 
 __all__ = ["NodeClient", "StorageError"]

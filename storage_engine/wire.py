@@ -4,10 +4,13 @@ they cannot drift apart."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 from typing import Any
 
 from storage_engine import errors
-from storage_engine.api import NamespaceInfo
+from storage_engine.api import NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo, SegmentState, ShardStats
 from storage_engine.policy import NamespacePolicy, namespace_policy_from
 
 # error class → HTTP status (the node's contract, see docs/node-api.md)
@@ -36,8 +39,23 @@ def status_for(exc: errors.StorageError) -> int:
 def error_body(exc: errors.StorageError) -> dict[str, Any]:
     """The JSON body of an error: a stable code, a message and the numbers."""
     body: dict[str, Any] = {"error": exc.code, "message": str(exc)}
-    for attr in ("field", "rule", "errors", "namespace", "shard", "shards", "offset", "log_start_offset", "end_offset",
-                 "size", "limit", "used_ratio", "warning_ratio", "path", "position"):
+    for attr in (
+        "field",
+        "rule",
+        "errors",
+        "namespace",
+        "shard",
+        "shards",
+        "offset",
+        "log_start_offset",
+        "end_offset",
+        "size",
+        "limit",
+        "used_ratio",
+        "warning_ratio",
+        "path",
+        "position",
+    ):
         if hasattr(exc, attr):
             body[attr] = getattr(exc, attr)
     return body
@@ -90,3 +108,138 @@ def policy_from_json(value: Any) -> NamespacePolicy:
     if not isinstance(value, dict):
         raise errors.InvalidArgumentError("policy", "must be a JSON object of policy fields")
     return namespace_policy_from(value)
+
+
+# -- records -----------------------------------------------------------------------
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _bytes_field(body: dict[str, Any], name: str, index: int) -> bytes | None:
+    """``name`` (base64) or ``name_text`` (UTF-8); absent or null means None."""
+    text = body.get(f"{name}_text")
+    raw = body.get(name)
+    if text is not None and raw is not None:
+        raise errors.InvalidRecordError(name, f"give {name} (base64) or {name}_text, not both", index)
+    if text is not None:
+        if not isinstance(text, str):
+            raise errors.InvalidRecordError(f"{name}_text", "must be a string", index)
+        return text.encode()
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise errors.InvalidRecordError(name, "must be a base64 string or null", index)
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise errors.InvalidRecordError(name, "must be valid base64", index) from exc
+
+
+RECORD_FIELDS = {"key", "key_text", "value", "value_text", "timestamp", "tags", "headers", "expire_at", "ttl_ms"}
+
+
+def new_record_from_json(body: Any, index: int, now_ms: int) -> NewRecord:
+    """Parse one produced record; ``ttl_ms`` is shorthand for ``expire_at = now + ttl_ms``."""
+    if not isinstance(body, dict):
+        raise errors.InvalidRecordError("record", "must be a JSON object", index)
+    unknown = sorted(set(body) - RECORD_FIELDS)
+    if unknown:
+        raise errors.InvalidRecordError(unknown[0], "unknown field", index)
+    tags = body.get("tags") or []
+    if not isinstance(tags, list):
+        raise errors.InvalidRecordError("tags", "must be a list of strings", index)
+    headers_in = body.get("headers") or {}
+    if not isinstance(headers_in, dict) or not all(isinstance(v, str) for v in headers_in.values()):
+        raise errors.InvalidRecordError("headers", "must be an object of name → base64 string", index)
+    try:
+        headers = tuple((k, base64.b64decode(v, validate=True)) for k, v in headers_in.items())
+    except (binascii.Error, ValueError) as exc:
+        raise errors.InvalidRecordError("headers", "values must be valid base64", index) from exc
+    expire_at = body.get("expire_at")
+    ttl_ms = body.get("ttl_ms")
+    if ttl_ms is not None:
+        if expire_at is not None:
+            raise errors.InvalidRecordError("ttl_ms", "give expire_at or ttl_ms, not both", index)
+        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 1:
+            raise errors.InvalidRecordError("ttl_ms", "must be an integer ≥ 1", index)
+        expire_at = now_ms + ttl_ms
+    return NewRecord(
+        value=_bytes_field(body, "value", index),
+        key=_bytes_field(body, "key", index),
+        timestamp=body.get("timestamp"),
+        tags=tuple(tags),
+        headers=headers,
+        expire_at=expire_at,
+    )
+
+
+def new_record_to_json(record: NewRecord) -> dict[str, Any]:
+    body: dict[str, Any] = {"key": _b64(record.key), "value": _b64(record.value)}
+    if record.timestamp is not None:
+        body["timestamp"] = record.timestamp
+    if record.tags:
+        body["tags"] = list(record.tags)
+    if record.headers:
+        body["headers"] = {k: _b64(v) for k, v in record.headers}
+    if record.expire_at is not None:
+        body["expire_at"] = record.expire_at
+    return body
+
+
+def record_to_json(record: Record) -> dict[str, Any]:
+    return {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": _b64(record.key),
+        "value": _b64(record.value),
+        "tags": list(record.tags),
+        "headers": {k: _b64(v) for k, v in record.headers},
+        "expire_at": record.expire_at,
+    }
+
+
+def record_from_json(body: dict[str, Any]) -> Record:
+    def raw(value: str | None) -> bytes | None:
+        return None if value is None else base64.b64decode(value)
+
+    return Record(
+        offset=body["offset"],
+        timestamp=body["timestamp"],
+        value=raw(body["value"]),
+        key=raw(body["key"]),
+        tags=tuple(body.get("tags", ())),
+        headers=tuple((k, base64.b64decode(v)) for k, v in body.get("headers", {}).items()),
+        expire_at=body.get("expire_at"),
+    )
+
+
+def read_result_to_json(result: ReadResult) -> dict[str, Any]:
+    return {
+        "records": [record_to_json(r) for r in result.records],
+        "next_offset": result.next_offset,
+        "log_start_offset": result.log_start_offset,
+        "end_offset": result.end_offset,
+    }
+
+
+def read_result_from_json(body: dict[str, Any]) -> ReadResult:
+    return ReadResult(
+        records=tuple(record_from_json(r) for r in body["records"]),
+        next_offset=body["next_offset"],
+        log_start_offset=body["log_start_offset"],
+        end_offset=body["end_offset"],
+    )
+
+
+def segment_to_json(info: SegmentInfo) -> dict[str, Any]:
+    body = {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
+    body["state"] = info.state.value
+    return body
+
+
+def segment_from_json(body: dict[str, Any]) -> SegmentInfo:
+    return SegmentInfo(**{**body, "state": SegmentState(body["state"])})
+
+
+def shard_stats_to_json(stats: ShardStats) -> dict[str, Any]:
+    return dataclasses.asdict(stats)

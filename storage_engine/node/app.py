@@ -1,0 +1,299 @@
+"""The node's HTTP API (``/v1``), a thin layer over one :class:`StorageAdapter`.
+
+Engine calls block (an append waits for its fsync), so each runs in the thread
+pool. Errors become JSON bodies with a stable ``error`` code through
+:mod:`storage_engine.wire`. The contract is ``docs/node-api.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from storage_engine.api import NewRecord, StorageAdapter
+from storage_engine.clock import Clock, SystemClock
+from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.node.auth import BearerAuth
+from storage_engine.node.idempotency import IdempotencyCache
+from storage_engine.node.metrics import NodeMetrics, render_prometheus
+from storage_engine.placement import RoundRobin, shard_for_key
+from storage_engine.validation import validate_namespace_name, validate_shard_count
+from storage_engine.wire import (
+    error_body,
+    namespace_to_json,
+    new_record_from_json,
+    policy_from_json,
+    read_result_to_json,
+    record_to_json,
+    segment_to_json,
+    shard_stats_to_json,
+    status_for,
+)
+
+log = logging.getLogger("storage_node")
+Handler = Callable[[Request], Awaitable[Response]]
+MAX_BATCH_RECORDS = 100_000
+MAX_BODY_BYTES = 64 << 20
+
+
+def _int_param(request: Request, name: str, default: int | None = None, minimum: int = 0) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        if default is None:
+            raise InvalidArgumentError(name, "is required")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgumentError(name, "must be an integer") from None
+    if value < minimum:
+        raise InvalidArgumentError(name, f"must be ≥ {minimum}")
+    return value
+
+
+def _shard(request: Request) -> int:
+    raw = request.path_params["shard"]
+    if not raw.isdigit():
+        raise InvalidArgumentError("shard", "must be a non-negative integer")
+    return int(raw)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidArgumentError("body", f"must be at most {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidArgumentError("body", "must be valid JSON") from None
+    if not isinstance(body, dict):
+        raise InvalidArgumentError("body", "must be a JSON object")
+    return body
+
+
+def _only(body: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidArgumentError(unknown[0], "unknown field")
+
+
+def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
+    _only(body, {"records"})
+    records = body.get("records")
+    if not isinstance(records, list) or not records:
+        raise InvalidArgumentError("records", "must be a non-empty list")
+    if len(records) > MAX_BATCH_RECORDS:
+        raise InvalidArgumentError("records", f"must hold at most {MAX_BATCH_RECORDS} records")
+    return [new_record_from_json(r, i, now_ms) for i, r in enumerate(records)]
+
+
+def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:
+    """The ASGI app serving ``engine``; ``token=None`` disables authentication."""
+    clock = clock or SystemClock()
+    idempotency = IdempotencyCache()
+    round_robin = RoundRobin()
+    metrics = NodeMetrics()
+
+    def route(path: str, method: str, name: str) -> Callable[[Handler], Route]:
+        def wrap(fn: Handler) -> Route:
+            async def endpoint(request: Request) -> Response:
+                started = time.perf_counter()
+                try:
+                    response = await fn(request)
+                except StorageError as exc:
+                    status = status_for(exc)
+                    if status >= 500:
+                        log.error("%s %s: %s", method, request.url.path, exc)
+                    response = JSONResponse(error_body(exc), status_code=status)
+                metrics.observe(name, response.status_code, time.perf_counter() - started)
+                return response
+
+            return Route(path, endpoint, methods=[method], name=name)
+
+        return wrap
+
+    async def idempotent(request: Request, produce: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        key = request.headers.get("idempotency-key")
+        if not key:
+            return await produce()
+        if len(key) > 200:
+            raise InvalidArgumentError("Idempotency-Key", "must be at most 200 characters")
+        return await idempotency.run(f"{request.url.path}\0{key}", produce)  # type: ignore[no-any-return]
+
+    routes: list[Route] = []
+
+    @route("/health", "GET", "health")
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "adapter": engine.name})
+
+    @route("/v1/namespaces", "GET", "list_namespaces")
+    async def list_namespaces(request: Request) -> Response:
+        infos = await run_in_threadpool(engine.list_namespaces)
+        return JSONResponse({"namespaces": [namespace_to_json(i) for i in infos]})
+
+    @route("/v1/namespaces", "POST", "create_namespace")
+    async def create_namespace(request: Request) -> Response:
+        body = await _json_body(request)
+        _only(body, {"name", "shards", "policy"})
+        name = validate_namespace_name(body.get("name"))
+        shards = validate_shard_count(body.get("shards", 1))
+        policy = policy_from_json(body.get("policy"))
+        info = await run_in_threadpool(engine.create_namespace, name, shards, policy)
+        return JSONResponse(namespace_to_json(info), status_code=201)
+
+    @route("/v1/namespaces/{ns}", "GET", "get_namespace")
+    async def get_namespace(request: Request) -> Response:
+        info = await run_in_threadpool(engine.get_namespace, request.path_params["ns"])
+        return JSONResponse(namespace_to_json(info))
+
+    @route("/v1/namespaces/{ns}", "PUT", "update_namespace")
+    async def put_namespace(request: Request) -> Response:
+        body = await _json_body(request)
+        _only(body, {"policy"})
+        policy = policy_from_json(body.get("policy"))
+        info = await run_in_threadpool(engine.update_namespace, request.path_params["ns"], policy)
+        return JSONResponse(namespace_to_json(info))
+
+    @route("/v1/namespaces/{ns}", "DELETE", "delete_namespace")
+    async def delete_namespace(request: Request) -> Response:
+        await run_in_threadpool(engine.delete_namespace, request.path_params["ns"])
+        return Response(status_code=204)
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/records", "POST", "produce_shard")
+    async def produce_shard(request: Request) -> Response:
+        ns, shard = request.path_params["ns"], _shard(request)
+        records = _records_from(await _json_body(request), clock.now_ms())
+
+        async def produce() -> dict[str, Any]:
+            result = await run_in_threadpool(engine.append, ns, shard, records)
+            return {"shard": shard, "base_offset": result.base_offset, "count": result.count}
+
+        return JSONResponse(await idempotent(request, produce))
+
+    @route("/v1/namespaces/{ns}/records", "POST", "produce")
+    async def produce_placed(request: Request) -> Response:
+        ns = request.path_params["ns"]
+        records = _records_from(await _json_body(request), clock.now_ms())
+
+        async def produce() -> dict[str, Any]:
+            shards = (await run_in_threadpool(engine.get_namespace, ns)).shards
+            groups: dict[int, list[int]] = {}
+            for i, r in enumerate(records):
+                shard = shard_for_key(r.key, shards) if r.key is not None else round_robin.next_shard(shards)
+                groups.setdefault(shard, []).append(i)
+            placed: list[dict[str, int]] = [{} for _ in records]
+            # Each shard's part is atomic; a failure on one shard leaves the others written.
+            for shard, indexes in sorted(groups.items()):
+                result = await run_in_threadpool(engine.append, ns, shard, [records[i] for i in indexes])
+                for offset, i in zip(result.offsets, indexes, strict=True):
+                    placed[i] = {"shard": shard, "offset": offset}
+            return {"records": placed}
+
+        return JSONResponse(await idempotent(request, produce))
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/records", "GET", "fetch")
+    async def fetch(request: Request) -> Response:
+        ns, shard = request.path_params["ns"], _shard(request)
+        offset = _int_param(request, "offset", 0)
+        max_records = _int_param(request, "max_records", 500, minimum=1)
+        max_bytes = _int_param(request, "max_bytes", 1 << 20, minimum=1)
+        result = await run_in_threadpool(engine.read, ns, shard, offset, max_records, max_bytes)
+        return JSONResponse(read_result_to_json(result))
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/key", "GET", "read_key")
+    async def read_key(request: Request) -> Response:
+        ns, shard = request.path_params["ns"], _shard(request)
+        key = request.query_params.get("key")
+        if key is None:
+            raise InvalidArgumentError("key", "is required (the key as UTF-8 text)")
+        record = await run_in_threadpool(engine.read_key, ns, shard, key.encode())
+        return JSONResponse({"record": record_to_json(record) if record else None})
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/tags/{tag}", "GET", "read_tag")
+    async def read_tag(request: Request) -> Response:
+        ns, shard, tag = request.path_params["ns"], _shard(request), request.path_params["tag"]
+        offset = _int_param(request, "offset", 0)
+        max_records = _int_param(request, "max_records", 500, minimum=1)
+        result = await run_in_threadpool(engine.read_tag, ns, shard, tag, offset, max_records)
+        return JSONResponse(read_result_to_json(result))
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/offset-for-time", "GET", "offset_for_time")
+    async def offset_for_time(request: Request) -> Response:
+        ns, shard = request.path_params["ns"], _shard(request)
+        timestamp = _int_param(request, "timestamp")
+        offset = await run_in_threadpool(engine.offset_for_timestamp, ns, shard, timestamp)
+        return JSONResponse({"offset": offset})
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/segments", "GET", "segments")
+    async def segments(request: Request) -> Response:
+        ns, shard = request.path_params["ns"], _shard(request)
+        after = _int_param(request, "after", -1, minimum=-1)
+        limit = _int_param(request, "limit", 100, minimum=1)
+        found = await run_in_threadpool(engine.list_segments, ns, shard)
+        page = [s for s in found if s.base_offset > after][:limit]
+        more = len(page) == limit and page[-1].base_offset < found[-1].base_offset
+        return JSONResponse(
+            {"segments": [segment_to_json(s) for s in page], "next_after": page[-1].base_offset if more else None}
+        )
+
+    @route("/v1/namespaces/{ns}/shards/{shard}/stats", "GET", "shard_stats")
+    async def shard_stats(request: Request) -> Response:
+        stats = await run_in_threadpool(engine.shard_stats, request.path_params["ns"], _shard(request))
+        return JSONResponse(shard_stats_to_json(stats))
+
+    @route("/v1/stats", "GET", "stats")
+    async def stats(request: Request) -> Response:
+        found = await run_in_threadpool(engine.stats)
+        return JSONResponse(
+            {
+                "adapter": found.adapter,
+                "namespaces": found.namespaces,
+                "shards": [shard_stats_to_json(s) for s in found.shards],
+                "counters": found.counters,
+                "http": metrics.snapshot(),
+            }
+        )
+
+    @route("/metrics", "GET", "metrics")
+    async def prometheus(request: Request) -> Response:
+        found = await run_in_threadpool(engine.stats)
+        return PlainTextResponse(render_prometheus(found, metrics), media_type="text/plain; version=0.0.4")
+
+    routes = [
+        health,
+        list_namespaces,
+        create_namespace,
+        get_namespace,
+        put_namespace,
+        delete_namespace,
+        produce_shard,
+        produce_placed,
+        fetch,
+        read_key,
+        read_tag,
+        offset_for_time,
+        segments,
+        shard_stats,
+        stats,
+        prometheus,
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        # uvicorn has stopped accepting and drained in-flight requests by now.
+        log.info("closing engine: flushing, fsyncing, closing RocksDB")
+        await run_in_threadpool(engine.close)
+
+    return Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=token)], lifespan=lifespan)

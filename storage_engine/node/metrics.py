@@ -1,0 +1,87 @@
+"""Prometheus exposition for a node: engine figures plus HTTP request metrics.
+
+Names follow Prometheus conventions (base units, ``_total`` counters, ratios
+0–1), all prefixed ``lcs_``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import defaultdict
+
+from storage_engine.api import EngineStats
+
+SHARD_GAUGES = {
+    "log_start_offset": ("lcs_shard_log_start_offset", "First offset still stored"),
+    "end_offset": ("lcs_shard_end_offset", "Offset the next record will get"),
+    "record_count": ("lcs_shard_stored_records", "Records stored (live and not yet reclaimed)"),
+    "live_count": ("lcs_shard_live_records", "Records neither expired nor deleted"),
+    "size_bytes": ("lcs_shard_stored_bytes", "Bytes stored"),
+    "segment_count": ("lcs_shard_segments", "Segments"),
+}
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+class NodeMetrics:
+    """Request counts and total durations per route and status; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count: dict[tuple[str, int], int] = defaultdict(int)
+        self._seconds: dict[str, float] = defaultdict(float)
+        self._calls: dict[str, int] = defaultdict(int)
+
+    def observe(self, route: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self._count[(route, status)] += 1
+            self._seconds[route] += seconds
+            self._calls[route] += 1
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {
+                route: {"requests": self._calls[route], "seconds_sum": round(self._seconds[route], 6)}
+                for route in sorted(self._calls)
+            }
+
+    def lines(self) -> list[str]:
+        with self._lock:
+            out = [
+                "# HELP lcs_node_http_requests_total HTTP requests by route and status",
+                "# TYPE lcs_node_http_requests_total counter",
+            ]
+            out += [
+                f'lcs_node_http_requests_total{{route="{r}",status="{s}"}} {n}'
+                for (r, s), n in sorted(self._count.items())
+            ]
+            out += [
+                "# HELP lcs_node_http_request_duration_seconds Time spent serving requests",
+                "# TYPE lcs_node_http_request_duration_seconds summary",
+            ]
+            for route in sorted(self._calls):
+                out.append(f'lcs_node_http_request_duration_seconds_sum{{route="{route}"}} {self._seconds[route]:.6f}')
+                out.append(f'lcs_node_http_request_duration_seconds_count{{route="{route}"}} {self._calls[route]}')
+            return out
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_prometheus(stats: EngineStats, http: NodeMetrics) -> str:
+    lines = [
+        "# HELP lcs_namespaces Namespaces on this node",
+        "# TYPE lcs_namespaces gauge",
+        f"lcs_namespaces {stats.namespaces}",
+    ]
+    for attr, (name, help_text) in SHARD_GAUGES.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        for s in stats.shards:
+            lines.append(f'{name}{{namespace="{_label(s.namespace)}",shard="{s.shard}"}} {getattr(s, attr)}')
+    for key, value in sorted(stats.counters.items()):
+        name = "lcs_" + _UNSAFE.sub("_", key)
+        kind = "counter" if name.endswith("_total") else "gauge"
+        lines += [f"# TYPE {name} {kind}", f"{name} {value}"]
+    lines += http.lines()
+    return "\n".join(lines) + "\n"
