@@ -76,8 +76,11 @@ def main() -> int:
     call_command("collectstatic", interactive=False, verbosity=0)
     call_command("bootstrap", demo=True)
     url = f"http://{env['WEB_HOST']}:{env['WEB_PORT']}/"
-    print(f"\n  Console:  {url}\n  API docs: {url}api/docs/\n  Broker:   {env['CELERY_BROKER_URL'].split('://')[0]}"
-          f"\n  Login:    see the LOGIN line above\n  Stop:     Ctrl-C\n", flush=True)
+    print(
+        f"\n  Console:  {url}\n  API docs: {url}api/docs/\n  Broker:   {env['CELERY_BROKER_URL'].split('://')[0]}"
+        f"\n  Login:    see the LOGIN line above\n  Stop:     Ctrl-C\n",
+        flush=True,
+    )
     honcho = str(Path(sys.executable).parent / "honcho")
     os.execvpe(honcho, [honcho, "start", "-f", str(BASE_DIR / "Procfile"), "-d", str(BASE_DIR)], env)
     return 0  # not reached

@@ -140,22 +140,12 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
 
 
 def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) -> None:
-    nullable = default is None or name in {
-        "ttl_ms",
-        "retention_ms",
-        "retention_bytes",
-        "max_compaction_lag_ms",
-        "backlog_quota_bytes",
-        "backlog_quota_seconds",
-        "delete_rate_per_s",
-        "reclaim_bytes_per_s",
-        "off_peak_hours",
-    }
+    info = FIELDS[name]
     if value is None:
-        if not nullable:
+        if not info.nullable:
             errors[name] = "is required (null is not allowed)"
         return
-    expected: type = type(default) if default is not None else (str if name == "off_peak_hours" else int)
+    expected: type = type(default) if default is not None else (str if info.unit == "hours" else int)
     if expected is bool:
         if not isinstance(value, bool):
             errors[name] = "must be true or false"
@@ -289,3 +279,68 @@ def resolve_policy(cls: type[P], layers: list[tuple[str, Mapping[str, Any]]]) ->
     else:
         validate_node_policy(policy)
     return policy, resolved
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """How a policy field is shown and typed: its group, unit and meaning."""
+
+    group: str  # expiry | retention | compaction | subscriptions | cleaning | disk | pacing
+    unit: str  # ms | bytes | ratio | count | bool | choice | hours
+    help: str
+    nullable: bool = False  # null means infinite / unset
+    choices: tuple[str, ...] = ()
+
+
+NAMESPACE_FIELDS: dict[str, FieldInfo] = {
+    "ttl_ms": FieldInfo("expiry", "ms", "Records expire this long after their timestamp", nullable=True),
+    "read_time_check": FieldInfo("expiry", "bool", "Hide expired records on read (layer 1)"),
+    "read_check_queue_size": FieldInfo("expiry", "count", "Bound of the read-time clean-up queue"),
+    "scan_batch_size": FieldInfo("expiry", "count", "TTL-index entries deleted per WriteBatch"),
+    "max_delete_per_scan": FieldInfo("expiry", "count", "Cap on entries one scan deletes"),
+    "scan_interval_ms": FieldInfo("expiry", "ms", "How often the TTL-index scan runs"),
+    "reclaim_dead_ratio": FieldInfo("expiry", "ratio", "Dead fraction at which a sealed segment is rewritten"),
+    "cleanup_policy": FieldInfo("retention", "choice", "What happens to old data", choices=CLEANUP_POLICIES),
+    "retention_ms": FieldInfo("retention", "ms", "Delete segments older than this", nullable=True),
+    "retention_bytes": FieldInfo("retention", "bytes", "Delete oldest segments above this size", nullable=True),
+    "segment_bytes": FieldInfo("retention", "bytes", "Roll the active segment at this size"),
+    "segment_ms": FieldInfo("retention", "ms", "Roll the active segment at this age"),
+    "index_interval_bytes": FieldInfo("retention", "bytes", "Bytes between sparse offset-index entries"),
+    "max_record_bytes": FieldInfo("retention", "bytes", "Largest record accepted"),
+    "min_cleanable_dirty_ratio": FieldInfo("compaction", "ratio", "Compact when the dirty share exceeds this"),
+    "min_compaction_lag_ms": FieldInfo("compaction", "ms", "Never compact records younger than this"),
+    "max_compaction_lag_ms": FieldInfo(
+        "compaction", "ms", "Compact dirty data older than this regardless", nullable=True
+    ),
+    "delete_retention_ms": FieldInfo("compaction", "ms", "How long tombstones survive after a clean"),
+    "compaction_check_interval_ms": FieldInfo("compaction", "ms", "How often compaction is considered"),
+    "ttl_check_interval_ms": FieldInfo("subscriptions", "ms", "How often subscription message TTL runs"),
+    "backlog_quota_bytes": FieldInfo("subscriptions", "bytes", "Backlog size limit", nullable=True),
+    "backlog_quota_seconds": FieldInfo("subscriptions", "count", "Backlog age limit in seconds", nullable=True),
+    "backlog_quota_policy": FieldInfo(
+        "subscriptions", "choice", "What happens over the backlog quota", choices=BACKLOG_QUOTA_POLICIES
+    ),
+    "backlog_hold_timeout_ms": FieldInfo("subscriptions", "ms", "How long a held producer waits"),
+    "retention_respects_subscriptions": FieldInfo("subscriptions", "bool", "Retention deletes only acknowledged data"),
+}
+
+NODE_FIELDS: dict[str, FieldInfo] = {
+    "clean_interval_ms": FieldInfo("cleaning", "ms", "How often the file cleaner runs"),
+    "file_reserved_ms": FieldInfo("cleaning", "ms", "Keep files this long after their last write"),
+    "delete_when": FieldInfo("cleaning", "hours", "Hours (';' list) when expired files are deleted"),
+    "delete_interval_ms": FieldInfo("cleaning", "ms", "Pause between two file deletions"),
+    "delete_batch_max": FieldInfo("cleaning", "count", "Files deleted per cleaner run at most"),
+    "destroy_forcibly_after_ms": FieldInfo("cleaning", "ms", "Remove a file still held by a reader after this"),
+    "file_delete_delay_ms": FieldInfo("cleaning", "ms", "Delay between renaming to .deleted and removal"),
+    "disk_max_used_ratio": FieldInfo("disk", "ratio", "Above this, expired files are deleted at any hour"),
+    "disk_clean_forcibly_ratio": FieldInfo("disk", "ratio", "Above this, oldest files go even if not expired"),
+    "disk_warning_ratio": FieldInfo("disk", "ratio", "Above this, writes are rejected (disk full)"),
+    "clean_forcibly_enabled": FieldInfo("disk", "bool", "Allow forced deletion of unexpired files"),
+    "delete_rate_per_s": FieldInfo("pacing", "count", "Deletions per second at most", nullable=True),
+    "reclaim_bytes_per_s": FieldInfo("pacing", "bytes", "Reclamation I/O per second at most", nullable=True),
+    "off_peak_hours": FieldInfo("pacing", "hours", "Hours for non-urgent rewrites (e.g. 01-05)", nullable=True),
+    "urgent_expired_ratio": FieldInfo("pacing", "ratio", "Expired ratio that makes work urgent off-peak"),
+    "compaction_map_budget_bytes": FieldInfo("pacing", "bytes", "Memory budget of the compaction key map"),
+}
+
+FIELDS: dict[str, FieldInfo] = {**NAMESPACE_FIELDS, **NODE_FIELDS}

@@ -9,8 +9,10 @@ def test_login_me_logout_with_csrf(db):
     make_user("alice", "operator")
     client = APIClient(enforce_csrf_checks=True)
     csrf = client.get("/api/auth/csrf").json()["csrftoken"]
-    assert client.post("/api/auth/login", {"username": "alice", "password": "pw-for-tests-123"},
-                       format="json").status_code == 403  # no CSRF header: refused
+    assert (
+        client.post("/api/auth/login", {"username": "alice", "password": "pw-for-tests-123"}, format="json").status_code
+        == 403
+    )  # no CSRF header: refused
     client.credentials(HTTP_X_CSRFTOKEN=csrf)
     response = client.post("/api/auth/login", {"username": "alice", "password": "pw-for-tests-123"}, format="json")
     assert response.status_code == 200
@@ -31,8 +33,9 @@ def test_wrong_password_is_a_clear_400(db):
 
 def test_login_is_throttled(db, settings):
     client = APIClient()
-    codes = [client.post("/api/auth/login", {"username": "x", "password": "y"}, format="json").status_code
-             for _ in range(12)]
+    codes = [
+        client.post("/api/auth/login", {"username": "x", "password": "y"}, format="json").status_code for _ in range(12)
+    ]
     assert codes[:10] == [400] * 10
     assert codes[-1] == 429
 

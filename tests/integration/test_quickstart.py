@@ -73,7 +73,11 @@ def test_health_reports_every_component_green(system: System):
     body = health(system.url)
     assert body["status"] == "ok"
     assert {name for name, c in body["components"].items() if c["ok"]} == {
-        "database", "broker", "node", "worker", "beat"
+        "database",
+        "broker",
+        "node",
+        "worker",
+        "beat",
     }
     assert "redis" in body["components"]["broker"]["detail"]
     assert "LOGIN username=admin" in system.proc.log()

@@ -53,8 +53,13 @@ def test_insecure_no_auth_serves_without_a_token(tmp_path):
 
 def test_a_node_without_a_token_refuses_to_start(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NODE_TOKEN"}
-    result = subprocess.run([str(BIN / "storage-node"), "--data-dir", str(tmp_path), "--port", str(free_port())],
-                            capture_output=True, text=True, env=env, timeout=30)
+    result = subprocess.run(
+        [str(BIN / "storage-node"), "--data-dir", str(tmp_path), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert "--token" in result.stderr
 
@@ -84,8 +89,11 @@ def test_policy_travels_with_put_and_is_validated(client):
     updated = client.update_namespace("p", NamespacePolicy(ttl_ms=60_000, segment_bytes=4096))
     assert updated.policy.ttl_ms == 60_000
     assert client.get_namespace("p").policy.segment_bytes == 4096
-    response = httpx.put(f"{client.base_url}/v1/namespaces/p", json={"policy": {"disk": 1, "ttl_ms": -5}},
-                         headers={"Authorization": f"Bearer {client._http.headers['authorization'][7:]}"})
+    response = httpx.put(
+        f"{client.base_url}/v1/namespaces/p",
+        json={"policy": {"disk": 1, "ttl_ms": -5}},
+        headers={"Authorization": f"Bearer {client._http.headers['authorization'][7:]}"},
+    )
     assert response.status_code == 400
     assert response.json()["errors"] == {"disk": "unknown field"}
     with pytest.raises(PolicyValidationError) as invalid:
@@ -95,8 +103,10 @@ def test_policy_travels_with_put_and_is_validated(client):
 
 def test_produce_and_fetch_round_trip(client):
     client.create_namespace("events", 2)
-    records = [NewRecord(value=f"v{i}".encode(), key=b"k", tags=("a", "b"), headers=(("h", b"\x00\x01"),),
-                         timestamp=1_000 + i) for i in range(5)]
+    records = [
+        NewRecord(value=f"v{i}".encode(), key=b"k", tags=("a", "b"), headers=(("h", b"\x00\x01"),), timestamp=1_000 + i)
+        for i in range(5)
+    ]
     result = client.append("events", 1, records)
     assert list(result.offsets) == [0, 1, 2, 3, 4]
     read = client.read("events", 1, 0)
@@ -116,8 +126,7 @@ def test_fetch_errors_carry_the_bounds(client):
     assert (past.value.offset, past.value.log_start_offset, past.value.end_offset) == (7, 0, 1)
     with pytest.raises(UnknownShardError):
         client.read("e", 3, 0)
-    response = httpx.get(f"{client.base_url}/v1/namespaces/e/shards/0/records?offset=abc",
-                         headers=client._http.headers)
+    response = httpx.get(f"{client.base_url}/v1/namespaces/e/shards/0/records?offset=abc", headers=client._http.headers)
     assert response.status_code == 400 and response.json()["field"] == "offset"
     response = httpx.get(f"{client.base_url}/v1/namespaces/e/shards/zero/records", headers=client._http.headers)
     assert response.status_code == 400 and response.json()["field"] == "shard"
@@ -160,8 +169,9 @@ def test_idempotency_key_writes_a_retried_batch_once(client):
 )
 def test_bad_produce_bodies_are_400_naming_the_field_and_write_nothing(client, body, field):
     client.create_namespace("strict", 1)
-    response = httpx.post(f"{client.base_url}/v1/namespaces/strict/shards/0/records", content=body,
-                          headers=client._http.headers)
+    response = httpx.post(
+        f"{client.base_url}/v1/namespaces/strict/shards/0/records", content=body, headers=client._http.headers
+    )
     assert response.status_code == 400, response.text
     assert response.json()["field"] == field
     assert client.read("strict", 0, 0).end_offset == 0
@@ -178,11 +188,15 @@ def test_too_large_record_is_413(client):
 
 def test_reads_by_key_tag_and_time(client):
     client.create_namespace("q", 1)
-    client.append("q", 0, [
-        NewRecord(value=b"1", key=b"a", tags=("red",), timestamp=100),
-        NewRecord(value=b"2", key=b"b", tags=("blue",), timestamp=200),
-        NewRecord(value=b"3", key=b"a", tags=("red",), timestamp=300),
-    ])
+    client.append(
+        "q",
+        0,
+        [
+            NewRecord(value=b"1", key=b"a", tags=("red",), timestamp=100),
+            NewRecord(value=b"2", key=b"b", tags=("blue",), timestamp=200),
+            NewRecord(value=b"3", key=b"a", tags=("red",), timestamp=300),
+        ],
+    )
     latest = client.read_key("q", 0, "a")
     assert latest is not None and (latest.offset, latest.value) == (2, b"3")
     assert client.read_key("q", 0, "zzz") is None
@@ -233,9 +247,20 @@ def test_sigterm_shuts_down_cleanly_and_data_survives(tmp_path: Path):
 @pytest.mark.skipif(not PERSISTENT, reason="only file-backed adapters lock a data directory")
 def test_a_second_node_on_the_same_directory_refuses_to_start(node):
     result = subprocess.run(
-        [sys.executable, "-m", "storage_engine.node.server", "--data-dir", str(node.data_dir),
-         "--port", str(free_port()), "--token", "t"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "storage_engine.node.server",
+            "--data-dir",
+            str(node.data_dir),
+            "--port",
+            str(free_port()),
+            "--token",
+            "t",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 3
     assert "already opened by another process" in result.stderr

@@ -94,12 +94,29 @@ class NodeProc(Proc):
     data_dir: Path = Path()
 
 
-def start_node(data_dir: Path, token: str = "test-token", adapter: str | None = None,
-               extra: list[str] | None = None, port: int | None = None) -> NodeProc:
+def start_node(
+    data_dir: Path,
+    token: str = "test-token",
+    adapter: str | None = None,
+    extra: list[str] | None = None,
+    port: int | None = None,
+) -> NodeProc:
     port = port or free_port()
     adapter = adapter or os.environ.get("TEST_NODE_ADAPTER", "segment")
-    argv = [str(BIN / "storage-node"), "--data-dir", str(data_dir), "--port", str(port), "--token", token,
-            "--adapter", adapter, "--log-level", "warning", *(extra or [])]
+    argv = [
+        str(BIN / "storage-node"),
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        "--token",
+        token,
+        "--adapter",
+        adapter,
+        "--log-level",
+        "warning",
+        *(extra or []),
+    ]
     proc = spawn(argv, data_dir.parent / f"node-{port}.log")
     node = NodeProc(proc.popen, proc.log_path, url=f"http://127.0.0.1:{port}", token=token, data_dir=data_dir)
     try:

@@ -33,8 +33,24 @@ def ensure_redis() -> None:
     Path("/var/lib/redis").mkdir(parents=True, exist_ok=True)
     Path("/var/log/redis").mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379", "--save", "",
-         "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"],
+        [
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "-::1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            "/var/lib/redis",
+            "--logfile",
+            "/var/log/redis/ci.log",
+        ],
         check=False,
     )
     if not _wait("127.0.0.1", 6379, 15):
@@ -46,8 +62,6 @@ def ensure_postgres() -> None:
         return
     versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
     if versions:
-        subprocess.run(
-            ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"], check=False
-        )
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"], check=False)
     if not _wait("127.0.0.1", 5432, 30):
         raise RuntimeError("PostgreSQL is down on 127.0.0.1:5432 and could not be started")

@@ -94,7 +94,5 @@ def spa(request: HttpRequest, path: str = "") -> HttpResponse:
     """Every non-API path serves the single-page app, which routes in the browser."""
     html = _index_html()
     if html is None:
-        return HttpResponse(
-            "The UI is not built. Run `make ui` (or `make up`).", status=503, content_type="text/plain"
-        )
+        return HttpResponse("The UI is not built. Run `make ui` (or `make up`).", status=503, content_type="text/plain")
     return HttpResponse(html, content_type="text/html; charset=utf-8")

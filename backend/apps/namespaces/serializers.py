@@ -6,7 +6,8 @@ from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
 
 class NamespaceInputSerializer(serializers.Serializer):
     name = serializers.RegexField(
-        NAMESPACE_NAME, max_length=200,
+        NAMESPACE_NAME,
+        max_length=200,
         error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
     )
     shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)

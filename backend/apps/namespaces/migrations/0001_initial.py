@@ -6,31 +6,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('nodes', '0001_initial'),
+        ("nodes", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Namespace',
+            name="Namespace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('shards', models.PositiveIntegerField(default=1)),
-                ('sync_state', models.CharField(choices=[('synced', 'Synced'), ('pending', 'Pending'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('sync_error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='namespaces', to='nodes.storagenode')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("shards", models.PositiveIntegerField(default=1)),
+                (
+                    "sync_state",
+                    models.CharField(
+                        choices=[("synced", "Synced"), ("pending", "Pending"), ("failed", "Failed")],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("sync_error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="namespaces", to="nodes.storagenode"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'indexes': [models.Index(fields=['sync_state'], name='namespaces__sync_st_5cc52f_idx')],
+                "ordering": ["name"],
+                "indexes": [models.Index(fields=["sync_state"], name="namespaces__sync_st_5cc52f_idx")],
             },
         ),
     ]

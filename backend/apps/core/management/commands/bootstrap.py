@@ -51,5 +51,6 @@ class Command(BaseCommand):
             user.save(update_fields=["password"])
             self.stdout.write(f"LOGIN username={username} password=(from ADMIN_PASSWORD)")
         else:
-            self.stdout.write(f"LOGIN username={username} password=(printed when it was created; "
-                              "set ADMIN_PASSWORD to reset)")
+            self.stdout.write(
+                f"LOGIN username={username} password=(printed when it was created; set ADMIN_PASSWORD to reset)"
+            )

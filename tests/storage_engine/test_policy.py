@@ -1,0 +1,118 @@
+"""Policy defaults, validation rules (DESIGN §3) and inheritance."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from storage_engine.errors import PolicyValidationError
+from storage_engine.policy import (
+    NAMESPACE_FIELDS,
+    NODE_FIELDS,
+    NamespacePolicy,
+    NodePolicy,
+    namespace_policy_from,
+    node_policy_from,
+    resolve_policy,
+)
+
+
+def errors_of(fn, values):
+    with pytest.raises(PolicyValidationError) as caught:
+        fn(values)
+    return caught.value.errors
+
+
+def test_design_defaults():
+    node = NodePolicy()
+    assert (node.disk_max_used_ratio, node.disk_clean_forcibly_ratio, node.disk_warning_ratio) == (0.75, 0.85, 0.90)
+    assert (node.clean_interval_ms, node.file_reserved_ms, node.delete_when) == (10_000, 72 * 3_600_000, "04")
+    assert (node.delete_batch_max, node.delete_interval_ms, node.destroy_forcibly_after_ms) == (10, 100, 120_000)
+    ns = NamespacePolicy()
+    assert (ns.scan_batch_size, ns.max_delete_per_scan) == (1_000, 100_000)
+    assert (ns.min_cleanable_dirty_ratio, ns.delete_retention_ms, ns.ttl_check_interval_ms) == (
+        0.5,
+        86_400_000,
+        300_000,
+    )
+    namespace_policy_from({})
+    node_policy_from({})
+
+
+def test_every_field_is_described():
+    assert set(NAMESPACE_FIELDS) == {f.name for f in fields(NamespacePolicy)}
+    assert set(NODE_FIELDS) == {f.name for f in fields(NodePolicy)}
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "rule"),
+    [
+        ({"disk_max_used_ratio": 0.9}, "disk_max_used_ratio", "≤ disk_clean_forcibly_ratio"),
+        ({"disk_clean_forcibly_ratio": 0.95}, "disk_clean_forcibly_ratio", "≤ disk_warning_ratio"),
+        ({"disk_warning_ratio": 1.0}, "disk_warning_ratio", "< 1"),
+        ({"delete_when": "4am"}, "delete_when", "list of hours"),
+        ({"delete_batch_max": 0}, "delete_batch_max", "≥ 1"),
+        ({"clean_forcibly_enabled": "yes"}, "clean_forcibly_enabled", "true or false"),
+        ({"bogus": 1}, "bogus", "unknown field"),
+    ],
+)
+def test_node_rules_name_the_field(values, field, rule):
+    assert rule in errors_of(node_policy_from, values)[field]
+
+
+def test_ratios_may_be_equal():
+    node_policy_from({"disk_max_used_ratio": 0.8, "disk_clean_forcibly_ratio": 0.8, "disk_warning_ratio": 0.8})
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "rule"),
+    [
+        ({"min_compaction_lag_ms": 10, "max_compaction_lag_ms": 5}, "min_compaction_lag_ms", "≤ max_compaction"),
+        ({"retention_ms": 1000, "backlog_quota_seconds": 5}, "retention_ms", "exceed the backlog quota"),
+        ({"retention_bytes": 100, "backlog_quota_bytes": 100}, "retention_bytes", "exceed the backlog quota"),
+        ({"cleanup_policy": "purge"}, "cleanup_policy", "one of"),
+        ({"backlog_quota_policy": "drop"}, "backlog_quota_policy", "one of"),
+        ({"segment_bytes": 10}, "segment_bytes", "≥ 1024"),
+        ({"ttl_ms": 0}, "ttl_ms", "≥ 1"),
+        ({"ttl_ms": 1.5}, "ttl_ms", "integer"),
+        ({"segment_ms": None}, "segment_ms", "null is not allowed"),
+        ({"reclaim_dead_ratio": -0.1}, "reclaim_dead_ratio", "≥ 0"),
+    ],
+)
+def test_namespace_rules_name_the_field(values, field, rule):
+    assert rule in errors_of(namespace_policy_from, values)[field]
+
+
+def test_every_broken_field_is_reported_at_once():
+    errors = errors_of(namespace_policy_from, {"ttl_ms": -1, "segment_bytes": 1, "nope": 2})
+    assert set(errors) == {"nope"}  # unknown fields are refused before anything else
+    errors = errors_of(namespace_policy_from, {"ttl_ms": -1, "segment_bytes": 1})
+    assert set(errors) == {"ttl_ms", "segment_bytes"}
+
+
+def test_null_means_infinite_where_allowed():
+    policy = namespace_policy_from({"retention_ms": None, "retention_bytes": None, "ttl_ms": None})
+    assert policy.retention_ms is None
+
+
+def test_inheritance_reports_value_and_source_per_field():
+    policy, resolved = resolve_policy(
+        NamespacePolicy,
+        [("cluster", {"ttl_ms": 60_000, "retention_ms": 3_600_000}), ("namespace", {"retention_ms": None})],
+    )
+    assert policy.ttl_ms == 60_000 and resolved["ttl_ms"].source == "cluster"
+    assert policy.retention_ms is None and resolved["retention_ms"].source == "namespace"
+    assert resolved["segment_bytes"].source == "builtin"
+    # Clearing the namespace override falls back to the cluster value.
+    policy, resolved = resolve_policy(NamespacePolicy, [("cluster", {"retention_ms": 3_600_000}), ("namespace", {})])
+    assert policy.retention_ms == 3_600_000 and resolved["retention_ms"].source == "cluster"
+
+
+def test_inheritance_validates_the_merged_policy():
+    with pytest.raises(PolicyValidationError) as caught:
+        resolve_policy(
+            NamespacePolicy,
+            [("cluster", {"max_compaction_lag_ms": 100}), ("namespace", {"min_compaction_lag_ms": 200})],
+        )
+    assert "min_compaction_lag_ms" in caught.value.errors
