@@ -1,0 +1,30 @@
+import { createBrowserRouter, type RouteObject } from "react-router";
+import { RequireAuth } from "../auth/RequireAuth";
+import { AppShell } from "../components/AppShell";
+import { RouteError } from "../components/RouteError";
+import { LoginPage } from "../pages/LoginPage";
+import { NotFoundPage } from "../pages/NotFoundPage";
+import { appPages } from "./pages";
+
+export const routes: RouteObject[] = [
+  { path: "/login", element: <LoginPage />, errorElement: <RouteError /> },
+  {
+    path: "/",
+    element: (
+      <RequireAuth>
+        <AppShell />
+      </RequireAuth>
+    ),
+    errorElement: <RouteError />,
+    children: [
+      ...appPages.map((p): RouteObject =>
+        p.path === "" ? { index: true, element: p.element } : { path: p.path, element: p.element },
+      ),
+      { path: "*", element: <NotFoundPage /> },
+    ],
+  },
+];
+
+export function createRouter() {
+  return createBrowserRouter(routes);
+}

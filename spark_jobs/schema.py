@@ -1,0 +1,56 @@
+"""Column names and schemas shared by the jobs; record fields follow :class:`storage_engine.api.Record`.
+
+Times are epoch milliseconds (``timestamp``, ``expire_at``), as in the engine; ``date`` is the UTC day
+of ``timestamp`` and, with ``namespace``, partitions the lake.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DateType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+NAMESPACE = "namespace"
+SHARD = "shard"
+OFFSET = "offset"
+TIMESTAMP = "timestamp"  # ms since the epoch
+KEY = "key"
+TAGS = "tags"
+VALUE = "value"  # null = tombstone
+EXPIRE_AT = "expire_at"  # ms since the epoch; null = no explicit expiry
+DATE = "date"  # UTC date of TIMESTAMP
+
+PARTITION_COLUMNS: tuple[str, ...] = (NAMESPACE, DATE)
+
+RECORD_SCHEMA = StructType(
+    [
+        StructField(NAMESPACE, StringType(), nullable=False),
+        StructField(SHARD, IntegerType(), nullable=False),
+        StructField(OFFSET, LongType(), nullable=False),
+        StructField(TIMESTAMP, LongType(), nullable=False),
+        StructField(KEY, BinaryType(), nullable=True),
+        StructField(TAGS, ArrayType(StringType(), containsNull=False), nullable=False),
+        StructField(VALUE, BinaryType(), nullable=True),
+        StructField(EXPIRE_AT, LongType(), nullable=True),
+    ]
+)
+
+# Records as laid out in the lake: the record columns plus the partition date.
+LAKE_RECORD_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField(DATE, DateType(), nullable=False)])
+
+SUMMARY_SCHEMA = StructType(
+    [
+        StructField(NAMESPACE, StringType(), nullable=False),
+        StructField(DATE, DateType(), nullable=True),
+        StructField("records", LongType(), nullable=False),
+        StructField("bytes", LongType(), nullable=False),
+        StructField("expired", LongType(), nullable=False),
+    ]
+)
