@@ -115,6 +115,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_celery_beat",
     "backend.apps.core",
+    "backend.apps.audit",
+    "backend.apps.policies",
     "backend.apps.nodes",
     "backend.apps.namespaces",
 ]

@@ -7,6 +7,9 @@ from backend.apps.core.views import spa
 api = [
     path("", include("backend.apps.core.urls")),
     path("", include("backend.apps.namespaces.urls")),
+    path("", include("backend.apps.nodes.urls")),
+    path("", include("backend.apps.policies.urls")),
+    path("", include("backend.apps.audit.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]

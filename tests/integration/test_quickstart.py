@@ -89,11 +89,17 @@ def test_demo_namespaces_reach_the_node(system: System):
         client.headers["X-CSRFToken"] = csrf
         assert client.post("api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}).status_code == 200
 
+        rows: list[dict] = []
+
         def all_synced() -> bool:
-            rows = client.get("api/namespaces/").json()["results"]
+            rows[:] = client.get("api/namespaces/").json()["results"]
             return bool(rows) and all(r["sync_state"] == "synced" for r in rows)
 
-        wait_until(all_synced, 60, "demo namespaces pushed to the node")
+        try:
+            wait_until(all_synced, 90, "demo namespaces pushed to the node")
+        except TimeoutError:
+            pytest.fail(f"not synced: {[(r['name'], r['sync_state'], r['sync_error']) for r in rows]}\n"
+                        f"{system.proc.log()[-4000:]}")
         names = {r["name"] for r in client.get("api/namespaces/").json()["results"]}
     assert {"orders", "payments.events"} <= names
 

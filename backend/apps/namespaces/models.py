@@ -14,6 +14,8 @@ class Namespace(models.Model):
     name = models.CharField(max_length=200, unique=True)
     shards = models.PositiveIntegerField(default=1)
     node = models.ForeignKey("nodes.StorageNode", on_delete=models.PROTECT, related_name="namespaces")
+    # Overrides of the cluster default policy; absent fields inherit (DESIGN §3).
+    policy_overrides = models.JSONField(default=dict, blank=True)
     sync_state = models.CharField(max_length=10, choices=SyncState.choices, default=SyncState.PENDING)
     sync_error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

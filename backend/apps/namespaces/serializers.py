@@ -11,6 +11,9 @@ class NamespaceInputSerializer(serializers.Serializer):
         error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
     )
     shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)
+    policy = serializers.DictField(
+        child=serializers.JSONField(), required=False, default=dict, help_text="overrides of the cluster default policy"
+    )
 
     def validate_name(self, value: str) -> str:
         if Namespace.objects.filter(name=value).exists():
@@ -18,10 +21,14 @@ class NamespaceInputSerializer(serializers.Serializer):
         return value
 
 
+class NamespaceDeleteInputSerializer(serializers.Serializer):
+    confirm = serializers.CharField(help_text="repeat the namespace name to confirm the deletion")
+
+
 class NamespaceOutputSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.name", allow_null=True)
 
     class Meta:
         model = Namespace
-        fields = ["name", "shards", "node", "sync_state", "sync_error", "created_at", "updated_at"]
+        fields = ["name", "shards", "node", "policy_overrides", "sync_state", "sync_error", "created_at", "updated_at"]
         read_only_fields = fields

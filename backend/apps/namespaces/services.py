@@ -1,6 +1,6 @@
 """Writes of the namespaces app. A namespace is saved first, then pushed to its
-node; if the node cannot take it now, it stays ``pending`` and
-:func:`push_pending_namespaces` retries."""
+node with its effective policy; if the node cannot take it now, it stays
+``pending`` and :func:`push_pending_namespaces` retries."""
 
 from __future__ import annotations
 
@@ -9,33 +9,53 @@ from typing import Any
 
 from django.db import transaction
 
+from backend.apps.audit import services as audit
 from backend.apps.namespaces.models import Namespace, SyncState
 from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
-from storage_engine.errors import NamespaceExistsError, NodeUnavailableError, StorageError
+from backend.apps.policies.selectors import effective_namespace_policy, namespace_layers
+from backend.apps.policies.services import changed_overrides
+from storage_engine.errors import NamespaceExistsError, NodeUnavailableError, StorageError, UnknownNamespaceError
+from storage_engine.policy import NamespacePolicy, resolve_policy
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 
 log = logging.getLogger(__name__)
 
 
-def create_namespace(*, name: str, shards: int, actor: Any = None) -> Namespace:
+def create_namespace(
+    *, name: str, shards: int, actor: Any = None, policy: dict[str, Any] | None = None, node: Any = None
+) -> Namespace:
     validate_namespace_name(name)
     validate_shard_count(shards)
+    overrides = changed_overrides({}, policy or {}, [], NamespacePolicy)
+    resolve_policy(NamespacePolicy, namespace_layers(overrides))
     with transaction.atomic():
         namespace = Namespace.objects.create(
-            name=name, shards=shards, node=ensure_default_node(), created_by=actor if actor and actor.pk else None
+            name=name,
+            shards=shards,
+            node=node or ensure_default_node(),
+            policy_overrides=overrides,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
         )
-    push_namespace(namespace)
-    return namespace
+        audit.record(
+            actor=actor,
+            action="namespace.create",
+            target_type="namespace",
+            target=name,
+            after={"shards": shards, "policy": overrides, "node": namespace.node.name},
+        )
+    return push_namespace(namespace)
 
 
 def push_namespace(namespace: Namespace) -> Namespace:
-    """Make the node hold the namespace; record the outcome on the row."""
+    """Make the node hold the namespace with its effective policy; record the outcome on the row."""
+    policy = effective_namespace_policy(namespace)
     with client_for(namespace.node) as client:
         try:
-            client.create_namespace(namespace.name, namespace.shards)
-            state, error = SyncState.SYNCED, ""
-        except NamespaceExistsError:
+            try:
+                client.create_namespace(namespace.name, namespace.shards, policy)
+            except NamespaceExistsError:
+                client.update_namespace(namespace.name, policy)
             state, error = SyncState.SYNCED, ""
         except NodeUnavailableError as exc:
             state, error = SyncState.PENDING, str(exc)
@@ -53,3 +73,34 @@ def push_pending_namespaces(limit: int = 100) -> int:
         if push_namespace(namespace).sync_state == SyncState.SYNCED:
             synced += 1
     return synced
+
+
+def mark_all_pending() -> int:
+    """After a cluster policy change every namespace's effective policy may differ: re-push all."""
+    return Namespace.objects.update(sync_state=SyncState.PENDING, sync_error="")
+
+
+def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
+    """Destructive: delete the data on the node, then the row; audited either way."""
+    before = {"shards": namespace.shards, "policy": namespace.policy_overrides, "node": namespace.node.name}
+    with client_for(namespace.node) as client:
+        try:
+            client.delete_namespace(namespace.name)
+        except UnknownNamespaceError:
+            pass  # never reached the node, or already gone there
+        except StorageError as exc:
+            audit.record(
+                actor=actor,
+                action="namespace.delete",
+                target_type="namespace",
+                target=namespace.name,
+                before=before,
+                result="failed",
+                detail=str(exc),
+            )
+            raise
+    with transaction.atomic():
+        audit.record(
+            actor=actor, action="namespace.delete", target_type="namespace", target=namespace.name, before=before
+        )
+        namespace.delete()

@@ -1,5 +1,9 @@
 from django.urls import path
 
-from backend.apps.namespaces.views import NamespaceListCreateView
+from backend.apps.namespaces import views
 
-urlpatterns = [path("namespaces/", NamespaceListCreateView.as_view(), name="namespace-list")]
+urlpatterns = [
+    path("namespaces/", views.NamespaceListCreateView.as_view(), name="namespace-list"),
+    path("namespaces/<str:name>/", views.NamespaceDetailView.as_view(), name="namespace-detail"),
+    path("namespaces/<str:name>/policy", views.NamespacePolicyView.as_view(), name="namespace-policy"),
+]

@@ -1,12 +1,22 @@
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from backend.apps.core.permissions import IsAdmin
 from backend.apps.namespaces import selectors, services
-from backend.apps.namespaces.serializers import NamespaceInputSerializer, NamespaceOutputSerializer
+from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.serializers import (
+    NamespaceDeleteInputSerializer,
+    NamespaceInputSerializer,
+    NamespaceOutputSerializer,
+)
+from backend.apps.policies import selectors as policy_selectors
+from backend.apps.policies import services as policy_services
+from backend.apps.policies.serializers import PolicyChangeInputSerializer, PolicyOutputSerializer
 
 
 class NamespacePagination(CursorPagination):
@@ -17,15 +27,67 @@ class NamespacePagination(CursorPagination):
 
 
 class NamespaceListCreateView(APIView):
-    @extend_schema(responses=NamespaceOutputSerializer(many=True))
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=NamespaceOutputSerializer(many=True), tags=["namespaces"])
     def get(self, request: Request) -> Response:
         paginator = NamespacePagination()
         page = paginator.paginate_queryset(selectors.namespace_list(), request, view=self)
         return paginator.get_paginated_response(NamespaceOutputSerializer(page, many=True).data)
 
-    @extend_schema(request=NamespaceInputSerializer, responses={201: NamespaceOutputSerializer})
+    @extend_schema(request=NamespaceInputSerializer, responses={201: NamespaceOutputSerializer}, tags=["namespaces"])
     def post(self, request: Request) -> Response:
         serializer = NamespaceInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         namespace = services.create_namespace(actor=request.user, **serializer.validated_data)
         return Response(NamespaceOutputSerializer(namespace).data, status=status.HTTP_201_CREATED)
+
+
+class NamespaceDetailView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=NamespaceOutputSerializer, tags=["namespaces"])
+    def get(self, request: Request, name: str) -> Response:
+        return Response(NamespaceOutputSerializer(get_object_or_404(selectors.namespace_list(), name=name)).data)
+
+    @extend_schema(request=NamespaceDeleteInputSerializer, responses={204: None}, tags=["namespaces"])
+    def delete(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
+        confirm = NamespaceDeleteInputSerializer(data=request.data)
+        confirm.is_valid(raise_exception=True)
+        if confirm.validated_data["confirm"] != namespace.name:
+            raise serializers.ValidationError({"confirm": ["must repeat the namespace name exactly"]})
+        services.delete_namespace(namespace=namespace, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NamespacePolicyView(APIView):
+    """A namespace's effective policy: value and source of every field; PATCH sets or resets overrides."""
+
+    permission_classes = [IsAdmin]
+
+    def _answer(self, namespace: Namespace) -> Response:
+        return Response(
+            {
+                "fields": policy_selectors.namespace_policy_view(namespace),
+                "sync_state": namespace.sync_state,
+                "sync_error": namespace.sync_error,
+            }
+        )
+
+    @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
+    def get(self, request: Request, name: str) -> Response:
+        return self._answer(get_object_or_404(Namespace, name=name))
+
+    @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
+    def patch(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
+        change = PolicyChangeInputSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        namespace = policy_services.update_namespace_policy(
+            actor=request.user,
+            namespace=namespace,
+            set_=change.validated_data["set"],
+            reset=change.validated_data["reset"],
+        )
+        return self._answer(namespace)

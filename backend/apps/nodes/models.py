@@ -8,6 +8,8 @@ class StorageNode(models.Model):
     url = models.URLField(max_length=300)
     # Bearer token for the node's API; write-only through the API, never returned.
     token = models.CharField(max_length=300, blank=True)
+    # Overrides of the built-in node policy (cleaner and disk watermarks).
+    policy_overrides = models.JSONField(default=dict, blank=True)
     healthy = models.BooleanField(default=False)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

@@ -1,0 +1,15 @@
+import django_filters
+
+from backend.apps.audit.models import AuditEntry
+
+
+class AuditEntryFilter(django_filters.FilterSet):
+    since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lt")
+    actor = django_filters.CharFilter(field_name="actor_name")
+    action = django_filters.CharFilter(field_name="action", lookup_expr="startswith")
+    q = django_filters.CharFilter(field_name="target", lookup_expr="icontains")
+
+    class Meta:
+        model = AuditEntry
+        fields = ["target_type", "target", "result"]

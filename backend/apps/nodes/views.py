@@ -1,0 +1,68 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from backend.apps.core.permissions import IsAdmin
+from backend.apps.nodes import services
+from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.serializers import NodeInputSerializer, NodeOutputSerializer
+from backend.apps.policies import selectors as policy_selectors
+from backend.apps.policies import services as policy_services
+from backend.apps.policies.serializers import PolicyChangeInputSerializer, PolicyOutputSerializer
+
+
+class NodeListCreateView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=NodeOutputSerializer(many=True), tags=["nodes"])
+    def get(self, request: Request) -> Response:
+        return Response(NodeOutputSerializer(StorageNode.objects.order_by("name"), many=True).data)
+
+    @extend_schema(request=NodeInputSerializer, responses={201: NodeOutputSerializer}, tags=["nodes"])
+    def post(self, request: Request) -> Response:
+        data = NodeInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        node = services.create_node(actor=request.user, **data.validated_data)
+        return Response(NodeOutputSerializer(node).data, status=status.HTTP_201_CREATED)
+
+
+class NodeDetailView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=NodeOutputSerializer, tags=["nodes"])
+    def get(self, request: Request, name: str) -> Response:
+        return Response(NodeOutputSerializer(get_object_or_404(StorageNode, name=name)).data)
+
+    @extend_schema(request=NodeInputSerializer, responses=NodeOutputSerializer, tags=["nodes"])
+    def patch(self, request: Request, name: str) -> Response:
+        node = get_object_or_404(StorageNode, name=name)
+        data = NodeInputSerializer(node, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        node = services.update_node(actor=request.user, node=node, **data.validated_data)
+        return Response(NodeOutputSerializer(node).data)
+
+    @extend_schema(responses={204: None}, tags=["nodes"])
+    def delete(self, request: Request, name: str) -> Response:
+        services.delete_node(actor=request.user, node=get_object_or_404(StorageNode, name=name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NodePolicyView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
+    def get(self, request: Request, name: str) -> Response:
+        return Response({"fields": policy_selectors.node_policy_view(get_object_or_404(StorageNode, name=name))})
+
+    @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
+    def patch(self, request: Request, name: str) -> Response:
+        node = get_object_or_404(StorageNode, name=name)
+        change = PolicyChangeInputSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        node = policy_services.update_node_policy(
+            actor=request.user, node=node, set_=change.validated_data["set"], reset=change.validated_data["reset"]
+        )
+        return Response({"fields": policy_selectors.node_policy_view(node)})

@@ -1,0 +1,36 @@
+"""Smoke test of the benchmark CLI: it runs and prints the promised fields (never timings)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from storage_engine.bench.__main__ import main
+
+REQUIRED = {"bench", "system", "records", "seconds", "msgs_per_s", "mb_per_s", "p50_ms", "p99_ms"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, object]]:
+    assert main([*argv, "--adapter", "memory", "--json"]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_append_bench_prints_each_system_and_the_ratios(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    lines = run(
+        capsys, "append", "--records", "300", "--producers", "3", "--keyed", "--tags", "2", "--naive-records", "30"
+    )
+    assert [line["system"] for line in lines] == ["engine-memory", "naive-fsync", "rocksdict", "ratio"]
+    for line in lines[:-1]:
+        assert line.keys() >= REQUIRED
+    assert [line["records"] for line in lines[:-1]] == [300, 30, 300]
+    assert {"engine_vs_naive", "engine_vs_rocksdict"} <= lines[-1].keys()
+
+
+def test_read_bench_prints_latencies(capsys: pytest.CaptureFixture[str]) -> None:
+    [line] = run(capsys, "read", "--records", "500", "--reads", "50")
+    assert line.keys() >= REQUIRED
+    assert (line["bench"], line["system"], line["records"], line["reads"]) == ("read", "engine-memory", 500, 50)
