@@ -119,6 +119,8 @@ INSTALLED_APPS = [
     "backend.apps.policies",
     "backend.apps.nodes",
     "backend.apps.namespaces",
+    "backend.apps.catalog",
+    "backend.apps.runs",
 ]
 
 MIDDLEWARE = [

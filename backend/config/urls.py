@@ -10,6 +10,8 @@ api = [
     path("", include("backend.apps.nodes.urls")),
     path("", include("backend.apps.policies.urls")),
     path("", include("backend.apps.audit.urls")),
+    path("", include("backend.apps.catalog.urls")),
+    path("", include("backend.apps.runs.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]

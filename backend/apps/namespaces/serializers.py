@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from backend.apps.catalog.selectors import expired_ratio
 from backend.apps.namespaces.models import Namespace
 from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
 
@@ -32,3 +33,29 @@ class NamespaceOutputSerializer(serializers.ModelSerializer):
         model = Namespace
         fields = ["name", "shards", "node", "policy_overrides", "sync_state", "sync_error", "created_at", "updated_at"]
         read_only_fields = fields
+
+
+class NamespaceListOutputSerializer(NamespaceOutputSerializer):
+    """A list row: the namespace with its usage (see ``selectors.namespace_list_with_usage``)."""
+
+    stored_bytes = serializers.IntegerField()
+    stored_records = serializers.IntegerField()
+    segment_count = serializers.IntegerField()
+    expired_ratio = serializers.SerializerMethodField()
+    last_scan_at = serializers.DateTimeField(allow_null=True)
+    last_compaction_at = serializers.DateTimeField(allow_null=True)
+
+    class Meta(NamespaceOutputSerializer.Meta):
+        fields = [
+            *NamespaceOutputSerializer.Meta.fields,
+            "stored_bytes",
+            "stored_records",
+            "segment_count",
+            "expired_ratio",
+            "last_scan_at",
+            "last_compaction_at",
+        ]
+        read_only_fields = fields
+
+    def get_expired_ratio(self, namespace: Namespace) -> float:
+        return expired_ratio(namespace.stored_records, namespace.live_records)

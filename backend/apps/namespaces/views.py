@@ -12,6 +12,7 @@ from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import (
     NamespaceDeleteInputSerializer,
     NamespaceInputSerializer,
+    NamespaceListOutputSerializer,
     NamespaceOutputSerializer,
 )
 from backend.apps.policies import selectors as policy_selectors
@@ -29,11 +30,11 @@ class NamespacePagination(CursorPagination):
 class NamespaceListCreateView(APIView):
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses=NamespaceOutputSerializer(many=True), tags=["namespaces"])
+    @extend_schema(responses=NamespaceListOutputSerializer(many=True), tags=["namespaces"])
     def get(self, request: Request) -> Response:
         paginator = NamespacePagination()
-        page = paginator.paginate_queryset(selectors.namespace_list(), request, view=self)
-        return paginator.get_paginated_response(NamespaceOutputSerializer(page, many=True).data)
+        page = paginator.paginate_queryset(selectors.namespace_list_with_usage(), request, view=self)
+        return paginator.get_paginated_response(NamespaceListOutputSerializer(page, many=True).data)
 
     @extend_schema(request=NamespaceInputSerializer, responses={201: NamespaceOutputSerializer}, tags=["namespaces"])
     def post(self, request: Request) -> Response:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CatalogConfig(AppConfig):
+    name = "backend.apps.catalog"
+    label = "catalog"

@@ -1,0 +1,60 @@
+from django.db import models
+
+
+class Segment(models.Model):
+    """A synced copy of one segment's metadata on a node (the node is the source of truth)."""
+
+    namespace = models.ForeignKey("namespaces.Namespace", on_delete=models.CASCADE, related_name="segments")
+    shard = models.PositiveIntegerField()
+    base_offset = models.BigIntegerField()
+    last_offset = models.BigIntegerField()
+    record_count = models.BigIntegerField()
+    live_count = models.BigIntegerField()
+    size_bytes = models.BigIntegerField()
+    min_timestamp = models.BigIntegerField(null=True)
+    max_timestamp = models.BigIntegerField(null=True)
+    max_expire_at = models.BigIntegerField(null=True)
+    has_unbounded = models.BooleanField(default=True)
+    state = models.CharField(max_length=12)
+    created_at_ms = models.BigIntegerField()
+    modified_at_ms = models.BigIntegerField()
+    # Records stored but no longer live (expired or dead, not yet reclaimed) ÷ stored; kept for filtering.
+    expired_ratio = models.FloatField(default=0.0)
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["namespace_id", "shard", "base_offset"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "shard", "base_offset"], name="segment_unique_position")
+        ]
+        indexes = [
+            models.Index(fields=["state", "id"]),
+            models.Index(fields=["size_bytes", "id"]),
+            models.Index(fields=["max_timestamp", "id"]),
+            models.Index(fields=["expired_ratio", "id"]),
+            models.Index(fields=["namespace", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}/{self.shard}/{self.base_offset:020d}"
+
+
+class ShardStatus(models.Model):
+    """Current figures of one shard from its node, refreshed at every catalog sync."""
+
+    namespace = models.ForeignKey("namespaces.Namespace", on_delete=models.CASCADE, related_name="shard_status")
+    shard = models.PositiveIntegerField()
+    log_start_offset = models.BigIntegerField(default=0)
+    end_offset = models.BigIntegerField(default=0)
+    record_count = models.BigIntegerField(default=0)
+    live_count = models.BigIntegerField(default=0)
+    size_bytes = models.BigIntegerField(default=0)
+    segment_count = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["namespace_id", "shard"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "shard"], name="shard_status_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}/{self.shard}"

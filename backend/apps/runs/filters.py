@@ -1,0 +1,18 @@
+import django_filters
+
+from backend.apps.runs.models import TaskRun
+
+
+class TaskRunFilter(django_filters.FilterSet):
+    namespace = django_filters.CharFilter(field_name="namespace__name")
+    node = django_filters.CharFilter(field_name="node__name")
+    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    active = django_filters.BooleanFilter(method="filter_active")
+
+    class Meta:
+        model = TaskRun
+        fields = ["kind", "state", "shard"]
+
+    def filter_active(self, queryset, name, value):  # type: ignore[no-untyped-def]
+        active = queryset.filter(state__in=["queued", "running"])
+        return active if value else queryset.exclude(pk__in=active.values("pk"))

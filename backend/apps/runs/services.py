@@ -1,0 +1,71 @@
+"""Writes of task runs: create, progress, finish, cancel. Celery tasks call these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from backend.apps.audit import services as audit
+from backend.apps.runs.models import FINISHED, State, TaskRun
+from storage_engine.errors import InvalidArgumentError
+
+
+def create_run(*, kind: str, actor: Any = None, schedule: str = "", **target: Any) -> TaskRun:
+    user = actor if getattr(actor, "is_authenticated", False) else None
+    return TaskRun.objects.create(kind=kind, started_by=user, schedule=schedule, **target)
+
+
+def mark_running(run: TaskRun) -> TaskRun:
+    TaskRun.objects.filter(pk=run.pk, state=State.QUEUED).update(state=State.RUNNING, started_at=timezone.now())
+    run.refresh_from_db()
+    return run
+
+
+def record_step(run: TaskRun, counts: dict[str, int], bytes_reclaimed: int = 0, progress: float | None = None) -> None:
+    """Add one bounded step's counts to the run (atomic, safe against concurrent readers)."""
+    with transaction.atomic():
+        locked = TaskRun.objects.select_for_update().get(pk=run.pk)
+        merged = dict(locked.counts)
+        for key, value in counts.items():
+            merged[key] = merged.get(key, 0) + value
+        locked.counts = merged
+        locked.steps = F("steps") + 1
+        locked.bytes_reclaimed = F("bytes_reclaimed") + bytes_reclaimed
+        if progress is not None:
+            locked.progress = max(0.0, min(1.0, progress))
+        locked.save(update_fields=["counts", "steps", "bytes_reclaimed", "progress"])
+
+
+def finish(run: TaskRun, state: str, error: str = "") -> None:
+    updates: dict[str, Any] = {"state": state, "error": error[:10_000], "finished_at": timezone.now()}
+    if state == State.SUCCEEDED:
+        updates["progress"] = 1.0
+    TaskRun.objects.filter(pk=run.pk).exclude(state__in=FINISHED).update(**updates)
+
+
+def request_cancel(*, run: TaskRun, actor: Any) -> TaskRun:
+    """Ask a run to stop; a running job stops between two steps, a queued one never starts."""
+    if run.state in FINISHED:
+        raise InvalidArgumentError(
+            "state", f"the run already {run.state}; only queued or running runs can be cancelled"
+        )
+    TaskRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    if run.state == State.QUEUED:
+        finish(run, State.CANCELLED, "cancelled before it started")
+    audit.record(
+        actor=actor,
+        action="run.cancel",
+        target_type="run",
+        target=str(run.pk),
+        before={"state": run.state},
+        after={"cancel_requested": True},
+    )
+    run.refresh_from_db()
+    return run
+
+
+def cancel_requested(run: TaskRun) -> bool:
+    return TaskRun.objects.filter(pk=run.pk, cancel_requested=True).exists()
