@@ -121,6 +121,7 @@ INSTALLED_APPS = [
     "backend.apps.namespaces",
     "backend.apps.catalog",
     "backend.apps.runs",
+    "backend.apps.messages",
 ]
 
 MIDDLEWARE = [

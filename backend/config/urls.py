@@ -12,6 +12,7 @@ api = [
     path("", include("backend.apps.audit.urls")),
     path("", include("backend.apps.catalog.urls")),
     path("", include("backend.apps.runs.urls")),
+    path("", include("backend.apps.messages.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]

@@ -11,7 +11,9 @@ from backend.apps.nodes.services import DEFAULT_NODE_NAME
 
 
 def make_user(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username=username, password="pw-for-tests-123")
+    user = User.objects.filter(username=username).first() or User.objects.create_user(
+        username=username, password="pw-for-tests-123"
+    )
     if role:
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
