@@ -32,7 +32,7 @@ STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
 def status_for(exc: errors.StorageError) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS_BY_ERROR:
-            return STATUS_BY_ERROR[cls]  # type: ignore[index]
+            return STATUS_BY_ERROR[cls]
     return 500
 
 

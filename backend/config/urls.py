@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from backend.apps.core.views import spa
+from backend.apps.core.views import api_not_found, spa
 
 api = [
     path("", include("backend.apps.core.urls")),
@@ -15,6 +15,7 @@ api = [
     path("", include("backend.apps.messages.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    re_path(r"^.*$", api_not_found),
 ]
 
 urlpatterns = [

@@ -129,7 +129,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
             return await produce()
         if len(key) > 200:
             raise InvalidArgumentError("Idempotency-Key", "must be at most 200 characters")
-        return await idempotency.run(f"{request.url.path}\0{key}", produce)  # type: ignore[no-any-return]
+        return await idempotency.run(f"{request.url.path}\0{key}", produce)
 
     routes: list[Route] = []
 

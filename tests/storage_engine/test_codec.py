@@ -110,9 +110,15 @@ def test_encode_records_assigns_deltas_and_broker_time() -> None:
         [NewRecord(b"a"), NewRecord(b"b", key=b"k", tags=("t",), timestamp=5, expire_at=99), NewRecord(None)],
         timestamps=1000,
     )
-    assert (body.count, body.last_delta, body.keys, body.tags, body.expires) == (3, 2, [(1, b"k")], [(1, "t")], [(1, 99)])
+    assert (body.count, body.last_delta, body.keys, body.tags, body.expires) == (
+        3,
+        2,
+        [(1, b"k")],
+        [(1, "t")],
+        [(1, 99)],
+    )
     assert (body.first_timestamp, body.min_timestamp, body.max_timestamp, body.max_expire_at) == (1000, 5, 1000, 99)
-    header, decoded = decode_batch(body.seal(7))
+    _, decoded = decode_batch(body.seal(7))
     assert [(r.offset, r.timestamp, r.value) for r in decoded] == [(7, 1000, b"a"), (8, 5, b"b"), (9, 1000, None)]
     assert body.seal(7) == encode_batch(7, decoded)
     assert len(body.seal(7)) == body.batch_length == HEADER_SIZE + len(body.data)

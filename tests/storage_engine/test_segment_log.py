@@ -110,7 +110,7 @@ def test_segment_metadata_survives_reopen_exactly(tmp_path: Path, clock: ManualC
 
 def test_sparse_offset_and_time_indexes(engine: SegmentAdapter, clock: ManualClock) -> None:
     engine.create_namespace("ns", 1, policy(segment_bytes=8192, index_interval_bytes=1000))
-    for i in range(60):
+    for _ in range(60):
         clock.advance(1)
         engine.append("ns", 0, [NewRecord(b"v" * 100) for _ in range(3)])  # 60 + 3×134 = 462-byte batches
     log = shard_log(engine, "ns")

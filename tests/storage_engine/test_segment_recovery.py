@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from storage_engine.codec import encode_records, scan_batches
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import CorruptSegmentError, DataDirLockedError
 from storage_engine.policy import NamespacePolicy
+from storage_engine.segment import log as log_module
 from storage_engine.segment.adapter import SegmentAdapter
 from storage_engine.segment.log import ShardLog
 
@@ -139,24 +141,48 @@ def test_unindexed_roll_gets_its_segment_metadata(tmp_path: Path, clock: ManualC
         engine.close()
 
 
-def test_index_entries_past_the_data_are_dropped(tmp_path: Path, clock: ManualClock) -> None:
+def test_index_entries_past_the_data_are_dropped(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "data"
-    fill(data, clock, 6)
-    # Data lost below the checkpoint (an OS crash in interval/none mode): cut at a batch boundary.
-    path = seg_path(data, 0)
-    batches = list(scan_batches(path.read_bytes()))
-    with open(path, "r+b") as f:
-        f.truncate(batches[4][0])
+    fill(data, clock, 6, pad=300, segment_bytes=1024)  # two records per segment
+    before = open_segment(data, clock)
+    segments = before.list_segments("ns", 0)
+    before.close()
+    assert [(s.base_offset, s.last_offset) for s in segments] == [(0, 1), (2, 3), (4, 5)]
+    # Data lost below the checkpoint (an OS crash in interval/none mode): offsets 4 and 5.
+    with open(seg_path(data, 4), "r+b") as f:
+        f.truncate(0)
+    monkeypatch.setattr(log_module, "_REINDEX_COMMIT_EVERY", 1)  # commit the re-index batch by batch
     engine = open_segment(data, clock, durability=Durability.NONE)
     try:
-        assert values(engine) == [b"v0", b"v1", b"v2", b"v3"]
+        assert [v[:2] for v in values(engine) if v] == [b"v0", b"v1", b"v2", b"v3"]
         assert_index_within(engine, "ns", 0)
         latest = engine.read_key("ns", 0, b"k1")  # its latest record (offset 4) is gone; 1 remains
         assert latest is not None and latest.offset == 1
         assert [r.offset for r in engine.read_tag("ns", 0, "t1").records] == [1, 3]
         assert engine.offset_for_timestamp("ns", 0, clock.now_ms()) is None
+        strip = [replace(s, modified_at=0) for s in engine.list_segments("ns", 0)]
+        assert strip[:2] == [replace(s, modified_at=0) for s in segments[:2]]
+        assert (strip[2].base_offset, strip[2].record_count, strip[2].state) == (4, 0, SegmentState.ACTIVE)
         assert engine.append("ns", 0, [NewRecord(b"again")]).base_offset == 4
         assert engine.stats().counters["recovery_index_past_data_total"] == 2
+    finally:
+        engine.close()
+
+
+def test_a_segment_that_does_not_follow_its_predecessor_is_dropped(tmp_path: Path, clock: ManualClock) -> None:
+    data = tmp_path / "data"
+    fill(data, clock, 3)
+    with open(seg_path(data, 7), "wb") as f:  # offsets 3..6 would be missing
+        f.write(encode_records([NewRecord(b"stray")], timestamps=1).seal(7))
+    seg_path(data, 3).write_bytes(b"")  # and an empty next segment, as a crash right after a roll leaves
+    engine = open_segment(data, clock)
+    try:
+        assert [(s.base_offset, s.record_count) for s in engine.list_segments("ns", 0)] == [(0, 3), (3, 0)]
+        assert not seg_path(data, 7).exists()
+        assert engine.append("ns", 0, [NewRecord(b"next")]).base_offset == 3
+        assert_index_within(engine, "ns", 0)
     finally:
         engine.close()
 

@@ -4,7 +4,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework.filters import OrderingFilter
 from rest_framework.generics import ListAPIView
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,16 +15,10 @@ from backend.apps.catalog.serializers import (
     SegmentOutputSerializer,
     SyncResultOutputSerializer,
 )
+from backend.apps.core.pagination import cursor_page
 from backend.apps.core.permissions import IsOperator
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import namespace_list
-
-
-class SegmentPagination(CursorPagination):
-    ordering = ("namespace_id", "shard", "base_offset")
-    page_size = 100
-    max_page_size = 1000
-    page_size_query_param = "page_size"
 
 
 @extend_schema(tags=["segments"])
@@ -33,7 +26,7 @@ class SegmentListView(ListAPIView):
     """Every segment across namespaces; filter, order and page by cursor (fast at a million rows)."""
 
     serializer_class = SegmentOutputSerializer
-    pagination_class = SegmentPagination
+    pagination_class = cursor_page(("namespace_id", "shard", "base_offset", "id"))
     filterset_class = SegmentFilter
     filter_backends = [*ListAPIView.filter_backends, OrderingFilter]
     ordering_fields = ["size_bytes", "max_timestamp", "expired_ratio", "base_offset", "id"]

@@ -3,9 +3,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate, login, logout
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
-from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.csrf import csrf_failure as django_csrf_failure
+from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
@@ -96,3 +97,16 @@ def spa(request: HttpRequest, path: str = "") -> HttpResponse:
     if html is None:
         return HttpResponse("The UI is not built. Run `make ui` (or `make up`).", status=503, content_type="text/plain")
     return HttpResponse(html, content_type="text/html; charset=utf-8")
+
+
+@csrf_exempt  # it changes nothing, and a CSRF refusal would hide the real answer
+def api_not_found(request: HttpRequest) -> JsonResponse:
+    """Unknown ``/api/`` routes answer JSON like every other API error, not an HTML page."""
+    return JsonResponse({"detail": f"no API route {request.path}"}, status=404)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF refusals answer JSON on the API (the UI shows the message) and Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"CSRF check failed: {reason}"}, status=403)
+    return django_csrf_failure(request, reason)

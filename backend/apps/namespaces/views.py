@@ -1,11 +1,12 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import CursorPagination
+from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from backend.apps.core.pagination import cursor_page
 from backend.apps.core.permissions import IsAdmin
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace
@@ -20,21 +21,16 @@ from backend.apps.policies import services as policy_services
 from backend.apps.policies.serializers import PolicyChangeInputSerializer, PolicyOutputSerializer
 
 
-class NamespacePagination(CursorPagination):
-    ordering = "name"
-    page_size = 100
-    max_page_size = 500
-    page_size_query_param = "page_size"
+@extend_schema(tags=["namespaces"])
+class NamespaceListCreateView(ListAPIView):
+    """Namespaces with their usage (GET, any role); create one (POST, admin)."""
 
-
-class NamespaceListCreateView(APIView):
     permission_classes = [IsAdmin]
+    serializer_class = NamespaceListOutputSerializer
+    pagination_class = cursor_page("name")
 
-    @extend_schema(responses=NamespaceListOutputSerializer(many=True), tags=["namespaces"])
-    def get(self, request: Request) -> Response:
-        paginator = NamespacePagination()
-        page = paginator.paginate_queryset(selectors.namespace_list_with_usage(), request, view=self)
-        return paginator.get_paginated_response(NamespaceListOutputSerializer(page, many=True).data)
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.namespace_list_with_usage()
 
     @extend_schema(request=NamespaceInputSerializer, responses={201: NamespaceOutputSerializer}, tags=["namespaces"])
     def post(self, request: Request) -> Response:

@@ -1,11 +1,11 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework.generics import ListAPIView, RetrieveAPIView
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from backend.apps.core.pagination import cursor_page
 from backend.apps.core.permissions import IsOperator
 from backend.apps.runs import selectors, services
 from backend.apps.runs.filters import TaskRunFilter
@@ -13,17 +13,10 @@ from backend.apps.runs.models import TaskRun
 from backend.apps.runs.serializers import TaskRunOutputSerializer
 
 
-class RunPagination(CursorPagination):
-    ordering = ("-created_at", "-id")
-    page_size = 50
-    max_page_size = 500
-    page_size_query_param = "page_size"
-
-
 @extend_schema(tags=["runs"])
 class TaskRunListView(ListAPIView):
     serializer_class = TaskRunOutputSerializer
-    pagination_class = RunPagination
+    pagination_class = cursor_page(("-created_at", "-id"), page_size=50)
     filterset_class = TaskRunFilter
 
     def get_queryset(self):  # type: ignore[no-untyped-def]

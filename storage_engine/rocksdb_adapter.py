@@ -1,0 +1,200 @@
+"""The ``rocksdb`` adapter: records and indexes in one RocksDB database.
+
+Records live in the index store's ``records`` column family, one entry per
+record keyed ``ns_id u32 | shard u16 | offset u64`` (so a shard is one key
+range in offset order), the value being the record in the
+:mod:`storage_engine.codec` record format. Indexes, segment metadata,
+checkpoints and namespaces are the same column families as the ``segment``
+adapter's (:mod:`storage_engine.segment.index_store`), minus the sparse
+offset index, which the records family makes unnecessary.
+
+A group commit is one WriteBatch holding the records, their index entries,
+the segment metadata and the checkpoint, so RocksDB's own atomicity is the
+whole crash-recovery story: after a crash a batch is entirely there or not at
+all. ``fsync`` mode writes it with ``sync=True`` (WAL fsynced); ``interval``
+syncs the WAL at most every ``fsync_interval_ms``.
+
+Segments are logical, with the ``segment`` adapter's rolling rule, so the
+catalog looks the same; a segment's ``size_bytes`` is the bytes of its keys
+and values.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from storage_engine.api import Record, SegmentState
+from storage_engine.clock import Clock
+from storage_engine.codec import EncodedRecords, decode_record, iter_record_slices
+from storage_engine.config import EngineConfig
+from storage_engine.segment.base_adapter import IndexedLogAdapter
+from storage_engine.segment.index_store import CF_RECORDS, NamespaceRecord, ShardIndex
+from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.shard import ShardBase
+
+_U64 = struct.Struct(">Q")
+_KEY_BYTES = 6 + 8  # prefix + offset: what each record costs beyond its value
+
+
+@dataclass(frozen=True, slots=True)
+class RocksView:
+    log_start_offset: int
+    end_offset: int
+    sealed: tuple[SegmentMeta, ...]  # no longer change
+    active: SegmentMeta  # a copy
+
+    def metas(self) -> list[SegmentMeta]:
+        return [*self.sealed, self.active]
+
+
+class RocksShard(ShardBase):
+    """One shard of the ``rocksdb`` adapter (logical segments over the records family)."""
+
+    view: RocksView
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.store = self.index.store
+        self._metas: list[SegmentMeta] = []
+        self._next_offset = 0
+
+    @classmethod
+    def create(cls, **kwargs: Any) -> RocksShard:
+        self = cls(**kwargs)
+        now = self.clock.now_ms()
+        self._metas = [SegmentMeta(0, created_at=now, modified_at=now)]
+        wb = self.store.batch()
+        self.index.commit(wb, self._metas)
+        self.store.write(wb)  # made durable by the synced namespace write that follows
+        self._publish()
+        return self
+
+    @classmethod
+    def open(cls, **kwargs: Any) -> RocksShard:
+        """Nothing to repair: every group commit was one atomic WriteBatch."""
+        self = cls(**kwargs)
+        self._metas = self.store.segments(self.index.prefix)
+        self._next_offset = self.index.checkpoint.next_offset
+        if not self._metas:
+            now = self.clock.now_ms()
+            self._metas = [SegmentMeta(self._next_offset, created_at=now, modified_at=now)]
+        self._publish()
+        return self
+
+    def append_group(self, bodies: list[EncodedRecords]) -> list[int]:
+        with self.write_lock:
+            self.check_usable()
+            try:
+                return self._append_group(bodies)
+            except Exception as exc:  # memory and database may disagree: reopen to recover
+                self.failure = exc
+                raise
+
+    def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
+        store = self.store
+        prefix = self.index.prefix
+        policy = self.policy
+        now = self.clock.now_ms()
+        handle = store.handle(CF_RECORDS)
+        wb = store.batch()
+        active = self._metas[-1]
+        dirty: dict[int, SegmentMeta] = {}
+        offsets: list[int] = []
+        for body in bodies:
+            nbytes = len(body.data) + _KEY_BYTES * body.count
+            if active.should_roll(policy, nbytes, body.max_timestamp):
+                active.state = SegmentState.SEALED
+                dirty[active.base_offset] = active
+                active = SegmentMeta(self._next_offset, created_at=now, modified_at=now)
+                self._metas.append(active)
+                self.counters.add("segment_rolls_total")
+            base = self._next_offset
+            data = body.data
+            for delta, start, end in iter_record_slices(data):
+                wb.put(prefix + _U64.pack(base + delta), data[start:end], handle)
+            last = base + body.last_delta
+            self.index.add_batch(
+                wb,
+                base_offset=base,
+                last_offset=last,
+                max_timestamp=body.max_timestamp,
+                length=nbytes,
+                keys=body.keys,
+                tags=body.tags,
+                expires=body.expires,
+                segment_base=active.base_offset,
+                position=None,
+                first_in_segment=active.record_count == 0,
+                interval_bytes=policy.index_interval_bytes,
+            )
+            active.account(
+                count=body.count,
+                nbytes=nbytes,
+                last_offset=last,
+                first_timestamp=body.first_timestamp,
+                min_timestamp=body.min_timestamp,
+                max_timestamp=body.max_timestamp,
+                max_expire_at=body.max_expire_at,
+                has_unbounded=body.has_unbounded,
+                now=now,
+            )
+            dirty[active.base_offset] = active
+            self._next_offset = last + 1
+            offsets.append(base)
+        self.index.commit(wb, dirty.values())
+        sync = self.sync_schedule.sync_now()
+        store.write(wb, sync=sync)
+        if sync:
+            self.sync_schedule.synced()
+            self.counters.add("fsyncs_total")
+        self._publish()
+        self.counters.add_many(
+            {"append_groups_total": 1, "append_batches_total": len(bodies), "appended_records_total": len(offsets)}
+        )
+        return offsets
+
+    def _publish(self) -> None:
+        old = getattr(self, "view", None)
+        n = len(self._metas) - 1
+        sealed = old.sealed if old is not None and len(old.sealed) == n else tuple(self._metas[:-1])
+        self.view = RocksView(self._metas[0].base_offset, self._next_offset, sealed, replace(self._metas[-1]))
+
+    # -- reading ------------------------------------------------------------------------
+    def iter_records(self, view: RocksView, start: int, *, min_timestamp: int | None = None) -> Iterator[Record]:
+        for offset, value in self.store.records(self.index.prefix, start, view.end_offset):
+            yield decode_record(value, offset)
+
+    def record_at(self, offset: int) -> Record | None:
+        for r in self.iter_records(self.view, offset):
+            return r if r.offset == offset else None
+        return None
+
+    # -- closing --------------------------------------------------------------------------
+    def _sync_storage(self) -> None:
+        self.store.sync_wal()
+
+    def _release(self) -> None:
+        """Nothing of its own to close: the database belongs to the adapter."""
+
+
+class RocksDBAdapter(IndexedLogAdapter):
+    name = "rocksdb"
+    extra_column_families = (CF_RECORDS,)
+
+    def __init__(self, config: EngineConfig, clock: Clock) -> None:
+        super().__init__(config, clock)
+
+    def _make_shard(self, record: NamespaceRecord, shard: int, *, create: bool) -> ShardBase:
+        kwargs = {
+            "namespace": record.name,
+            "shard": shard,
+            "index": ShardIndex(self.store, record.ns_id, shard),
+            "policy": record.policy,
+            "config": self.config,
+            "clock": self.clock,
+            "counters": self.counters,
+        }
+        return RocksShard.create(**kwargs) if create else RocksShard.open(**kwargs)

@@ -1,0 +1,333 @@
+"""What the ``segment`` and ``rocksdb`` adapters share: everything above the shard.
+
+Namespaces (persisted in the index store), argument validation, the I/O
+worker pool, the data directory lock, and the read semantics of the contract
+(bounds, Kafka-style progress, TTL visibility, key/tag/time lookups) are
+implemented once here. A subclass only says how a shard stores its records
+(:class:`ShardBase`): segment files or a RocksDB column family.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from storage_engine.api import (
+    AppendResult,
+    EngineStats,
+    NamespaceInfo,
+    NewRecord,
+    ReadResult,
+    Record,
+    SegmentInfo,
+    ShardStats,
+    StorageAdapter,
+)
+from storage_engine.clock import Clock
+from storage_engine.codec import encode_records
+from storage_engine.config import EngineConfig
+from storage_engine.errors import (
+    EngineClosedError,
+    InvalidArgumentError,
+    NamespaceExistsError,
+    OffsetOutOfRangeError,
+    UnknownNamespaceError,
+    UnknownShardError,
+)
+from storage_engine.policy import NamespacePolicy, validate_namespace_policy
+from storage_engine.segment.counters import Counters
+from storage_engine.segment.datadir import DataDir
+from storage_engine.segment.index_store import IndexStore, NamespaceRecord
+from storage_engine.segment.iopool import IOPool
+from storage_engine.segment.shard import ShardBase
+from storage_engine.validation import (
+    record_size,
+    validate_namespace_name,
+    validate_read_limits,
+    validate_records,
+    validate_shard_count,
+)
+
+# A tag read fetches wanted offsets with one scan while they are this close together.
+_TAG_SCAN_GAP = 64
+
+
+@dataclass(slots=True)
+class _Namespace:
+    record: NamespaceRecord
+    shards: list[ShardBase]
+
+    @property
+    def info(self) -> NamespaceInfo:
+        r = self.record
+        return NamespaceInfo(name=r.name, shards=r.shards, policy=r.policy, created_at=r.created_at)
+
+
+def _check_int(name: str, value: object, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(name, f"must be an integer ≥ {minimum}")
+    return value
+
+
+class IndexedLogAdapter(StorageAdapter):
+    """Base of the log adapters; subclasses provide the shard storage."""
+
+    name = "indexed"
+    extra_column_families: tuple[str, ...] = ()
+
+    def __init__(self, config: EngineConfig, clock: Clock) -> None:
+        if config.data_dir is None:
+            raise InvalidArgumentError("data_dir", f"is required for the {self.name!r} adapter")
+        self.config = config
+        self.clock = clock
+        self.counters = Counters()
+        self._lock = threading.RLock()  # namespace create/update/delete and close
+        self._closed = False
+        self._namespaces: dict[str, _Namespace] = {}
+        self.data_dir = DataDir(Path(config.data_dir), self.name)
+        try:
+            self.store = IndexStore(self.data_dir.index_dir, self.extra_column_families)
+            try:
+                self._open_namespaces()
+            except BaseException:
+                self.store.close()
+                raise
+        except BaseException:
+            self.data_dir.release()
+            raise
+        self._pool = IOPool(config.io_workers, config.max_requests_per_batch, config.fsync_interval_ms, self.name)
+
+    # -- what a subclass provides ----------------------------------------------------
+    @abc.abstractmethod
+    def _make_shard(self, record: NamespaceRecord, shard: int, *, create: bool) -> ShardBase:
+        """Create a new empty shard or open (and recover) an existing one."""
+
+    def _remove_namespace_files(self, record: NamespaceRecord) -> None:
+        """Delete whatever the namespace has outside the index store."""
+
+    def _remove_orphans(self, known: set[str]) -> None:
+        """Remove files of namespaces that no longer exist (a crash during create or delete)."""
+
+    # -- opening ------------------------------------------------------------------------
+    def _open_namespaces(self) -> None:
+        records = self.store.namespaces()
+        self._remove_orphans({r.name for r in records})
+        known_ids = {r.ns_id for r in records}
+        orphan_ids = {p[0] for p in self.store.shard_ids()} - known_ids
+        if orphan_ids:  # index entries of a namespace whose create or delete was interrupted
+            wb = self.store.batch()
+            for ns_id in orphan_ids:
+                self.store.drop_namespace_entries(wb, ns_id)
+            self.store.write(wb, sync=True)
+        jobs = [(r, s) for r in records for s in range(r.shards)]
+        with ThreadPoolExecutor(max_workers=max(1, self.config.io_workers)) as ex:
+            shards = list(ex.map(lambda job: self._make_shard(job[0], job[1], create=False), jobs))
+        it = iter(shards)
+        for r in records:
+            self._namespaces[r.name] = _Namespace(r, [next(it) for _ in range(r.shards)])
+
+    # -- namespaces ---------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineClosedError()
+
+    def _namespace(self, name: str) -> _Namespace:
+        self._check_open()
+        ns = self._namespaces.get(name) if isinstance(name, str) else None
+        if ns is None:
+            raise UnknownNamespaceError(str(name))
+        return ns
+
+    def _shard(self, namespace: str, shard: int) -> ShardBase:
+        ns = self._namespace(namespace)
+        if isinstance(shard, bool) or not isinstance(shard, int):
+            raise InvalidArgumentError("shard", "must be an integer")
+        if not 0 <= shard < len(ns.shards):
+            raise UnknownShardError(namespace, shard, len(ns.shards))
+        return ns.shards[shard]
+
+    def create_namespace(self, name: str, shards: int, policy: NamespacePolicy | None = None) -> NamespaceInfo:
+        self._check_open()
+        validate_namespace_name(name)
+        validate_shard_count(shards)
+        policy = policy if policy is not None else NamespacePolicy()
+        if not isinstance(policy, NamespacePolicy):
+            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
+        validate_namespace_policy(policy)
+        with self._lock:
+            self._check_open()
+            if name in self._namespaces:
+                raise NamespaceExistsError(name)
+            record = NamespaceRecord(name, self.store.allocate_namespace_id(), shards, policy, self.clock.now_ms())
+            logs = [self._make_shard(record, s, create=True) for s in range(shards)]
+            # The namespace exists from this write on; a crash before it leaves only
+            # orphans, which the next open removes.
+            wb = self.store.batch()
+            self.store.put_namespace(wb, record)
+            self.store.write(wb, sync=True)
+            ns = self._namespaces[name] = _Namespace(record, logs)
+            return ns.info
+
+    def update_namespace(self, name: str, policy: NamespacePolicy) -> NamespaceInfo:
+        if not isinstance(policy, NamespacePolicy):
+            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
+        validate_namespace_policy(policy)
+        with self._lock:
+            ns = self._namespace(name)
+            record = replace(ns.record, policy=policy)
+            wb = self.store.batch()
+            self.store.put_namespace(wb, record)
+            self.store.write(wb, sync=True)
+            ns.record = record
+            for log in ns.shards:
+                log.policy = policy
+            return ns.info
+
+    def delete_namespace(self, name: str) -> None:
+        with self._lock:
+            ns = self._namespace(name)
+            del self._namespaces[name]
+            for log in ns.shards:  # waits for in-flight appends and reads
+                log.close(sync=False, deleted=True)
+            wb = self.store.batch()
+            self.store.delete_namespace(wb, name)
+            self.store.drop_namespace_entries(wb, ns.record.ns_id)
+            self.store.write(wb, sync=True)
+            self._remove_namespace_files(ns.record)
+            self.store.compact_namespace(ns.record.ns_id)
+            self.counters.add("namespaces_deleted_total")
+
+    def list_namespaces(self) -> list[NamespaceInfo]:
+        self._check_open()
+        return [ns.info for _, ns in sorted(self._namespaces.items())]
+
+    def get_namespace(self, name: str) -> NamespaceInfo:
+        return self._namespace(name).info
+
+    # -- data ---------------------------------------------------------------------------
+    def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
+        log = self._shard(namespace, shard)
+        if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
+            raise InvalidArgumentError("records", "must be a sequence of NewRecord")
+        validate_records(records, log.policy)
+        if not records:
+            with log.reading() as view:
+                return AppendResult(view.end_offset, 0)
+        body = encode_records(records, self.clock.now_ms())
+        base = self._pool.submit(log, body).result()
+        return AppendResult(base, len(records))
+
+    def read(
+        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult:
+        validate_read_limits(max_records, max_bytes)
+        log = self._shard(namespace, shard)
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise InvalidArgumentError("offset", "must be an integer")
+        out: list[Record] = []
+        size = 0
+        with log.reading() as view:
+            if not view.log_start_offset <= offset <= view.end_offset:
+                raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
+            for r in log.iter_records(view, offset):
+                # record_size reads only fields Record shares with NewRecord.
+                n = record_size(r)  # type: ignore[arg-type]
+                if out and size + n > max_bytes:
+                    break
+                out.append(r)
+                size += n
+                if len(out) >= max_records:
+                    break
+        # Nothing returned means nothing stored up to the end: the consumer is caught up.
+        next_offset = out[-1].offset + 1 if out else view.end_offset
+        return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
+
+    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
+        log = self._shard(namespace, shard)
+        _check_int("timestamp", timestamp)
+        with log.reading() as view:
+            # The time index says every record up to its offset is older than
+            # ``timestamp``; start just after it and skip batches by header.
+            floor = log.index.floor_time(timestamp)
+            start = max(view.log_start_offset, floor + 1 if floor is not None else 0)
+            for r in log.iter_records(view, start, min_timestamp=timestamp):
+                if r.timestamp >= timestamp:
+                    return r.offset
+        return None
+
+    def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
+        log = self._shard(namespace, shard)
+        if not isinstance(key, bytes):
+            raise InvalidArgumentError("key", "must be bytes")
+        with log.reading() as view:
+            offset = log.index.get_key(key)
+            if offset is None or offset < view.log_start_offset:
+                return None
+            r = log.record_at(offset)
+        return r if r is not None and r.key == key else None
+
+    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
+        validate_read_limits(max_records, 1)
+        log = self._shard(namespace, shard)
+        if not isinstance(tag, str) or not tag:
+            raise InvalidArgumentError("tag", "must be a non-empty string")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise InvalidArgumentError("offset", "must be an integer")
+        with log.reading() as view:
+            cursor = max(offset, view.log_start_offset)
+            wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records)
+            out = self._fetch(log, view, wanted) if wanted else []
+        next_offset = out[-1].offset + 1 if out else view.end_offset
+        return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
+
+    @staticmethod
+    def _fetch(log: ShardBase, view: Any, offsets: list[int]) -> list[Record]:
+        """The records at ``offsets`` (ascending); one scan while they are close together."""
+        out: list[Record] = []
+        i = 0
+        while i < len(offsets):
+            for r in log.iter_records(view, offsets[i]):
+                while i < len(offsets) and offsets[i] < r.offset:
+                    i += 1  # gone (never expected: the index follows the data)
+                if i == len(offsets):
+                    break
+                if r.offset == offsets[i]:
+                    out.append(r)
+                    i += 1
+                if i == len(offsets) or offsets[i] - r.offset > _TAG_SCAN_GAP:
+                    break
+            else:
+                break
+        return out
+
+    # -- metadata -------------------------------------------------------------------------
+    def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]:
+        return self._shard(namespace, shard).segment_infos()
+
+    def shard_stats(self, namespace: str, shard: int) -> ShardStats:
+        return self._shard(namespace, shard).stats()
+
+    def stats(self) -> EngineStats:
+        self._check_open()
+        namespaces = [ns for _, ns in sorted(self._namespaces.items())]
+        shards = tuple(log.stats() for ns in namespaces for log in ns.shards)
+        counters = self.counters.snapshot()
+        counters["failed_shards"] = sum(1 for ns in namespaces for log in ns.shards if log.failure is not None)
+        return EngineStats(adapter=self.name, namespaces=len(namespaces), shards=shards, counters=counters)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.close()  # finishes queued appends first
+        for ns in self._namespaces.values():
+            for log in ns.shards:
+                log.close()
+        self.store.close()
+        self.data_dir.release()

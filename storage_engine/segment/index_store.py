@@ -1,0 +1,462 @@
+"""The RocksDB index store: one database per data directory, ``<data_dir>/index/``.
+
+Every key is fixed-width big-endian up to its variable tail, so byte order is
+offset order (and time order in ``times`` and ``ttl``). A namespace gets a
+``u32`` id when created (never reused), so a shard's entries share the 6-byte
+prefix ``P = ns_id u32 | shard u16`` and a shard or a namespace is one
+contiguous key range in every column family but ``ttl``.
+
+Column families (key → value)::
+
+    offsets      P | offset u64                      → segment_base u64 | position u64
+                 sparse: the first batch of a segment, then a batch every
+                 index_interval_bytes; the offset is the batch's base offset
+    times        P | max_timestamp u64               → offset u64
+                 sparse; "every record at or below offset has a timestamp
+                 ≤ max_timestamp" (running maximum, so keys rise with offsets)
+    keys         P | key bytes                       → offset u64 (latest record with the key)
+    tags         P | len u8 | tag UTF-8 | offset u64 → b""
+    ttl          expire_at u64 | ns_id u32 | shard u16 | offset u64 → b""
+                 records with an explicit expire_at, in deadline order
+    segments     P | base_offset u64                 → SegmentMeta.pack()
+    checkpoints  P                                   → Checkpoint.pack()
+    namespaces   name UTF-8                          → JSON {id, shards, policy, created_at}
+                 b"\\x00next_id"                      → u32 (next namespace id)
+    records      P | offset u64                      → one encoded record (``rocksdb`` adapter only)
+
+The checkpoint says how far a shard is indexed. It is written in the same
+WriteBatch as the entries it covers, so the two can never disagree; recovery
+re-indexes whatever the data files hold beyond it.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, cast
+
+from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+from storage_engine.policy import NamespacePolicy
+from storage_engine.segment.meta import SegmentMeta
+
+_PREFIX = struct.Struct(">IH")
+_NS = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_POS = struct.Struct(">QQ")
+_TTL = struct.Struct(">QIHQ")
+_CHECKPOINT = struct.Struct(">BQQQqqQ")
+_NEXT_NS_ID = b"\x00next_id"
+
+CF_OFFSETS = "offsets"
+CF_TIMES = "times"
+CF_KEYS = "keys"
+CF_TAGS = "tags"
+CF_TTL = "ttl"
+CF_SEGMENTS = "segments"
+CF_CHECKPOINTS = "checkpoints"
+CF_NAMESPACES = "namespaces"
+CF_RECORDS = "records"
+INDEX_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_TTL, CF_SEGMENTS, CF_CHECKPOINTS, CF_NAMESPACES)
+# Families whose keys start with the shard prefix (everything but ttl and namespaces).
+_SHARD_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_RECORDS)
+# What re-indexing a shard rebuilds: everything derived from the data, never the data itself.
+INDEX_ONLY_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS)
+
+
+def shard_prefix(ns_id: int, shard: int) -> bytes:
+    return _PREFIX.pack(ns_id, shard)
+
+
+def _end_of(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with ``prefix``."""
+    as_int = int.from_bytes(prefix, "big") + 1
+    return as_int.to_bytes(len(prefix), "big")
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """How far a shard is indexed, and the sparse-index state to continue from.
+
+    Value layout (49 bytes): version u8, next_offset u64 (every offset below is
+    indexed), segment_base u64 and position u64 (end of the last indexed batch
+    in that segment file), max_timestamp i64 (running maximum, −1 none),
+    time_entry_timestamp i64 (of the last ``times`` entry, −1 none),
+    bytes_since_entry u64 (since the last ``offsets`` entry).
+    """
+
+    next_offset: int = 0
+    segment_base: int = 0
+    position: int = 0
+    max_timestamp: int = -1
+    time_entry_timestamp: int = -1
+    bytes_since_entry: int = 0
+
+    def pack(self) -> bytes:
+        return _CHECKPOINT.pack(
+            1,
+            self.next_offset,
+            self.segment_base,
+            self.position,
+            self.max_timestamp,
+            self.time_entry_timestamp,
+            self.bytes_since_entry,
+        )
+
+    @classmethod
+    def unpack(cls, raw: bytes) -> Checkpoint:
+        version, *values = _CHECKPOINT.unpack(raw)
+        if version != 1:
+            raise ValueError(f"unsupported checkpoint version {version}")
+        return cls(*values)
+
+    def copy(self) -> Checkpoint:
+        return Checkpoint(*(getattr(self, f.name) for f in fields(self)))
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceRecord:
+    name: str
+    ns_id: int
+    shards: int
+    policy: NamespacePolicy
+    created_at: int
+
+    def pack(self) -> bytes:
+        body = {"id": self.ns_id, "shards": self.shards, "policy": self.policy.to_dict(), "created_at": self.created_at}
+        return json.dumps(body, sort_keys=True).encode()
+
+    @classmethod
+    def unpack(cls, name: str, raw: bytes) -> NamespaceRecord:
+        body = json.loads(raw)
+        known = {f.name for f in fields(NamespacePolicy)}
+        policy = NamespacePolicy(**{k: v for k, v in body["policy"].items() if k in known})
+        return cls(name, body["id"], body["shards"], policy, body["created_at"])
+
+
+class IndexStore:
+    """The RocksDB database of one data directory (raw bytes keys and values)."""
+
+    def __init__(self, path: Path, extra_cfs: tuple[str, ...] = ()) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        opts = self._options()
+        opts.create_if_missing(True)
+        opts.create_missing_column_families(True)
+        names = INDEX_CFS + extra_cfs
+        self.db: Rdict | None = Rdict(str(path), opts, column_families={n: self._options() for n in names})
+        self._cf = {n: self.db.get_column_family(n) for n in names}
+        self._handles = {n: self.db.get_column_family_handle(n) for n in names}
+        self._sync = WriteOptions()
+        self._sync.sync = True
+        self._nosync = WriteOptions()
+        self._ns_lock = threading.Lock()
+
+    @staticmethod
+    def _options() -> Options:
+        opts = Options(raw_mode=True)
+        opts.set_max_background_jobs(2)
+        opts.set_keep_log_file_num(2)
+        return opts
+
+    # -- writing ------------------------------------------------------------------
+    def batch(self) -> WriteBatch:
+        return WriteBatch(raw_mode=True)
+
+    def handle(self, cf: str) -> Any:
+        return self._handles[cf]
+
+    def write(self, wb: WriteBatch, sync: bool = False) -> None:
+        """Apply a WriteBatch atomically. ``sync`` also fsyncs RocksDB's WAL."""
+        assert self.db is not None
+        if not wb.is_empty():
+            self.db.write(wb, self._sync if sync else self._nosync)
+
+    def sync_wal(self) -> None:
+        """fsync RocksDB's write-ahead log (the ``rocksdb`` adapter's durability point)."""
+        assert self.db is not None
+        self.db.flush_wal(True)
+
+    def put_segment(self, wb: WriteBatch, prefix: bytes, meta: SegmentMeta) -> None:
+        wb.put(prefix + _U64.pack(meta.base_offset), meta.pack(), self._handles[CF_SEGMENTS])
+
+    def delete_segment(self, wb: WriteBatch, prefix: bytes, base_offset: int) -> None:
+        wb.delete(prefix + _U64.pack(base_offset), self._handles[CF_SEGMENTS])
+
+    def put_checkpoint(self, wb: WriteBatch, prefix: bytes, checkpoint: Checkpoint) -> None:
+        wb.put(prefix, checkpoint.pack(), self._handles[CF_CHECKPOINTS])
+
+    def drop_prefix(self, wb: WriteBatch, prefix: bytes, families: tuple[str, ...] = _SHARD_CFS) -> None:
+        """Range-delete the entries of a shard (6-byte prefix) or namespace (4-byte) in ``families``
+        (default: all but ``ttl``, whose keys lead with the deadline; see :meth:`drop_ttl`)."""
+        end = _end_of(prefix)
+        for name in families:
+            if name in self._handles:
+                wb.delete_range(prefix, end, self._handles[name])
+
+    def drop_ttl(self, wb: WriteBatch, ns_id: int, shard: int | None = None) -> int:
+        """Delete the ttl entries of a namespace (or one shard). Walks the whole family:
+        ttl keys lead with the deadline, not the shard. Only used on rare paths."""
+        assert self.db is not None
+        handle = self._handles[CF_TTL]
+        dropped = 0
+        for key in self._keys(CF_TTL):
+            _, ns, sh, _ = _TTL.unpack(key)
+            if ns == ns_id and (shard is None or sh == shard):
+                wb.delete(key, handle)
+                dropped += 1
+        return dropped
+
+    def drop_namespace_entries(self, wb: WriteBatch, ns_id: int) -> None:
+        """Every entry of a namespace, records included (``delete_namespace``)."""
+        self.drop_prefix(wb, _NS.pack(ns_id))
+        self.drop_ttl(wb, ns_id)
+
+    def compact_namespace(self, ns_id: int) -> None:
+        self.compact_prefix(_NS.pack(ns_id))
+
+    def shard_ids(self) -> list[tuple[int, int]]:
+        """(ns_id, shard) of every shard with a checkpoint."""
+        return [_PREFIX.unpack(k) for k in self._keys(CF_CHECKPOINTS)]
+
+    def compact_prefix(self, prefix: bytes) -> None:
+        """Ask RocksDB to drop range-deleted entries now rather than eventually."""
+        end = _end_of(prefix)
+        for name in _SHARD_CFS:
+            if name in self._cf:
+                self._cf[name].compact_range(prefix, end)
+        self._cf[CF_TTL].compact_range(None, None)
+
+    # -- namespaces ----------------------------------------------------------------
+    def namespaces(self) -> list[NamespaceRecord]:
+        # Names are printable ASCII; the counter key starts with NUL and sorts first.
+        return [NamespaceRecord.unpack(k.decode(), v) for k, v in self._range(CF_NAMESPACES, b"\x01", b"\x7f")]
+
+    def allocate_namespace_id(self) -> int:
+        """A fresh id, durable before use, so a deleted namespace's entries are never read by a new one."""
+        with self._ns_lock:
+            raw = self._cf[CF_NAMESPACES].get(_NEXT_NS_ID)
+            ns_id = _NS.unpack(raw)[0] if raw is not None else 1
+            wb = self.batch()
+            wb.put(_NEXT_NS_ID, _NS.pack(ns_id + 1), self._handles[CF_NAMESPACES])
+            self.write(wb, sync=True)
+            return ns_id
+
+    def put_namespace(self, wb: WriteBatch, record: NamespaceRecord) -> None:
+        wb.put(record.name.encode(), record.pack(), self._handles[CF_NAMESPACES])
+
+    def delete_namespace(self, wb: WriteBatch, name: str) -> None:
+        wb.delete(name.encode(), self._handles[CF_NAMESPACES])
+
+    # -- reading -------------------------------------------------------------------
+    def segments(self, prefix: bytes) -> list[SegmentMeta]:
+        return [SegmentMeta.unpack(v) for _, v in self._range(CF_SEGMENTS, prefix, _end_of(prefix))]
+
+    def checkpoint(self, prefix: bytes) -> Checkpoint | None:
+        raw = self._cf[CF_CHECKPOINTS].get(prefix)
+        return None if raw is None else Checkpoint.unpack(raw)
+
+    def floor_offset(self, prefix: bytes, offset: int) -> tuple[int, int, int] | None:
+        """The last sparse entry at or below ``offset``: (batch base offset, segment base, position)."""
+        it = self._cf[CF_OFFSETS].iter()
+        it.seek_for_prev(prefix + _U64.pack(offset))
+        if not it.valid():
+            return None
+        key = it.key()
+        if not key.startswith(prefix):
+            return None
+        seg, pos = _POS.unpack(it.value())
+        return _U64.unpack_from(key, 6)[0], seg, pos
+
+    def floor_time(self, prefix: bytes, below: int) -> int | None:
+        """The offset of the last ``times`` entry with max_timestamp < ``below``: every record at
+        or before it is older than ``below``."""
+        if below <= 0:
+            return None
+        it = self._cf[CF_TIMES].iter()
+        it.seek_for_prev(prefix + _U64.pack(below - 1))
+        if not it.valid() or not it.key().startswith(prefix):
+            return None
+        return int(_U64.unpack(it.value())[0])
+
+    def time_entries(self, prefix: bytes) -> list[tuple[int, int]]:
+        """Every ``times`` entry of a shard as (max_timestamp, offset); for tests and tools."""
+        return [
+            (_U64.unpack_from(k, 6)[0], _U64.unpack(v)[0]) for k, v in self._range(CF_TIMES, prefix, _end_of(prefix))
+        ]
+
+    def offset_entries(self, prefix: bytes) -> list[tuple[int, int, int]]:
+        """Every ``offsets`` entry of a shard as (offset, segment base, position); for tests and tools."""
+        return [
+            (_U64.unpack_from(k, 6)[0], *_POS.unpack(v)) for k, v in self._range(CF_OFFSETS, prefix, _end_of(prefix))
+        ]
+
+    def get_key(self, prefix: bytes, key: bytes) -> int | None:
+        raw = self._cf[CF_KEYS].get(prefix + key)
+        return None if raw is None else int(_U64.unpack(raw)[0])
+
+    def key_entries(self, prefix: bytes) -> Iterator[tuple[bytes, int]]:
+        for k, v in self._range(CF_KEYS, prefix, _end_of(prefix)):
+            yield k[6:], _U64.unpack(v)[0]
+
+    def tag_offsets(self, prefix: bytes, tag: str, start: int, end: int, limit: int) -> list[int]:
+        """Offsets in ``[start, end)`` carrying ``tag``, ascending, at most ``limit``."""
+        raw = tag.encode()
+        if not raw or len(raw) > 255:
+            return []
+        tag_prefix = prefix + bytes((len(raw),)) + raw
+        out: list[int] = []
+        for key, _ in self._range(CF_TAGS, tag_prefix + _U64.pack(start), tag_prefix + _U64.pack(end)):
+            out.append(_U64.unpack_from(key, len(tag_prefix))[0])
+            if len(out) >= limit:
+                break
+        return out
+
+    def tag_entries(self, prefix: bytes) -> Iterator[tuple[str, int]]:
+        for k, _ in self._range(CF_TAGS, prefix, _end_of(prefix)):
+            n = k[6]
+            yield k[7 : 7 + n].decode(), _U64.unpack_from(k, 7 + n)[0]
+
+    def ttl_entries(self) -> Iterator[tuple[int, int, int, int]]:
+        """(expire_at, ns_id, shard, offset) in deadline order."""
+        for k in self._keys(CF_TTL):
+            yield _TTL.unpack(k)
+
+    def dangling_entries(self, prefix: bytes, end_offset: int) -> list[str]:
+        """Index entries of a shard that point at or past ``end_offset`` (a consistency check:
+        after recovery there must be none)."""
+        ns_id, shard = _PREFIX.unpack(prefix)
+        found = [f"offsets:{o}" for o, _, _ in self.offset_entries(prefix) if o >= end_offset]
+        found += [f"times:{t}->{o}" for t, o in self.time_entries(prefix) if o >= end_offset]
+        found += [f"keys:{k!r}->{o}" for k, o in self.key_entries(prefix) if o >= end_offset]
+        found += [f"tags:{t}->{o}" for t, o in self.tag_entries(prefix) if o >= end_offset]
+        found += [f"ttl:{e}->{o}" for e, n, s, o in self.ttl_entries() if (n, s) == (ns_id, shard) and o >= end_offset]
+        checkpoint = self.checkpoint(prefix)
+        if checkpoint is not None and checkpoint.next_offset > end_offset:
+            found.append(f"checkpoint:{checkpoint.next_offset}")
+        return found
+
+    def records(self, prefix: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+        """(offset, value) from the ``records`` family in ``[start, end)``."""
+        for k, v in self._range(CF_RECORDS, prefix + _U64.pack(start), prefix + _U64.pack(end)):
+            yield _U64.unpack_from(k, 6)[0], v
+
+    def _keys(self, cf: str) -> Iterator[bytes]:
+        return cast(Iterator[bytes], self._cf[cf].keys())
+
+    def _range(self, cf: str, start: bytes, end: bytes) -> Iterator[tuple[bytes, bytes]]:
+        # A generator, so the ReadOptions holding the upper bound lives as long as
+        # the iterator that points into it.
+        ro = ReadOptions()
+        ro.set_iterate_upper_bound(end)
+        yield from cast(Iterable[tuple[bytes, bytes]], self._cf[cf].items(from_key=start, read_opt=ro))
+
+    # -- lifecycle -----------------------------------------------------------------
+    def close(self) -> None:
+        """Flush memtables and the WAL, then close. RocksDB only closes once every
+        handle to the database is gone, so drop ours first."""
+        if self.db is None:
+            return
+        db = self.db
+        db.flush(True)
+        db.flush_wal(True)
+        self._cf.clear()
+        self._handles.clear()
+        self.db = None
+        db.close()
+
+
+class ShardIndex:
+    """The index entries of one shard: writes them per batch and answers lookups.
+
+    Both log adapters index through this class: the ``segment`` adapter passes
+    file positions (so it also gets the sparse ``offsets`` index), the
+    ``rocksdb`` adapter passes ``position=None`` (its records family is keyed
+    by offset already).
+    """
+
+    def __init__(self, store: IndexStore, ns_id: int, shard: int) -> None:
+        self.store = store
+        self.prefix = shard_prefix(ns_id, shard)
+        self.ns_id = ns_id
+        self.shard = shard
+        self.checkpoint = store.checkpoint(self.prefix) or Checkpoint()
+        # No column family handles are kept here: any live handle keeps RocksDB open after close.
+        self._ttl_tail = _PREFIX.pack(ns_id, shard)
+
+    def add_batch(
+        self,
+        wb: WriteBatch,
+        *,
+        base_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        length: int,
+        keys: list[tuple[int, bytes]],
+        tags: list[tuple[int, str]],
+        expires: list[tuple[int, int]],
+        segment_base: int,
+        position: int | None,
+        first_in_segment: bool,
+        interval_bytes: int,
+    ) -> None:
+        """Put the entries of one batch into ``wb`` and advance the checkpoint (not yet written)."""
+        cp = self.checkpoint
+        prefix = self.prefix
+        handle = self.store.handle
+        sparse = first_in_segment or cp.bytes_since_entry >= interval_bytes
+        if sparse:
+            if position is not None:
+                wb.put(prefix + _U64.pack(base_offset), _POS.pack(segment_base, position), handle(CF_OFFSETS))
+            cp.bytes_since_entry = 0
+        cp.bytes_since_entry += length
+        if max_timestamp > cp.max_timestamp:
+            cp.max_timestamp = max_timestamp
+        if sparse and cp.max_timestamp > cp.time_entry_timestamp:
+            wb.put(prefix + _U64.pack(cp.max_timestamp), _U64.pack(last_offset), handle(CF_TIMES))
+            cp.time_entry_timestamp = cp.max_timestamp
+        if keys:
+            h = handle(CF_KEYS)
+            for delta, key in keys:
+                wb.put(prefix + key, _U64.pack(base_offset + delta), h)
+        if tags:
+            h = handle(CF_TAGS)
+            for delta, tag in tags:
+                raw = tag.encode()
+                wb.put(prefix + bytes((len(raw),)) + raw + _U64.pack(base_offset + delta), b"", h)
+        if expires:
+            h = handle(CF_TTL)
+            for delta, expire_at in expires:
+                wb.put(_U64.pack(expire_at) + self._ttl_tail + _U64.pack(base_offset + delta), b"", h)
+        cp.next_offset = last_offset + 1
+        cp.segment_base = segment_base
+        cp.position = (position or 0) + length
+
+    def commit(self, wb: WriteBatch, metas: Iterable[SegmentMeta]) -> None:
+        """Add the checkpoint and segment metadata to ``wb``; the caller writes it."""
+        for meta in metas:
+            self.store.put_segment(wb, self.prefix, meta)
+        self.store.put_checkpoint(wb, self.prefix, self.checkpoint)
+
+    def reset(self, wb: WriteBatch, start_offset: int, segment_base: int) -> None:
+        """Drop every entry of the shard (ttl included) to re-index it from ``start_offset``."""
+        self.store.drop_prefix(wb, self.prefix, INDEX_ONLY_CFS)
+        self.store.drop_ttl(wb, self.ns_id, self.shard)
+        self.checkpoint = Checkpoint(next_offset=start_offset, segment_base=segment_base)
+
+    # -- lookups ---------------------------------------------------------------------
+    def floor_offset(self, offset: int) -> tuple[int, int, int] | None:
+        return self.store.floor_offset(self.prefix, offset)
+
+    def floor_time(self, below: int) -> int | None:
+        return self.store.floor_time(self.prefix, below)
+
+    def get_key(self, key: bytes) -> int | None:
+        return self.store.get_key(self.prefix, key)
+
+    def tag_offsets(self, tag: str, start: int, end: int, limit: int) -> list[int]:
+        return self.store.tag_offsets(self.prefix, tag, start, end, limit)

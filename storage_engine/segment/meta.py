@@ -1,0 +1,152 @@
+"""Per-segment metadata (DESIGN §2) and the rolling rule shared by every log adapter.
+
+A :class:`SegmentMeta` is the value stored in the index store's ``segments``
+column family, keyed ``ns_id | shard | base_offset``. Value layout (91 bytes,
+big-endian)::
+
+    pos size type field
+      0    1 u8   format version (1)
+      1    8 u64  base_offset
+      9    8 i64  last_offset         −1 while empty
+     17    8 u64  record_count
+     25    8 u64  live_count
+     33    8 u64  size_bytes
+     41    8 i64  first_timestamp     −1 while empty; starts the roll clock
+     49    8 i64  min_timestamp       −1 while empty
+     57    8 i64  max_timestamp       −1 while empty
+     65    8 i64  max_expire_at       −1 when no record has an explicit one
+     73    1 u8   has_unbounded
+     74    1 u8   state               index into SegmentState
+     75    8 i64  created_at
+     83    8 i64  modified_at
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from storage_engine.api import SegmentInfo, SegmentState
+from storage_engine.policy import NamespacePolicy
+from storage_engine.rolling import should_roll
+
+_STRUCT = struct.Struct(">BQqQQQqqqqBBqq")
+_VERSION = 1
+_STATES = tuple(SegmentState)
+
+
+@dataclass(slots=True)
+class SegmentMeta:
+    base_offset: int
+    created_at: int
+    last_offset: int = -1
+    record_count: int = 0
+    live_count: int = 0
+    size_bytes: int = 0
+    first_timestamp: int = -1
+    min_timestamp: int = -1
+    max_timestamp: int = -1
+    max_expire_at: int = -1
+    has_unbounded: bool = False
+    state: SegmentState = SegmentState.ACTIVE
+    modified_at: int = 0
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset if self.last_offset < 0 else self.last_offset + 1
+
+    def should_roll(self, policy: NamespacePolicy, batch_bytes: int, batch_max_timestamp: int) -> bool:
+        """Whether a batch must go to a new segment instead of this one (the shared rule)."""
+        first = self.first_timestamp if self.record_count else None
+        return should_roll(policy, self.record_count, self.size_bytes, first, batch_bytes, batch_max_timestamp)
+
+    def account(
+        self,
+        *,
+        count: int,
+        nbytes: int,
+        last_offset: int,
+        first_timestamp: int,
+        min_timestamp: int,
+        max_timestamp: int,
+        max_expire_at: int,
+        has_unbounded: bool,
+        now: int,
+    ) -> None:
+        """Add one appended batch."""
+        if self.record_count == 0:
+            self.first_timestamp = first_timestamp
+            self.min_timestamp = min_timestamp
+            self.max_timestamp = max_timestamp
+        else:
+            self.min_timestamp = min(self.min_timestamp, min_timestamp)
+            self.max_timestamp = max(self.max_timestamp, max_timestamp)
+        self.record_count += count
+        self.live_count += count
+        self.size_bytes += nbytes
+        self.last_offset = last_offset
+        self.max_expire_at = max(self.max_expire_at, max_expire_at)
+        self.has_unbounded = self.has_unbounded or has_unbounded
+        self.modified_at = now
+
+    def pack(self) -> bytes:
+        return _STRUCT.pack(
+            _VERSION,
+            self.base_offset,
+            self.last_offset,
+            self.record_count,
+            self.live_count,
+            self.size_bytes,
+            self.first_timestamp,
+            self.min_timestamp,
+            self.max_timestamp,
+            self.max_expire_at,
+            self.has_unbounded,
+            _STATES.index(self.state),
+            self.created_at,
+            self.modified_at,
+        )
+
+    @classmethod
+    def unpack(cls, raw: bytes) -> SegmentMeta:
+        (
+            version,
+            base,
+            last,
+            count,
+            live,
+            size,
+            first_ts,
+            min_ts,
+            max_ts,
+            max_exp,
+            unbounded,
+            state,
+            created,
+            modified,
+        ) = _STRUCT.unpack(raw)
+        if version != _VERSION:
+            raise ValueError(f"unsupported segment metadata version {version}")
+        return cls(
+            base, created, last, count, live, size, first_ts, min_ts, max_ts, max_exp, bool(unbounded),
+            _STATES[state], modified,
+        )  # fmt: skip
+
+    def to_info(self, namespace: str, shard: int) -> SegmentInfo:
+        empty = self.record_count == 0
+        return SegmentInfo(
+            namespace=namespace,
+            shard=shard,
+            base_offset=self.base_offset,
+            last_offset=self.last_offset,
+            record_count=self.record_count,
+            live_count=self.live_count,
+            size_bytes=self.size_bytes,
+            min_timestamp=None if empty else self.min_timestamp,
+            max_timestamp=None if empty else self.max_timestamp,
+            max_expire_at=None if self.max_expire_at < 0 else self.max_expire_at,
+            has_unbounded=self.has_unbounded,
+            state=self.state,
+            created_at=self.created_at,
+            modified_at=self.modified_at,
+        )

@@ -1,0 +1,143 @@
+"""One segment file: ``<data_dir>/segments/<namespace>/<shard>/<base offset, 20 digits>.log``.
+
+The file is a sequence of record batches in the :mod:`storage_engine.codec`
+format, back to back, starting at byte 0; its name is the offset of its first
+record. Only the shard's I/O worker appends (at ``size``, with ``pwritev``);
+readers use ``pread`` and never look past the size the log has published, so
+they never see a half-written batch.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from storage_engine.api import SegmentState
+from storage_engine.codec import HEADER_SIZE, BatchHeader, decode_header
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.segment.datadir import fsync_dir
+from storage_engine.segment.meta import SegmentMeta
+
+SUFFIX = ".log"
+_IOV_MAX = 1024
+_LENGTH = struct.Struct(">I")
+SCAN_CHUNK = 1 << 20
+
+
+def file_name(base_offset: int) -> str:
+    return f"{base_offset:020d}{SUFFIX}"
+
+
+def parse_file_name(name: str) -> int | None:
+    """The base offset of a segment file name, or ``None`` for anything else."""
+    stem, dot, suffix = name.partition(".")
+    if dot and "." + suffix == SUFFIX and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+class Segment:
+    """A segment file and its metadata (``meta`` is persisted by the index store)."""
+
+    def __init__(self, path: Path, meta: SegmentMeta, fd: int) -> None:
+        self.path = path
+        self.meta = meta
+        self._fd = fd
+        self.size = os.fstat(fd).st_size  # bytes in the file, written or not yet fsynced
+
+    @classmethod
+    def create(cls, directory: Path, meta: SegmentMeta) -> Segment:
+        """Create an empty segment file; the directory is fsynced so the file survives a crash."""
+        path = directory / file_name(meta.base_offset)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        fsync_dir(directory)
+        return cls(path, meta, fd)
+
+    @classmethod
+    def open(cls, path: Path, meta: SegmentMeta) -> Segment:
+        return cls(path, meta, os.open(path, os.O_RDWR))
+
+    @property
+    def base_offset(self) -> int:
+        return self.meta.base_offset
+
+    @property
+    def sealed(self) -> bool:
+        return self.meta.state is not SegmentState.ACTIVE
+
+    # -- writing (the shard's I/O worker only) -----------------------------------------
+    def append(self, buffers: list[bytes]) -> int:
+        """Write ``buffers`` at the end of the file; return the position of the first byte."""
+        start = pos = self.size
+        for i in range(0, len(buffers), _IOV_MAX):
+            chunk = buffers[i : i + _IOV_MAX]
+            want = sum(map(len, chunk))
+            done = os.pwritev(self._fd, chunk, pos)
+            if done < want:  # a short write: finish it byte-exactly
+                rest = memoryview(b"".join(chunk))[done:]
+                while rest:
+                    n = os.pwrite(self._fd, rest, pos + done)
+                    done += n
+                    rest = rest[n:]
+            pos += want
+        self.size = pos
+        return start
+
+    def sync(self) -> None:
+        os.fdatasync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        """Cut the file at ``size`` (recovery of a torn tail) and make the cut durable."""
+        os.ftruncate(self._fd, size)
+        os.fsync(self._fd)
+        self.size = size
+
+    def seal(self) -> None:
+        """Make every byte durable and mark the segment immutable."""
+        os.fsync(self._fd)
+        self.meta.state = SegmentState.SEALED
+
+    # -- reading --------------------------------------------------------------------
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def iter_batches(
+        self, start: int, end: int, *, verify: bool = True, chunk: int = SCAN_CHUNK
+    ) -> Iterator[tuple[int, BatchHeader, bytes, int]]:
+        """``(file position, header, buffer, offset in buffer)`` of each batch in ``[start, end)``.
+
+        Reads ``chunk`` bytes at a time (more for a larger batch). Raises
+        :class:`CorruptSegmentError` with this file's path and the batch's file
+        position at the first damaged or incomplete batch.
+        """
+        pos = start
+        buf = b""
+        buf_start = start
+        while pos < end:
+            off = pos - buf_start
+            if len(buf) - off < HEADER_SIZE:
+                buf = self.read(pos, min(max(chunk, HEADER_SIZE), end - pos))
+                buf_start, off = pos, 0
+            if len(buf) - off >= 4:
+                (length,) = _LENGTH.unpack_from(buf, off)
+                if len(buf) - off < length <= end - pos:
+                    buf = self.read(pos, min(max(chunk, length), end - pos))
+                    buf_start, off = pos, 0
+            try:
+                header = decode_header(buf, off, path=str(self.path), verify=verify)
+            except CorruptSegmentError as exc:
+                raise CorruptSegmentError(str(self.path), pos, exc.reason) from None
+            if header.length > end - pos:
+                raise CorruptSegmentError(str(self.path), pos, f"batch of {header.length} bytes runs past byte {end}")
+            yield pos, header, buf, off
+            pos += header.length
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __repr__(self) -> str:
+        return f"Segment({self.path}, size={self.size}, state={self.meta.state})"
