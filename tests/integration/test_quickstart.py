@@ -98,8 +98,10 @@ def test_demo_namespaces_reach_the_node(system: System):
         try:
             wait_until(all_synced, 90, "demo namespaces pushed to the node")
         except TimeoutError:
-            pytest.fail(f"not synced: {[(r['name'], r['sync_state'], r['sync_error']) for r in rows]}\n"
-                        f"{system.proc.log()[-4000:]}")
+            pytest.fail(
+                f"not synced: {[(r['name'], r['sync_state'], r['sync_error']) for r in rows]}\n"
+                f"{system.proc.log()[-4000:]}"
+            )
         names = {r["name"] for r in client.get("api/namespaces/").json()["results"]}
     assert {"orders", "payments.events"} <= names
 
