@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -84,6 +84,7 @@ _KNOWN_ATTRS = 0x07
 _HEADER = struct.Struct(">IIHBBQIIqqqq")
 _CRC_FROM = 8  # the CRC covers the header from the magic on, then the records
 _RECORD = struct.Struct(">IBIqqIHH")
+_RECORD_PREFIX = struct.Struct(">IBI")  # size, attributes, offset_delta: enough to skip a record
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 HEADER_SIZE = _HEADER.size
@@ -347,7 +348,20 @@ def decode_records(
     buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>", min_offset: int = 0
 ) -> list[Record]:
     """Decode the records of a batch whose header ``h`` (at ``pos``) is already checked."""
-    out, count, last_delta = _decode_range(buf, pos + HEADER_SIZE, pos + h.length, h.base_offset, min_offset, path, pos)
+    return list(iter_records(buf, pos, h, path=path, min_offset=min_offset))
+
+
+def iter_records(
+    buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>", min_offset: int = 0
+) -> Iterator[Record]:
+    """Lazily yield the records of a batch at or after ``min_offset``.
+
+    A reader that stops early (a fetch of one record) decodes only what it
+    takes; the record count and last delta are checked against the header when
+    the walk reaches the end of the batch.
+    """
+    walk = _iter_range(buf, pos + HEADER_SIZE, pos + h.length, h.base_offset, min_offset, path, pos)
+    count, last_delta = yield from walk
     if count != h.record_count or last_delta != h.last_offset_delta:
         raise CorruptSegmentError(
             path,
@@ -355,7 +369,6 @@ def decode_records(
             f"record section holds {count} records ending at delta {last_delta}; "
             f"header says {h.record_count} ending at {h.last_offset_delta}",
         )
-    return out
 
 
 def decode_record(buf: bytes, offset: int) -> Record:
@@ -364,23 +377,29 @@ def decode_record(buf: bytes, offset: int) -> Record:
         (delta,) = _U32.unpack_from(buf, 5)
     except struct.error:
         raise CorruptSegmentError("<record>", 0, "truncated record") from None
-    out, count, _ = _decode_range(buf, 0, len(buf), offset - delta, 0, "<record>", 0)
+    walk = _iter_range(buf, 0, len(buf), offset - delta, 0, "<record>", 0)
+    out = []
+    try:
+        while True:
+            out.append(next(walk))
+    except StopIteration as done:
+        count = done.value[0]
     if count != 1:
         raise CorruptSegmentError("<record>", 0, f"expected one record, found {count}")
     return out[0]
 
 
-def _decode_range(
+def _iter_range(
     buf: bytes | memoryview, p: int, end: int, base: int, min_offset: int, path: str, pos: int
-) -> tuple[list[Record], int, int]:
-    """Records in ``buf[p:end]`` at or after ``min_offset``, the number walked and the last delta."""
-    out: list[Record] = []
+) -> Generator[Record, None, tuple[int, int]]:
+    """Yield records in ``buf[p:end]`` at or after ``min_offset``; return (records walked, last delta)."""
     unpack = _RECORD.unpack_from
+    unpack_prefix = _RECORD_PREFIX.unpack_from
     count = 0
     last_delta = -1
     try:
         while p < end:
-            size, attrs, delta, ts, exp, klen, ntags, nheaders = unpack(buf, p)
+            size, attrs, delta = unpack_prefix(buf, p)
             rec_end = p + 4 + size
             count += 1
             if rec_end > end or size < _RECORD_SIZE_BASE or delta <= last_delta or attrs & ~_KNOWN_ATTRS:
@@ -389,6 +408,7 @@ def _decode_range(
             if base + delta < min_offset:
                 p = rec_end
                 continue
+            _size, _attrs, _delta, ts, exp, klen, ntags, nheaders = unpack(buf, p)
             q = p + RECORD_FIXED_SIZE
             key = None
             if attrs & ATTR_KEY:
@@ -416,13 +436,13 @@ def _decode_range(
             if q > rec_end:
                 raise ValueError(f"record {count} overruns its size")
             value = bytes(buf[q:rec_end]) if attrs & ATTR_VALUE else None
-            out.append(Record(base + delta, ts, value, key, tags, headers, exp if attrs & ATTR_EXPIRE else None))
             p = rec_end
+            yield Record(base + delta, ts, value, key, tags, headers, exp if attrs & ATTR_EXPIRE else None)
     except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
         raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
     if p != end:
         raise CorruptSegmentError(path, pos, f"record section overruns its batch by {p - end} bytes")
-    return out, count, last_delta
+    return count, last_delta
 
 
 def iter_record_slices(data: bytes) -> Iterator[tuple[int, int, int]]:

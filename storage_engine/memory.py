@@ -40,7 +40,6 @@ from storage_engine.errors import (
 from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 from storage_engine.rolling import should_roll
 from storage_engine.validation import (
-    record_size,
     validate_namespace_name,
     validate_read_limits,
     validate_records,
@@ -266,8 +265,7 @@ class MemoryAdapter(StorageAdapter):
     def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         s = self._shard(namespace, shard)
         policy = s.namespace.policy
-        validate_records(records, policy)  # before the lock: the batch is all-or-nothing
-        sizes = [record_size(r) for r in records]
+        sizes = validate_records(records, policy)  # before the lock: the batch is all-or-nothing
         batch_bytes = sum(sizes)
         with s.lock:
             self._check_live(s)

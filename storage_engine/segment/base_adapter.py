@@ -235,8 +235,7 @@ class IndexedLogAdapter(StorageAdapter):
             if not view.log_start_offset <= offset <= view.end_offset:
                 raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
             for r in log.iter_records(view, offset):
-                # record_size reads only fields Record shares with NewRecord.
-                n = record_size(r)  # type: ignore[arg-type]
+                n = record_size(r)
                 if out and size + n > max_bytes:
                     break
                 out.append(r)
