@@ -27,9 +27,12 @@ from storage_engine.wire import (
 
 
 class NodeClient:
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0, retries: int = 2) -> None:
+    def __init__(
+        self, base_url: str, token: str | None = None, timeout_s: float = 5.0, retries: int = 2, binary: bool = False
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
+        self.binary = binary
         self._retries = retries
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
 

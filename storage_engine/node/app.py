@@ -24,6 +24,7 @@ from starlette.routing import Route
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
 from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.idempotency import IdempotencyCache
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
@@ -86,6 +87,16 @@ def _only(body: dict[str, Any], allowed: set[str]) -> None:
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidArgumentError(unknown[0], "unknown field")
+
+
+async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
+    """A produce body: JSON ``{"records": [...]}`` or one binary batch (``application/vnd.lcs.batch``)."""
+    if request.headers.get("content-type", "").split(";")[0].strip() == MEDIA_TYPE:
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            raise InvalidArgumentError("body", f"must be at most {MAX_BODY_BYTES} bytes")
+        return decode_produce(raw)
+    return _records_from(await _json_body(request), now_ms)
 
 
 def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
@@ -173,7 +184,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
     @route("/v1/namespaces/{ns}/shards/{shard}/records", "POST", "produce_shard")
     async def produce_shard(request: Request) -> Response:
         ns, shard = request.path_params["ns"], _shard(request)
-        records = _records_from(await _json_body(request), clock.now_ms())
+        records = await _produced_records(request, clock.now_ms())
 
         async def produce() -> dict[str, Any]:
             result = await run_in_threadpool(engine.append, ns, shard, records)
@@ -184,7 +195,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
     @route("/v1/namespaces/{ns}/records", "POST", "produce")
     async def produce_placed(request: Request) -> Response:
         ns = request.path_params["ns"]
-        records = _records_from(await _json_body(request), clock.now_ms())
+        records = await _produced_records(request, clock.now_ms())
 
         async def produce() -> dict[str, Any]:
             shards = (await run_in_threadpool(engine.get_namespace, ns)).shards
@@ -209,6 +220,9 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         max_records = _int_param(request, "max_records", 500, minimum=1)
         max_bytes = _int_param(request, "max_bytes", 1 << 20, minimum=1)
         result = await run_in_threadpool(engine.read, ns, shard, offset, max_records, max_bytes)
+        if MEDIA_TYPE in request.headers.get("accept", ""):
+            body, headers = encode_fetch(result)
+            return Response(body, media_type=MEDIA_TYPE, headers=headers)
         return JSONResponse(read_result_to_json(result))
 
     @route("/v1/namespaces/{ns}/shards/{shard}/key", "GET", "read_key")
