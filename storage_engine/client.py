@@ -15,6 +15,7 @@ import httpx
 
 from storage_engine.api import AppendResult, NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo
 from storage_engine.errors import NodeUnavailableError, StorageError
+from storage_engine.framing import MEDIA_TYPE, decode_fetch, encode_produce
 from storage_engine.policy import NamespacePolicy
 from storage_engine.wire import (
     error_from_body,
@@ -91,45 +92,40 @@ class NodeClient:
         self._call("DELETE", f"/v1/namespaces/{name}", idempotent=True)
 
     # -- data -----------------------------------------------------------------------
+    def _records_payload(self, records: Sequence[NewRecord], idempotency_key: str | None) -> dict[str, Any]:
+        """Request arguments for a produce: the body (binary framing or JSON) and its headers."""
+        headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+        if self.binary:
+            headers["Content-Type"] = MEDIA_TYPE
+            return {"content": encode_produce(records), "headers": headers}
+        return {"json": {"records": [new_record_to_json(r) for r in records]}, "headers": headers}
+
     def append(
         self, namespace: str, shard: int, records: Sequence[NewRecord], idempotency_key: str | None = None
     ) -> AppendResult:
-        """Append a batch to one shard. Retried on connection errors under an
-        idempotency key (generated when not given), so a retry never writes twice."""
-        key = idempotency_key or uuid.uuid4().hex
-        body = {"records": [new_record_to_json(r) for r in records]}
-        answer = self._call(
-            "POST",
-            f"/v1/namespaces/{namespace}/shards/{shard}/records",
-            idempotent=True,
-            json=body,
-            headers={"Idempotency-Key": key},
-        ).json()
+        """Append a batch to one shard. Retried on connection errors under an idempotency key
+        (generated when not given), so a retry never writes twice."""
+        path = f"/v1/namespaces/{namespace}/shards/{shard}/records"
+        answer = self._call("POST", path, idempotent=True, **self._records_payload(records, idempotency_key)).json()
         return AppendResult(answer["base_offset"], answer["count"])
 
     def produce(
         self, namespace: str, records: Sequence[NewRecord], idempotency_key: str | None = None
     ) -> list[tuple[int, int]]:
         """Append records placed by key hash (keyless ones round-robin); returns (shard, offset) per record."""
-        key = idempotency_key or uuid.uuid4().hex
-        body = {"records": [new_record_to_json(r) for r in records]}
-        answer = self._call(
-            "POST",
-            f"/v1/namespaces/{namespace}/records",
-            idempotent=True,
-            json=body,
-            headers={"Idempotency-Key": key},
-        ).json()
+        path = f"/v1/namespaces/{namespace}/records"
+        answer = self._call("POST", path, idempotent=True, **self._records_payload(records, idempotency_key)).json()
         return [(p["shard"], p["offset"]) for p in answer["records"]]
 
     def read(
         self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
     ) -> ReadResult:
         params = {"offset": offset, "max_records": max_records, "max_bytes": max_bytes}
-        body = self._call(
-            "GET", f"/v1/namespaces/{namespace}/shards/{shard}/records", idempotent=True, params=params
-        ).json()
-        return read_result_from_json(body)
+        path = f"/v1/namespaces/{namespace}/shards/{shard}/records"
+        if self.binary:
+            response = self._call("GET", path, idempotent=True, params=params, headers={"Accept": MEDIA_TYPE})
+            return decode_fetch(response.content, response.headers)
+        return read_result_from_json(self._call("GET", path, idempotent=True, params=params).json())
 
     def read_key(self, namespace: str, shard: int, key: str) -> Record | None:
         body = self._call(

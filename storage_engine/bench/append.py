@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--naive-records", type=int, default=20_000, help="cap on the naive baseline's records (default 20000)"
     )
+    parser.add_argument("--node", help="benchmark a running storage node at this URL over HTTP instead")
+    parser.add_argument("--token", default=os.environ.get("NODE_TOKEN"), help="the node's token (or NODE_TOKEN)")
     parser.add_argument(
         "--systems",
         default=",".join(SYSTEMS),
@@ -143,10 +145,58 @@ def bench_redis(args: argparse.Namespace, url: str) -> dict[str, Any]:
         client.close()
 
 
+def bench_node(args: argparse.Namespace, binary: bool) -> dict[str, Any]:
+    """P concurrent HTTP clients (one pooled connection each) appending batches to a node."""
+    from storage_engine.client import NodeClient
+
+    namespace = f"bench-{uuid.uuid4().hex[:12]}"
+    clients = [NodeClient(args.node, args.token, timeout_s=30, binary=binary) for _ in range(args.producers)]
+    clients[0].create_namespace(namespace, args.shards)
+    per_producer = iter(clients)
+    try:
+        system = f"node-http-{'binary' if binary else 'json'}"
+        work = _producers(args, args.records, args.batch_size)
+        workers = []
+        for (shard, batches), client in zip(work, per_producer, strict=True):
+            calls = [partial(client.append, namespace, shard, b) for b in batches]
+            workers.append(partial(timed_calls, calls))
+        seconds, latencies = run_threads(workers)
+        return {
+            **result(
+                "append",
+                system,
+                args.records,
+                seconds,
+                latencies,
+                args.value_bytes,
+                producers=args.producers,
+                batch_size=args.batch_size,
+                keyed=args.keyed,
+                tags=args.tags,
+            ),
+            "node": args.node,
+        }
+    finally:
+        clients[0].delete_namespace(namespace)
+        for client in clients:
+            client.close()
+
+
 SYSTEMS = ("engine", "naive", "rocksdict", "redis")
 
 
 def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
+    if args.node:
+        binary = bench_node(args, binary=True)
+        yield binary
+        as_json = bench_node(args, binary=False)
+        yield as_json
+        yield {
+            "bench": "append",
+            "system": "ratio",
+            "binary_vs_json": round(binary["msgs_per_s"] / as_json["msgs_per_s"], 2),
+        }
+        return
     wanted = set(args.systems.split(","))
     if unknown := wanted - set(SYSTEMS):
         raise SystemExit(f"--systems: unknown {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -67,8 +68,16 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     app = build_app(engine, None if args.insecure_no_auth else args.token)
     log.info("serving %s (%s adapter) on http://%s:%d", args.data_dir, args.adapter, args.host, args.port)
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal
+    # under the handlers it found: make those a clean exit.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=30)
     return 0
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":

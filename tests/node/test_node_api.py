@@ -264,3 +264,15 @@ def test_a_second_node_on_the_same_directory_refuses_to_start(node):
     )
     assert result.returncode == 3
     assert "already opened by another process" in result.stderr
+
+
+def test_binary_client_round_trip_matches_json(node):
+    records = [
+        NewRecord(value=b"v", key=b"k", tags=("t",), headers=(("h", b"1"),), timestamp=7),
+        NewRecord(value=None, key=b"k", expire_at=10**13),
+    ]
+    with NodeClient(node.url, node.token, binary=True) as binary, NodeClient(node.url, node.token) as plain:
+        binary.create_namespace("bin", 1)
+        assert list(binary.append("bin", 0, records).offsets) == [0, 1]
+        assert binary.read("bin", 0, 0) == plain.read("bin", 0, 0)
+        assert binary.read("bin", 0, 2).records == ()
