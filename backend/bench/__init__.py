@@ -1,0 +1,1 @@
+"""Control-plane benchmarks: ``python -m backend.bench <name> --json``."""
