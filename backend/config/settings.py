@@ -88,6 +88,8 @@ if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
+# Workers consume this queue; separate systems sharing one Redis use separate queues.
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -48,3 +48,14 @@ def test_cancel_needs_operator(api_as, db):
     run = services.create_run(kind="retention")
     assert api_as("viewer").post(f"/api/runs/{run.pk}/cancel").status_code == 403
     assert api_as(None).post(f"/api/runs/{run.pk}/cancel").status_code == 401
+
+
+def test_datetime_filters_take_any_valid_offset_and_refuse_unrepresentable_ones(api_as, db):
+    services.create_run(kind="retention")
+    viewer = api_as("viewer")
+    # Valid ISO 8601 but beyond PostgreSQL's ±15:59 offsets: compared in UTC, not a 500.
+    assert viewer.get("/api/runs/?since=3626-11-16T12:03:50-19:22").json()["results"] == []
+    assert len(viewer.get("/api/runs/?since=2000-01-01T00:00:00-19:22").json()["results"]) == 1
+    response = viewer.get("/api/runs/?since=0001-01-01T00:00:00%2B05:00")
+    assert response.status_code == 400 and "since" in response.json()
+    assert viewer.get("/api/audit/?until=3626-11-16T12:03:50-19:22").status_code == 200

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
         "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
         "WEB_PORT": str(web_port),
         "NODE_PORT": str(node_port),
-        "REDIS_URL": "redis://127.0.0.1:6379/7",  # a database of its own: no stray tasks from other tests
+        "REDIS_URL": "redis://127.0.0.1:6379/7",
+        "CELERY_QUEUE": f"quickstart-{uuid.uuid4().hex[:8]}",  # a queue of its own: no stray workers take its tasks
         "CELERY_BROKER_URL": "",
         "ADMIN_PASSWORD": ADMIN_PASSWORD,
         "BEAT_HEARTBEAT_INTERVAL_S": "2",

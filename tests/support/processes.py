@@ -62,9 +62,21 @@ class Proc:
         return self.popen.returncode
 
     def kill_group(self) -> None:
-        """SIGKILL the whole process group (a launcher and everything it started)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
+        """Stop a launcher and everything it started, even children in their own sessions.
+
+        First a graceful SIGINT (honcho stops its processes), then SIGKILL for any
+        descendant still alive: no test may leave a worker behind to steal the
+        next test's tasks.
+        """
+        descendants = descendants_of(self.popen.pid)
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(30)
+        for pid in [self.popen.pid, *descendants, *descendants_of(self.popen.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(10)
 
@@ -72,6 +84,26 @@ class Proc:
         if self.popen.poll() is None:
             self.popen.kill()
             self.popen.wait(5)
+
+
+def descendants_of(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (children first), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def spawn(

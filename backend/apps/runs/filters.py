@@ -1,12 +1,13 @@
 import django_filters
 
+from backend.apps.core.filters import UtcDateTimeFilter
 from backend.apps.runs.models import TaskRun
 
 
 class TaskRunFilter(django_filters.FilterSet):
     namespace = django_filters.CharFilter(field_name="namespace__name")
     node = django_filters.CharFilter(field_name="node__name")
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
     active = django_filters.BooleanFilter(method="filter_active")
 
     class Meta:
