@@ -3,13 +3,34 @@
 // request (non-GET/HEAD/OPTIONS) carries the X-CSRFToken header.
 
 import type {
+  Alert,
+  AlertChannel,
+  AlertChannelInput,
+  AlertRule,
+  AlertRuleInput,
+  CompactionEstimate,
   CsrfResponse,
   CursorPage,
   FieldErrors,
   Health,
   LoginRequest,
+  MessagePage,
+  MessageQuery,
+  MetricRange,
+  MetricSeries,
+  MetricsSummary,
   Namespace,
+  NamespaceActionRequest,
   NamespaceCreate,
+  NamespaceSummary,
+  NodeActionRequest,
+  NodeCreate,
+  PolicyChangeRequest,
+  PolicyScope,
+  PolicyView,
+  StorageNode,
+  SyncResult,
+  TaskRun,
   User,
 } from "./types";
 
@@ -44,6 +65,16 @@ export class ApiError extends Error {
   get isNetworkError(): boolean {
     return this.status === 0;
   }
+
+  /** The endpoint does not exist (yet) or the object is gone. */
+  get isNotFound(): boolean {
+    return this.status === 404;
+  }
+}
+
+/** True for a 404 ApiError: used to show "not available yet" for new endpoints. */
+export function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404;
 }
 
 /** Message to show a person for any thrown value; never empty. */
@@ -353,4 +384,193 @@ export function listNamespaces(signal?: AbortSignal) {
 
 export function createNamespace(body: NamespaceCreate): Promise<Namespace> {
   return request<Namespace>("/api/namespaces/", { method: "POST", body });
+}
+
+// ---------------------------------------------------------------------------
+// Query strings and single cursor pages
+
+export type QueryValue = string | number | boolean | null | undefined;
+
+/**
+ * `path` with the non-empty params appended as a query string, in the order
+ * given: withQuery("/api/x/", {a: 1, b: "", c: null, d: false}) → "/api/x/?a=1&d=false".
+ */
+export function withQuery(path: string, params: Record<string, QueryValue>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === "") continue;
+    if (typeof v === "number" && !Number.isFinite(v)) continue;
+    q.append(k, String(v));
+  }
+  const text = q.toString();
+  if (!text) return path;
+  return `${path}${path.includes("?") ? "&" : "?"}${text}`;
+}
+
+/** One cursor page: `url` is a first-page path or a `next`/`previous` link. */
+export async function getPage<T>(url: string, signal?: AbortSignal): Promise<CursorPage<T>> {
+  const path = toApiPath(url);
+  const page = await request<CursorPage<T>>(path, { signal });
+  if (!page || !Array.isArray(page.results)) {
+    throw new ApiError(200, `Unexpected list response from ${path}.`, {}, page);
+  }
+  return page;
+}
+
+const enc = encodeURIComponent;
+
+// ---------------------------------------------------------------------------
+// Namespaces
+
+export function getNamespace(name: string, signal?: AbortSignal): Promise<Namespace> {
+  return request<Namespace>(`/api/namespaces/${enc(name)}/`, { signal });
+}
+
+export function deleteNamespace(name: string, confirm: string): Promise<void> {
+  return request<void>(`/api/namespaces/${enc(name)}/`, { method: "DELETE", body: { confirm } });
+}
+
+export function getNamespaceSummary(name: string, signal?: AbortSignal): Promise<NamespaceSummary> {
+  return request<NamespaceSummary>(`/api/namespaces/${enc(name)}/summary`, { signal });
+}
+
+export function syncNamespace(name: string): Promise<SyncResult> {
+  return request<SyncResult>(`/api/namespaces/${enc(name)}/sync`, { method: "POST" });
+}
+
+export function startNamespaceAction(name: string, body: NamespaceActionRequest): Promise<TaskRun> {
+  return request<TaskRun>(`/api/namespaces/${enc(name)}/actions`, { method: "POST", body });
+}
+
+export function getCompactionEstimate(name: string, signal?: AbortSignal): Promise<CompactionEstimate> {
+  return request<CompactionEstimate>(`/api/namespaces/${enc(name)}/compaction-estimate`, { signal });
+}
+
+export function browseMessages(name: string, q: MessageQuery, signal?: AbortSignal): Promise<MessagePage> {
+  return request<MessagePage>(withQuery(`/api/namespaces/${enc(name)}/messages`, { ...q }), { signal });
+}
+
+// ---------------------------------------------------------------------------
+// Policies
+
+export function policyPath(scope: PolicyScope): string {
+  switch (scope.kind) {
+    case "cluster":
+      return "/api/policies/cluster";
+    case "namespace":
+      return `/api/namespaces/${enc(scope.name)}/policy`;
+    case "node":
+      return `/api/nodes/${enc(scope.name)}/policy`;
+  }
+}
+
+export function getPolicy(scope: PolicyScope, signal?: AbortSignal): Promise<PolicyView> {
+  return request<PolicyView>(policyPath(scope), { signal });
+}
+
+export function updatePolicy(scope: PolicyScope, body: PolicyChangeRequest): Promise<PolicyView> {
+  return request<PolicyView>(policyPath(scope), { method: "PATCH", body });
+}
+
+// ---------------------------------------------------------------------------
+// Nodes
+
+export async function listNodes(signal?: AbortSignal): Promise<StorageNode[]> {
+  const body = await request<StorageNode[] | CursorPage<StorageNode>>("/api/nodes/", { signal });
+  // Not paginated today; accept a page too in case that changes.
+  return Array.isArray(body) ? body : (body?.results ?? []);
+}
+
+export function createNode(body: NodeCreate): Promise<StorageNode> {
+  return request<StorageNode>("/api/nodes/", { method: "POST", body });
+}
+
+export function updateNode(name: string, body: Partial<NodeCreate>): Promise<StorageNode> {
+  return request<StorageNode>(`/api/nodes/${enc(name)}/`, { method: "PATCH", body });
+}
+
+export function deleteNode(name: string): Promise<void> {
+  return request<void>(`/api/nodes/${enc(name)}/`, { method: "DELETE" });
+}
+
+export function startNodeAction(name: string, body: NodeActionRequest): Promise<TaskRun> {
+  return request<TaskRun>(`/api/nodes/${enc(name)}/actions`, { method: "POST", body });
+}
+
+// ---------------------------------------------------------------------------
+// Runs
+
+export function getRun(id: number, signal?: AbortSignal): Promise<TaskRun> {
+  return request<TaskRun>(`/api/runs/${id}/`, { signal });
+}
+
+export function cancelRun(id: number): Promise<TaskRun> {
+  return request<TaskRun>(`/api/runs/${id}/cancel`, { method: "POST" });
+}
+
+// Segments, runs, audit entries and alerts are fetched page by page with getPage().
+
+// ---------------------------------------------------------------------------
+// Metrics
+
+export function getMetricsSummary(signal?: AbortSignal): Promise<MetricsSummary> {
+  return request<MetricsSummary>("/api/metrics/summary", { signal });
+}
+
+export function getMetricSeries(
+  params: { series: string; range: MetricRange; namespace?: string; node?: string },
+  signal?: AbortSignal,
+): Promise<MetricSeries> {
+  return request<MetricSeries>(withQuery("/api/metrics/series", params), { signal });
+}
+
+// ---------------------------------------------------------------------------
+// Alerts
+
+export function ackAlert(id: number): Promise<Alert> {
+  return request<Alert>(`/api/alerts/${id}/ack`, { method: "POST" });
+}
+
+export function silenceAlert(id: number, minutes: number): Promise<Alert> {
+  return request<Alert>(`/api/alerts/${id}/silence`, { method: "POST", body: { minutes } });
+}
+
+/** A list endpoint that answers a plain array (or, should that change, cursor pages). */
+export async function listPlainOrPaged<T>(path: string, signal?: AbortSignal): Promise<{ items: T[]; truncated: boolean }> {
+  const body = await request<T[] | CursorPage<T>>(path, { signal });
+  if (Array.isArray(body)) return { items: body, truncated: false };
+  if (body && Array.isArray(body.results)) {
+    if (!body.next) return { items: body.results, truncated: false };
+    const rest = await listAll<T>(body.next, { signal });
+    return { items: [...body.results, ...rest.items], truncated: rest.truncated };
+  }
+  throw new ApiError(200, `Unexpected list response from ${path}.`, {}, body);
+}
+
+export function listAlertRules(signal?: AbortSignal) {
+  return listPlainOrPaged<AlertRule>("/api/alert-rules/", signal);
+}
+
+export function saveAlertRule(body: AlertRuleInput, id?: number): Promise<AlertRule> {
+  return id === undefined
+    ? request<AlertRule>("/api/alert-rules/", { method: "POST", body })
+    : request<AlertRule>(`/api/alert-rules/${id}/`, { method: "PATCH", body });
+}
+
+export function deleteAlertRule(id: number): Promise<void> {
+  return request<void>(`/api/alert-rules/${id}/`, { method: "DELETE" });
+}
+
+export function listAlertChannels(signal?: AbortSignal) {
+  return listPlainOrPaged<AlertChannel>("/api/alert-channels/", signal);
+}
+
+export function saveAlertChannel(body: AlertChannelInput, id?: number): Promise<AlertChannel> {
+  return id === undefined
+    ? request<AlertChannel>("/api/alert-channels/", { method: "POST", body })
+    : request<AlertChannel>(`/api/alert-channels/${id}/`, { method: "PATCH", body });
+}
+
+export function deleteAlertChannel(id: number): Promise<void> {
+  return request<void>(`/api/alert-channels/${id}/`, { method: "DELETE" });
 }

@@ -1,21 +1,81 @@
 // TanStack Query hooks and keys. Pages use these, never fetch directly.
 
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import {
+  ackAlert,
+  cancelRun,
   createNamespace,
+  createNode,
+  deleteAlertChannel,
+  deleteAlertRule,
+  deleteNamespace,
+  deleteNode,
+  getCompactionEstimate,
   getHealth,
   getMe,
+  getMetricSeries,
+  getMetricsSummary,
+  getNamespace,
+  getNamespaceSummary,
+  getPage,
+  getPolicy,
+  browseMessages,
+  listAlertChannels,
+  listAlertRules,
   listNamespaces,
+  listNodes,
   login,
   logout,
+  saveAlertChannel,
+  saveAlertRule,
+  silenceAlert,
+  startNamespaceAction,
+  startNodeAction,
+  syncNamespace,
+  updatePolicy,
 } from "./client";
-import type { LoginRequest, Namespace, NamespaceCreate, User } from "./types";
+import type {
+  AlertChannelInput,
+  AlertRuleInput,
+  CursorPage,
+  LoginRequest,
+  MessageQuery,
+  MetricRange,
+  Namespace,
+  NamespaceActionRequest,
+  NamespaceCreate,
+  NodeActionRequest,
+  NodeCreate,
+  PolicyChangeRequest,
+  PolicyScope,
+  PolicyView,
+  TaskRun,
+  User,
+} from "./types";
 
 export const queryKeys = {
   me: ["auth", "me"] as const,
   health: ["health"] as const,
   namespaces: ["namespaces", "list"] as const,
+  namespace: (name: string) => ["namespaces", "detail", name] as const,
+  namespaceSummary: (name: string) => ["namespaces", "summary", name] as const,
+  compactionEstimate: (name: string) => ["namespaces", "compaction-estimate", name] as const,
+  policy: (scope: PolicyScope) => ["policy", scope.kind, scope.kind === "cluster" ? "" : scope.name] as const,
+  nodes: ["nodes"] as const,
+  /** Any cursor-paginated list; the URL (filters + cursor) is the rest of the key. */
+  page: (kind: string, url: string) => ["page", kind, url] as const,
+  messages: (name: string, q: MessageQuery) => ["messages", name, q] as const,
+  metricsSummary: ["metrics", "summary"] as const,
+  metricSeries: (series: string, range: MetricRange, extra: Record<string, string | undefined>) =>
+    ["metrics", "series", series, range, extra] as const,
+  alertRules: ["alert-rules"] as const,
+  alertChannels: ["alert-channels"] as const,
 };
+
+/** Active runs are polled this often. */
+export const RUN_POLL_MS = 2_000;
+/** The overview refreshes metrics this often when auto-refresh is on. */
+export const METRICS_REFRESH_MS = 30_000;
 
 export const HEALTH_REFRESH_MS = 5_000;
 
@@ -83,3 +143,251 @@ export function useCreateNamespace() {
     },
   });
 }
+
+export function useNamespace(name: string) {
+  return useQuery({
+    queryKey: queryKeys.namespace(name),
+    queryFn: ({ signal }) => getNamespace(name, signal),
+  });
+}
+
+export function useNamespaceSummary(name: string) {
+  return useQuery({
+    queryKey: queryKeys.namespaceSummary(name),
+    queryFn: ({ signal }) => getNamespaceSummary(name, signal),
+  });
+}
+
+export function useDeleteNamespace() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ name, confirm }: { name: string; confirm: string }) => deleteNamespace(name, confirm),
+    onSuccess: (_r, { name }) => {
+      qc.removeQueries({ queryKey: queryKeys.namespace(name) });
+      void qc.invalidateQueries({ queryKey: queryKeys.namespaces });
+    },
+  });
+}
+
+export function useSyncNamespace(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: () => syncNamespace(name),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: queryKeys.namespaceSummary(name) });
+      void qc.invalidateQueries({ queryKey: ["page", "segments"] });
+    },
+  });
+}
+
+export function useCompactionEstimate(name: string, enabled: boolean) {
+  return useQuery({
+    queryKey: queryKeys.compactionEstimate(name),
+    queryFn: ({ signal }) => getCompactionEstimate(name, signal),
+    enabled,
+    staleTime: 0,
+  });
+}
+
+export function useNamespaceAction(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: NamespaceActionRequest) => startNamespaceAction(name, body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
+  });
+}
+
+export function useNodeAction(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: NodeActionRequest) => startNodeAction(name, body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
+  });
+}
+
+// ---- Policies --------------------------------------------------------------
+
+export function usePolicy(scope: PolicyScope) {
+  return useQuery({
+    queryKey: queryKeys.policy(scope),
+    queryFn: ({ signal }) => getPolicy(scope, signal),
+    // A change the node has not taken yet: look again until it has.
+    refetchInterval: (q) => (q.state.data?.sync_state === "pending" ? 5_000 : false),
+  });
+}
+
+export function useUpdatePolicy(scope: PolicyScope) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: PolicyChangeRequest) => updatePolicy(scope, body),
+    onSuccess: (view: PolicyView) => {
+      qc.setQueryData(queryKeys.policy(scope), view);
+      // Namespace policies inherit from the cluster policy.
+      if (scope.kind === "cluster") void qc.invalidateQueries({ queryKey: ["policy", "namespace"] });
+      if (scope.kind === "namespace") void qc.invalidateQueries({ queryKey: queryKeys.namespace(scope.name) });
+      if (scope.kind === "node") void qc.invalidateQueries({ queryKey: queryKeys.nodes });
+    },
+  });
+}
+
+// ---- Nodes -----------------------------------------------------------------
+
+export function useNodes() {
+  return useQuery({
+    queryKey: queryKeys.nodes,
+    queryFn: ({ signal }) => listNodes(signal),
+  });
+}
+
+export function useCreateNode() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: NodeCreate) => createNode(body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.nodes }),
+  });
+}
+
+export function useDeleteNode() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (name: string) => deleteNode(name),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.nodes }),
+  });
+}
+
+// ---- Cursor pages (segments, runs, audit, alerts) ---------------------------
+
+/**
+ * One page of a cursor-paginated list. `url` is the first-page URL with the
+ * filters, or a next/previous link; the previous page stays on screen while
+ * the next one loads. Never fetches more than the page asked for.
+ */
+export function useCursorPage<T>(
+  kind: string,
+  url: string,
+  options: { refetchInterval?: number | false | ((page: CursorPage<T> | undefined) => number | false); enabled?: boolean } = {},
+) {
+  const { refetchInterval } = options;
+  return useQuery({
+    queryKey: queryKeys.page(kind, url),
+    queryFn: ({ signal }) => getPage<T>(url, signal),
+    placeholderData: keepPreviousData,
+    enabled: options.enabled ?? true,
+    refetchInterval:
+      typeof refetchInterval === "function" ? (q) => refetchInterval(q.state.data) : refetchInterval,
+  });
+}
+
+export const isActiveRun = (run: Pick<TaskRun, "state">) => run.state === "queued" || run.state === "running";
+
+/** A page of runs; polled every 2 s while any run on it is queued or running. */
+export function useRunsPage(url: string) {
+  return useCursorPage<TaskRun>("runs", url, {
+    refetchInterval: (page) => (page?.results.some(isActiveRun) ? RUN_POLL_MS : false),
+  });
+}
+
+export function useCancelRun() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => cancelRun(id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
+  });
+}
+
+// ---- Messages --------------------------------------------------------------
+
+export function useMessages(name: string, q: MessageQuery | null) {
+  return useQuery({
+    queryKey: queryKeys.messages(name, q ?? { shard: -1 }),
+    queryFn: ({ signal }) => browseMessages(name, q!, signal),
+    enabled: !!name && q !== null,
+    placeholderData: keepPreviousData,
+    staleTime: 30_000,
+  });
+}
+
+// ---- Metrics ---------------------------------------------------------------
+
+export function useMetricsSummary(options: { refetchInterval?: number | false } = {}) {
+  return useQuery({
+    queryKey: queryKeys.metricsSummary,
+    queryFn: ({ signal }) => getMetricsSummary(signal),
+    refetchInterval: options.refetchInterval ?? false,
+    refetchIntervalInBackground: false,
+  });
+}
+
+export function useMetricSeries(
+  series: string,
+  range: MetricRange,
+  options: { namespace?: string; node?: string; refetchInterval?: number | false } = {},
+) {
+  const { namespace, node, refetchInterval } = options;
+  return useQuery({
+    queryKey: queryKeys.metricSeries(series, range, { namespace, node }),
+    queryFn: ({ signal }) => getMetricSeries({ series, range, namespace, node }, signal),
+    refetchInterval: refetchInterval ?? false,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+// ---- Alerts ----------------------------------------------------------------
+
+export function useAckAlert() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => ackAlert(id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "alerts"] }),
+  });
+}
+
+export function useSilenceAlert() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ id, minutes }: { id: number; minutes: number }) => silenceAlert(id, minutes),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "alerts"] }),
+  });
+}
+
+export function useAlertRules() {
+  return useQuery({ queryKey: queryKeys.alertRules, queryFn: ({ signal }) => listAlertRules(signal) });
+}
+
+export function useSaveAlertRule() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ body, id }: { body: AlertRuleInput; id?: number }) => saveAlertRule(body, id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
+  });
+}
+
+export function useDeleteAlertRule() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => deleteAlertRule(id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
+  });
+}
+
+export function useAlertChannels() {
+  return useQuery({ queryKey: queryKeys.alertChannels, queryFn: ({ signal }) => listAlertChannels(signal) });
+}
+
+export function useSaveAlertChannel() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ body, id }: { body: AlertChannelInput; id?: number }) => saveAlertChannel(body, id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertChannels }),
+  });
+}
+
+export function useDeleteAlertChannel() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (id: number) => deleteAlertChannel(id),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertChannels }),
+  });
+}
+

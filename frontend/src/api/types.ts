@@ -51,12 +51,349 @@ export interface Namespace {
   created_at: string;
   sync_state: SyncState;
   sync_error: string;
+  // Present on detail and list rows of the current API; optional so that
+  // older fixtures and a freshly created row (POST answer) still type-check.
+  updated_at?: string;
+  policy_overrides?: Record<string, PolicyValue>;
+  stored_bytes?: number;
+  stored_records?: number;
+  segment_count?: number;
+  /** 0–1 */
+  expired_ratio?: number;
+  last_scan_at?: string | null;
+  last_compaction_at?: string | null;
 }
 
 export interface NamespaceCreate {
   name: string;
   shards: number;
+  policy?: Record<string, PolicyValue>;
 }
+
+export interface ShardSummary {
+  shard: number;
+  log_start_offset: number;
+  end_offset: number;
+  record_count: number;
+  live_count: number;
+  size_bytes: number;
+  segment_count: number;
+  updated_at: string | null;
+}
+
+export interface NamespaceSummary {
+  name: string;
+  stored_bytes: number;
+  stored_records: number;
+  live_records: number;
+  expired_ratio: number;
+  segment_count: number;
+  backlog_messages: number | null;
+  last_scan_at: string | null;
+  last_compaction_at: string | null;
+  shards: ShardSummary[];
+}
+
+export interface SyncResult {
+  inserted: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+}
+
+// ---- Policies --------------------------------------------------------------
+
+/** A policy value; null means "infinite" / not set for nullable fields. */
+export type PolicyValue = number | string | boolean | null;
+
+export type PolicySource = "builtin" | "cluster" | "namespace" | "node";
+
+export type PolicyUnit = "ms" | "bytes" | "ratio" | "count" | "bool" | "choice" | "hours";
+
+export interface PolicyField {
+  value: PolicyValue;
+  source: PolicySource;
+  overridden: boolean;
+  default: PolicyValue;
+  group: string;
+  unit: PolicyUnit;
+  nullable: boolean;
+  choices: string[];
+  help: string;
+}
+
+export interface PolicyView {
+  fields: Record<string, PolicyField>;
+  sync_state?: SyncState;
+  sync_error?: string;
+}
+
+export interface PolicyChangeRequest {
+  set: Record<string, PolicyValue>;
+  reset: string[];
+}
+
+/** Which policy a request is about. */
+export type PolicyScope =
+  | { kind: "cluster" }
+  | { kind: "namespace"; name: string }
+  | { kind: "node"; name: string };
+
+// ---- Nodes -----------------------------------------------------------------
+
+export interface StorageNode {
+  name: string;
+  url: string;
+  has_token: boolean;
+  healthy: boolean;
+  last_seen_at: string | null;
+  last_error: string;
+  policy_overrides: Record<string, PolicyValue>;
+  created_at: string;
+}
+
+export interface NodeCreate {
+  name: string;
+  url: string;
+  token: string;
+}
+
+// ---- Segments --------------------------------------------------------------
+
+export type SegmentState = "active" | "sealed" | "deleting" | "deleted" | "offloaded";
+
+export interface Segment {
+  id: number;
+  namespace: string;
+  shard: number;
+  base_offset: number;
+  last_offset: number;
+  record_count: number;
+  live_count: number;
+  size_bytes: number;
+  min_timestamp: number | null;
+  max_timestamp: number | null;
+  max_expire_at: number | null;
+  has_unbounded: boolean;
+  state: SegmentState;
+  created_at_ms: number | null;
+  modified_at_ms: number | null;
+  expired_ratio: number;
+  synced_at: string | null;
+}
+
+// ---- Runs ------------------------------------------------------------------
+
+export type RunState = "queued" | "running" | "succeeded" | "failed" | "cancelled";
+
+export interface TaskRun {
+  id: number;
+  kind: string;
+  namespace: string | null;
+  node: string | null;
+  shard: number | null;
+  state: RunState;
+  /** 0–1 */
+  progress: number;
+  steps: number;
+  counts: Record<string, number>;
+  bytes_reclaimed: number;
+  dry_run: boolean;
+  params: Record<string, unknown>;
+  error: string;
+  started_by: string | null;
+  schedule: string;
+  cancel_requested: boolean;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export type NamespaceAction = "expiry_scan" | "retention" | "reclaim" | "compaction";
+export type NodeAction = "file_clean" | "disk_check" | "force_delete";
+
+export interface NamespaceActionRequest {
+  action: NamespaceAction;
+  dry_run: boolean;
+  confirm?: string;
+}
+
+export interface NodeActionRequest {
+  action: NodeAction;
+  confirm?: string;
+}
+
+export interface CompactionEstimate {
+  bytes_before: number;
+  bytes_after: number;
+  reclaimable_bytes: number;
+  records_removable: number;
+}
+
+// ---- Audit -----------------------------------------------------------------
+
+export type AuditResult = "ok" | "failed" | "denied";
+
+export interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  target_type: string;
+  target: string;
+  before: unknown;
+  after: unknown;
+  diff: Record<string, { before: unknown; after: unknown }> | null;
+  result: AuditResult;
+  detail: string;
+  remote_addr: string | null;
+}
+
+// ---- Messages --------------------------------------------------------------
+
+/** A byte string as the message browser shows it. */
+export interface Shown {
+  text: string | null;
+  hex: string | null;
+  size: number;
+  truncated: boolean;
+  tombstone: boolean;
+}
+
+export interface MessageRecord {
+  offset: number;
+  timestamp: number;
+  expire_at: number | null;
+  key: Shown | null;
+  value: Shown;
+  tags: string[];
+  headers: Record<string, Shown>;
+}
+
+export interface MessagePage {
+  records: MessageRecord[];
+  next_offset: number | null;
+}
+
+export interface MessageQuery {
+  shard: number;
+  offset?: number;
+  time?: number;
+  key?: string;
+  tag?: string;
+  limit?: number;
+  display?: "text" | "hex";
+}
+
+// ---- Metrics ---------------------------------------------------------------
+
+export interface Watermarks {
+  max_used: number;
+  clean_forcibly: number;
+  warning: number;
+}
+
+export interface NodeDisk {
+  name: string;
+  /** null until the node has reported its disk. */
+  disk_used_bytes: number | null;
+  disk_capacity_bytes: number | null;
+  disk_used_ratio: number | null;
+  watermarks: Watermarks;
+  forecast_warning_at: string | null;
+}
+
+export interface MetricsSummary {
+  stored_bytes: number;
+  stored_records: number;
+  expired_ratio: number;
+  backlog_messages: number;
+  nodes: NodeDisk[];
+}
+
+export type MetricRange = "1h" | "6h" | "24h" | "7d" | "30d";
+export type MetricSeriesName =
+  | "expired_ratio"
+  | "stored_bytes"
+  | "backlog_messages"
+  | "delete_queue_length"
+  | "celery_queue_depth"
+  | "disk_used_ratio";
+export type MetricUnit = "ratio" | "bytes" | "messages" | "count";
+export type Point = [number, number];
+
+export interface MetricSeries {
+  series: string;
+  unit: MetricUnit;
+  range?: string;
+  step_s: number;
+  resolution?: "raw" | "5m";
+  /** More lines existed than were sent. */
+  truncated?: boolean;
+  /** A disk_used_ratio line may carry its node's own watermarks. */
+  lines: { labels: Record<string, string>; points: Point[]; watermarks?: Watermarks | null }[];
+  watermarks?: Watermarks;
+  forecast?: Point[];
+}
+
+// ---- Alerts ----------------------------------------------------------------
+
+export type AlertSeverity = "info" | "warning" | "critical";
+export type AlertState = "firing" | "pending" | "resolved";
+
+export interface Alert {
+  id: number;
+  rule: number;
+  rule_name: string;
+  severity: AlertSeverity;
+  state: AlertState;
+  scope: string;
+  labels?: Record<string, string>;
+  value: number | null;
+  threshold: number | null;
+  started_at: string | null;
+  fired_at: string | null;
+  resolved_at: string | null;
+  acknowledged_by: string | null;
+  acknowledged_at: string | null;
+  silenced_until: string | null;
+  summary: string;
+}
+
+export type Comparator = ">" | ">=" | "<" | "<=";
+export type ScopeType = "all" | "namespace" | "shard" | "node";
+
+export interface AlertRule {
+  id: number;
+  name: string;
+  metric: string;
+  scope_type: ScopeType;
+  scope: string;
+  comparator: Comparator;
+  threshold: number;
+  /** A numeric policy field: the effective threshold is threshold × its value ("" = absolute). */
+  threshold_policy?: string;
+  for_s: number;
+  severity: AlertSeverity;
+  channels: number[];
+  enabled: boolean;
+  description?: string;
+  /** One of the default rules (DESIGN §4). */
+  builtin?: boolean;
+}
+
+export type AlertRuleInput = Omit<AlertRule, "id" | "builtin">;
+
+export interface AlertChannel {
+  id: number;
+  name: string;
+  kind: "email" | "webhook";
+  target: string;
+  enabled: boolean;
+  has_secret?: boolean;
+}
+
+export type AlertChannelInput = Omit<AlertChannel, "id" | "has_secret">;
 
 /** DRF field errors: {"field": ["message", ...], "non_field_errors": [...]}. */
 export type FieldErrors = Record<string, string[]>;

@@ -1,15 +1,25 @@
 // The page registry: one entry per page gives its route and, optionally, its
-// left-nav entry. Add later pages (Policies, Segments, Tasks, Alerts,
-// Messages, Nodes, Audit, namespace detail...) here. Chart-heavy pages should
-// be code-split with React.lazy so echarts stays out of the entry bundle:
-//   const AlertsPage = lazy(() => import("../pages/AlertsPage"));
+// left-nav entry (`nav-<id>` test id). Pages other than the first ones are
+// code-split with React.lazy so the entry chunk stays small and ECharts only
+// loads with the pages (or the overview section) that draw charts.
 
-import type { ReactNode } from "react";
+import { lazy, type ReactNode } from "react";
 import type { Role } from "../api/types";
 import { NamespacesPage } from "../pages/NamespacesPage";
 import { OverviewPage } from "../pages/OverviewPage";
 
+const NamespaceDetailPage = lazy(() => import("../pages/NamespaceDetailPage"));
+const PoliciesPage = lazy(() => import("../pages/PoliciesPage"));
+const SegmentsPage = lazy(() => import("../pages/SegmentsPage"));
+const TasksPage = lazy(() => import("../pages/TasksPage"));
+const MessagesPage = lazy(() => import("../pages/MessagesPage"));
+const NodesPage = lazy(() => import("../pages/NodesPage"));
+const AuditPage = lazy(() => import("../pages/AuditPage"));
+const AlertsPage = lazy(() => import("../pages/AlertsPage"));
+
 export interface AppPage {
+  /** Stable id: the nav link's test id is `nav-<id>`. */
+  id: string;
   /** Route path under the app shell ("" = index "/"). */
   path: string;
   element: ReactNode;
@@ -20,6 +30,14 @@ export interface AppPage {
 }
 
 export const appPages: AppPage[] = [
-  { path: "", element: <OverviewPage />, navLabel: "Overview" },
-  { path: "namespaces", element: <NamespacesPage />, navLabel: "Namespaces" },
+  { id: "overview", path: "", element: <OverviewPage />, navLabel: "Overview" },
+  { id: "alerts", path: "alerts", element: <AlertsPage />, navLabel: "Alerts" },
+  { id: "namespaces", path: "namespaces", element: <NamespacesPage />, navLabel: "Namespaces" },
+  { id: "namespace", path: "namespaces/:name", element: <NamespaceDetailPage /> },
+  { id: "segments", path: "segments", element: <SegmentsPage />, navLabel: "Segments" },
+  { id: "tasks", path: "tasks", element: <TasksPage />, navLabel: "Tasks" },
+  { id: "messages", path: "messages", element: <MessagesPage />, navLabel: "Messages" },
+  { id: "policies", path: "policies", element: <PoliciesPage />, navLabel: "Policies" },
+  { id: "nodes", path: "nodes", element: <NodesPage />, navLabel: "Nodes" },
+  { id: "audit", path: "audit", element: <AuditPage />, navLabel: "Audit" },
 ];

@@ -1,8 +1,10 @@
+import { Suspense } from "react";
 import { NavLink, Outlet, useNavigate } from "react-router";
 import { errorMessage } from "../api/client";
 import { useLogout, useMe } from "../api/queries";
 import { appPages } from "../app/pages";
 import { hasRole } from "../auth/roles";
+import { LoadingState } from "./States";
 
 export function AppShell() {
   const { data: user } = useMe();
@@ -56,7 +58,12 @@ export function AppShell() {
         <ul>
           {navPages.map((p) => (
             <li key={p.path}>
-              <NavLink to={p.path === "" ? "/" : `/${p.path}`} end={p.path === ""} className="nav-link">
+              <NavLink
+                to={p.path === "" ? "/" : `/${p.path}`}
+                end={p.path === ""}
+                className="nav-link"
+                data-testid={`nav-${p.id}`}
+              >
                 {p.navLabel}
               </NavLink>
             </li>
@@ -64,7 +71,9 @@ export function AppShell() {
         </ul>
       </nav>
       <main className="shell-main" id="main" tabIndex={-1}>
-        <Outlet />
+        <Suspense fallback={<LoadingState label="Loading page…" />}>
+          <Outlet />
+        </Suspense>
       </main>
     </div>
   );

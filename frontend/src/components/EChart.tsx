@@ -1,33 +1,16 @@
 // Thin ECharts wrapper. Only the chart types and components registered below
 // are bundled (tree-shaken via echarts/core); register more as pages need
-// them. Import this from lazily loaded pages so echarts stays out of the
+// them (bar charts, datasets and titles are not used yet). Import this from lazily loaded pages so echarts stays out of the
 // entry chunk.
 
-import { BarChart, LineChart } from "echarts/charts";
-import {
-  DatasetComponent,
-  GridComponent,
-  LegendComponent,
-  MarkLineComponent,
-  TitleComponent,
-  TooltipComponent,
-} from "echarts/components";
+import { LineChart } from "echarts/charts";
+import { GridComponent, LegendComponent, MarkLineComponent, TooltipComponent } from "echarts/components";
 import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
 import type { EChartsCoreOption, EChartsType } from "echarts/core";
 import { useEffect, useRef } from "react";
 
-echarts.use([
-  LineChart,
-  BarChart,
-  GridComponent,
-  TooltipComponent,
-  LegendComponent,
-  DatasetComponent,
-  TitleComponent,
-  MarkLineComponent,
-  CanvasRenderer,
-]);
+echarts.use([LineChart, GridComponent, TooltipComponent, LegendComponent, MarkLineComponent, CanvasRenderer]);
 
 export interface EChartProps {
   option: EChartsCoreOption;

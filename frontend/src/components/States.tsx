@@ -72,3 +72,39 @@ export function Badge({
     </span>
   );
 }
+
+/**
+ * For endpoints the backend is still adding: a 404 means "this server does
+ * not offer it yet", not an error the user can fix.
+ */
+export function NotAvailableState({ feature, testId }: { feature: string; testId?: string }) {
+  return (
+    <div className="state state-empty" data-testid={testId ?? "not-available"}>
+      <strong>{feature} is not available yet</strong>
+      <div className="muted">
+        This server does not offer it yet (the API answered 404). It appears here once the backend is
+        updated; nothing to do on your side.
+      </div>
+    </div>
+  );
+}
+
+/** Progress bar with its percentage as text (0–1 input). */
+export function ProgressBar({ value, label, testId }: { value: number; label: string; testId?: string }) {
+  const pct = Math.max(0, Math.min(1, Number.isFinite(value) ? value : 0)) * 100;
+  return (
+    <div className="progress" data-testid={testId}>
+      <div
+        className="progress-track"
+        role="progressbar"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={Math.round(pct)}
+      >
+        <div className="progress-fill" style={{ width: `${pct}%` }} />
+      </div>
+      <span className="progress-text">{Math.round(pct)}%</span>
+    </div>
+  );
+}

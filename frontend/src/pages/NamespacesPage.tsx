@@ -1,11 +1,23 @@
 import { useState, type FormEvent } from "react";
-import { ApiError, errorMessage, GENERIC_FIELD_MESSAGE } from "../api/client";
+import { Link } from "react-router";
+import { ApiError, errorMessage } from "../api/client";
 import { useCreateNamespace, useMe, useNamespaces } from "../api/queries";
-import type { FieldErrors, Namespace, SyncState } from "../api/types";
+import type { FieldErrors, Namespace, NamespaceCreate, SyncState } from "../api/types";
 import { canAdminister } from "../auth/roles";
+import { FieldMessage, formLevelMessage } from "../components/Form";
+import { SortHeader } from "../components/SortHeader";
 import { Badge, EmptyState, ErrorState, LoadingState } from "../components/States";
-import { formatDateTime, formatRelativeTime } from "../lib/format";
+import {
+  formatBytes,
+  formatCount,
+  formatDateTime,
+  formatPercent,
+  formatRelativeTime,
+  toDate,
+  tryParseDuration,
+} from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
+import { nextSort, sortRows, type SortState } from "../lib/table";
 
 // Mirrors storage_engine/validation.py; the server remains the authority.
 const NAME_RE = /^[A-Za-z0-9._-]{1,200}$/;
@@ -79,54 +91,144 @@ export function NamespacesPage() {
   );
 }
 
-const SYNC_TONE: Record<SyncState, "ok" | "warn" | "fail"> = {
+export const SYNC_TONE: Record<SyncState, "ok" | "warn" | "fail"> = {
   synced: "ok",
   pending: "warn",
   failed: "fail",
 };
 
+type NsSortKey =
+  | "name"
+  | "shards"
+  | "stored_bytes"
+  | "stored_records"
+  | "expired_ratio"
+  | "segment_count"
+  | "last_scan_at"
+  | "last_compaction_at"
+  | "sync_state";
+
 function NamespaceTable({ items, now }: { items: Namespace[]; now: number }) {
-  const sorted = [...items].sort((a, b) => a.name.localeCompare(b.name));
+  const [sort, setSort] = useState<SortState<NsSortKey>>({ key: "name", dir: "asc" });
+  const [filter, setFilter] = useState("");
+  const [syncFilter, setSyncFilter] = useState<"" | SyncState>("");
+  const needle = filter.trim().toLowerCase();
+  const visible = items.filter(
+    (n) => (!needle || n.name.toLowerCase().includes(needle)) && (!syncFilter || n.sync_state === syncFilter),
+  );
+  const sorted = sortRows(visible, sort, (row, key) => row[key]);
+  const onSort = (key: NsSortKey) => setSort((s) => nextSort(s, key, key === "name" ? "asc" : "desc"));
+  const header = (label: string, key: NsSortKey, numeric = false) => (
+    <SortHeader label={label} sortKey={key} sort={sort} onSort={onSort} numeric={numeric} />
+  );
   return (
-    <div className="table-wrap">
-      <table className="table">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col" className="num">
-              Shards
-            </th>
-            <th scope="col">Node</th>
-            <th scope="col">Sync</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {sorted.map((ns) => (
-            <tr key={ns.name} data-testid={`namespace-row-${ns.name}`}>
-              <th scope="row" className="mono">
-                {ns.name}
-              </th>
-              <td className="num">{ns.shards}</td>
-              <td>{ns.node ?? <span className="muted">unassigned</span>}</td>
-              <td>
-                <Badge tone={SYNC_TONE[ns.sync_state] ?? "neutral"}>{ns.sync_state}</Badge>
-                {ns.sync_error && <div className="error-text small">{ns.sync_error}</div>}
-              </td>
-              <td>
-                <time dateTime={ns.created_at}>{formatDateTime(ns.created_at, { seconds: false })}</time>
-                <div className="muted small">{formatRelativeTime(ns.created_at, now)}</div>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <>
+      <div className="filters" role="search">
+        <div className="field field-wide">
+          <label htmlFor="ns-filter">Filter by name</label>
+          <input
+            id="ns-filter"
+            value={filter}
+            onChange={(e) => setFilter(e.target.value)}
+            placeholder="e.g. orders"
+            data-testid="namespace-filter"
+          />
+        </div>
+        <div className="field">
+          <label htmlFor="ns-sync-filter">Sync state</label>
+          <select
+            id="ns-sync-filter"
+            value={syncFilter}
+            onChange={(e) => setSyncFilter(e.target.value as "" | SyncState)}
+            data-testid="namespace-sync-filter"
+          >
+            <option value="">any</option>
+            <option value="synced">synced</option>
+            <option value="pending">pending</option>
+            <option value="failed">failed</option>
+          </select>
+        </div>
+        <span className="muted small">
+          {visible.length} of {items.length} shown
+        </span>
+      </div>
+      {sorted.length === 0 ? (
+        <EmptyState title="No namespace matches the filter">Clear the filter to see all namespaces.</EmptyState>
+      ) : (
+        <div className="table-wrap">
+          <table className="table table-compact" data-testid="namespaces-table">
+            <thead>
+              <tr>
+                {header("Name", "name")}
+                {header("Shards", "shards", true)}
+                {header("Size", "stored_bytes", true)}
+                {header("Records", "stored_records", true)}
+                {header("Expired", "expired_ratio", true)}
+                {header("Segments", "segment_count", true)}
+                {header("Last scan", "last_scan_at")}
+                {header("Last compaction", "last_compaction_at")}
+                {header("Sync", "sync_state")}
+              </tr>
+            </thead>
+            <tbody>
+              {sorted.map((ns) => (
+                <tr key={ns.name} data-testid={`namespace-row-${ns.name}`}>
+                  <th scope="row" className="mono">
+                    <Link to={`/namespaces/${encodeURIComponent(ns.name)}`} data-testid={`namespace-link-${ns.name}`}>
+                      {ns.name}
+                    </Link>
+                    <div className="muted small">{ns.node ?? "unassigned"}</div>
+                  </th>
+                  <td className="num">{ns.shards}</td>
+                  <td className="num">{formatBytes(ns.stored_bytes)}</td>
+                  <td className="num">{formatCount(ns.stored_records)}</td>
+                  <td className="num">
+                    <span className={(ns.expired_ratio ?? 0) > 0.2 ? "fail-text" : undefined}>
+                      {formatPercent(ns.expired_ratio)}
+                    </span>
+                  </td>
+                  <td className="num">{formatCount(ns.segment_count)}</td>
+                  <td>
+                    <TimeCell value={ns.last_scan_at} now={now} never="never" />
+                  </td>
+                  <td>
+                    <TimeCell value={ns.last_compaction_at} now={now} never="never" />
+                  </td>
+                  <td>
+                    <Badge tone={SYNC_TONE[ns.sync_state] ?? "neutral"}>{ns.sync_state}</Badge>
+                    {ns.sync_error && <div className="error-text small">{ns.sync_error}</div>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
   );
 }
 
-function validate(name: string, shards: string): FieldErrors {
+/** Absolute time in the browser zone with a relative hint; `never` when missing. */
+export function TimeCell({ value, now, never = "—" }: { value: string | null | undefined; now: number; never?: string }) {
+  if (!value || !toDate(value)) return <span className="muted">{never}</span>;
+  return (
+    <>
+      <time dateTime={value}>{formatDateTime(value, { seconds: false })}</time>
+      <div className="muted small">{formatRelativeTime(value, now)}</div>
+    </>
+  );
+}
+
+/** Optional policy fields on the create form: field → typed duration. */
+type CreatePolicyText = { ttl_ms: string; retention_ms: string };
+
+function validate(name: string, shards: string, policy: CreatePolicyText): FieldErrors {
   const errors: FieldErrors = {};
+  for (const [field, text] of Object.entries(policy)) {
+    if (!text.trim()) continue;
+    const parsed = tryParseDuration(text);
+    if (!parsed.ok) errors[field] = [parsed.error];
+  }
   if (!name) errors.name = ["Enter a name."];
   else if (!NAME_RE.test(name)) errors.name = ["Use 1-200 letters, digits, '.', '_' or '-'."];
   else if (name === "." || name === "..") errors.name = ["The name cannot be '.' or '..'."];
@@ -140,37 +242,50 @@ function CreateNamespaceForm() {
   const create = useCreateNamespace();
   const [name, setName] = useState("");
   const [shards, setShards] = useState("1");
+  const [policyText, setPolicyText] = useState<CreatePolicyText>({ ttl_ms: "", retention_ms: "" });
   const [localErrors, setLocalErrors] = useState<FieldErrors>({});
   const [created, setCreated] = useState<string | null>(null);
 
   const serverError = create.error instanceof ApiError ? create.error : null;
   const fieldErrors: FieldErrors = { ...(serverError?.fieldErrors ?? {}), ...localErrors };
-  const known = new Set(["name", "shards"]);
+  // The server may name policy fields bare or as "policy.<field>".
+  for (const [key, msgs] of Object.entries(serverError?.fieldErrors ?? {})) {
+    if (key.startsWith("policy.")) fieldErrors[key.slice(7)] = msgs;
+  }
+  const known = new Set(["name", "shards", "ttl_ms", "retention_ms", "policy.ttl_ms", "policy.retention_ms"]);
   const formMessage = formLevelMessage(create.error, known);
 
   const onSubmit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const trimmed = name.trim();
-    const errors = validate(trimmed, shards);
+    const errors = validate(trimmed, shards, policyText);
     setLocalErrors(errors);
     setCreated(null);
     if (Object.keys(errors).length > 0) {
       create.reset();
       return;
     }
+    const body: NamespaceCreate = { name: trimmed, shards: Number(shards) };
+    const policy: Record<string, number | null> = {};
+    for (const [field, text] of Object.entries(policyText)) {
+      const parsed = text.trim() ? tryParseDuration(text) : null;
+      if (parsed?.ok) policy[field] = parsed.value;
+    }
+    if (Object.keys(policy).length > 0) body.policy = policy;
     create.mutate(
-      { name: trimmed, shards: Number(shards) },
+      body,
       {
         onSuccess: (ns) => {
           setCreated(ns.name);
           setName("");
           setShards("1");
+          setPolicyText({ ttl_ms: "", retention_ms: "" });
         },
       },
     );
   };
 
-  const fieldProps = (field: "name" | "shards") => {
+  const fieldProps = (field: "name" | "shards" | "ttl_ms" | "retention_ms") => {
     const errs = fieldErrors[field];
     return {
       "aria-invalid": errs ? true : undefined,
@@ -222,6 +337,26 @@ function CreateNamespaceForm() {
           />
           <FieldMessage id="create-ns-shards" errors={fieldErrors.shards} hint={`1 to ${MAX_SHARDS}.`} />
         </div>
+        {(["ttl_ms", "retention_ms"] as const).map((field) => (
+          <div className="field field-medium" key={field}>
+            <label htmlFor={`create-ns-${field}`}>{field === "ttl_ms" ? "TTL (optional)" : "Retention (optional)"}</label>
+            <input
+              id={`create-ns-${field}`}
+              value={policyText[field]}
+              onChange={(e) => {
+                const value = e.target.value;
+                setPolicyText((p) => ({ ...p, [field]: value }));
+                if (create.isError) create.reset();
+                setLocalErrors(({ [field]: _drop, ...rest }) => rest);
+              }}
+              autoComplete="off"
+              placeholder="inherit"
+              data-testid={`create-namespace-${field === "ttl_ms" ? "ttl" : "retention"}`}
+              {...fieldProps(field)}
+            />
+            <FieldMessage id={`create-ns-${field}`} errors={fieldErrors[field]} hint="e.g. 7d, 12h, infinite; empty inherits." />
+          </div>
+        ))}
         <div className="field field-action">
           <button
             type="submit"
@@ -244,32 +379,5 @@ function CreateNamespaceForm() {
         </p>
       )}
     </section>
-  );
-}
-
-/** Errors not shown next to a field: detail, non-field and unknown-field messages. */
-function formLevelMessage(error: unknown, inlineFields: Set<string>): string | null {
-  if (!error) return null;
-  if (!(error instanceof ApiError)) return errorMessage(error);
-  const messages: string[] = [];
-  if (error.detail !== GENERIC_FIELD_MESSAGE) messages.push(error.detail);
-  for (const [field, msgs] of Object.entries(error.fieldErrors)) {
-    if (!inlineFields.has(field)) messages.push(`${field}: ${msgs.join(" ")}`);
-  }
-  return messages.length > 0 ? messages.join(" ") : null;
-}
-
-function FieldMessage({ id, errors, hint }: { id: string; errors?: string[]; hint: string }) {
-  if (errors && errors.length > 0) {
-    return (
-      <p className="field-error" id={`${id}-error`} role="alert">
-        {errors.join(" ")}
-      </p>
-    );
-  }
-  return (
-    <p className="field-hint" id={`${id}-hint`}>
-      {hint}
-    </p>
   );
 }

@@ -1,9 +1,24 @@
-import { errorMessage } from "../api/client";
-import { HEALTH_REFRESH_MS, useHealth } from "../api/queries";
-import type { HealthComponent } from "../api/types";
-import { Badge, ErrorState, LoadingState } from "../components/States";
-import { formatDateTime, formatDuration, formatRelativeTime, toDate } from "../lib/format";
+import { lazy, Suspense, useState } from "react";
+import { Link, useSearchParams } from "react-router";
+import { errorMessage, isNotFound } from "../api/client";
+import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useCursorPage, useHealth, useMetricsSummary } from "../api/queries";
+import type { Alert, HealthComponent, MetricRange } from "../api/types";
+import { DiskBar } from "../components/Disk";
+import { Badge, ErrorState, LoadingState, NotAvailableState } from "../components/States";
+import {
+  formatBytes,
+  formatCount,
+  formatDateTime,
+  formatDuration,
+  formatPercent,
+  formatRelativeTime,
+  toDate,
+} from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
+import { RANGES } from "../lib/metrics";
+
+// ECharts arrives with this chunk, after the cards.
+const OverviewCharts = lazy(() => import("../components/OverviewCharts"));
 
 /** Known components first, in this order; any others follow alphabetically. */
 const COMPONENT_ORDER = ["database", "broker", "node", "worker", "beat"];
@@ -37,9 +52,10 @@ export function OverviewPage() {
     <div className="page">
       <div className="page-header">
         <div>
-          <h1>System health</h1>
+          <h1>Overview</h1>
           <p className="muted">
-            Control plane and lifecycle services. Refreshes every {formatDuration(HEALTH_REFRESH_MS)}.
+            Cluster data lifecycle and the health of its services. Health refreshes every{" "}
+            {formatDuration(HEALTH_REFRESH_MS)}.
           </p>
         </div>
         {health.data && (
@@ -53,6 +69,10 @@ export function OverviewPage() {
         )}
       </div>
 
+      <FiringAlerts />
+      <MetricsSection />
+
+      <h2 className="section-title">System health</h2>
       {health.isPending && <LoadingState label="Checking system health…" />}
 
       {health.isError && !health.data && (
@@ -157,4 +177,131 @@ function renderValue(key: string, value: unknown, now: number): string {
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (typeof value === "string" || typeof value === "number") return String(value);
   return JSON.stringify(value);
+}
+
+function FiringAlerts() {
+  const alerts = useCursorPage<Alert>("alerts", "/api/alerts/?state=firing&page_size=20", { refetchInterval: METRICS_REFRESH_MS });
+  if (alerts.isPending) return null;
+  if (alerts.isError) {
+    return (
+      <p className="muted small" data-testid="overview-alerts-unavailable">
+        {isNotFound(alerts.error) ? "Alerts are not available yet on this server." : `Alerts could not be loaded: ${errorMessage(alerts.error)}`}
+      </p>
+    );
+  }
+  const firing = alerts.data.results;
+  if (firing.length === 0) {
+    return (
+      <p className="ok-text small" data-testid="overview-alerts-none">
+        ✓ No alerts firing.
+      </p>
+    );
+  }
+  return (
+    <section className="section" aria-labelledby="firing-title" data-testid="overview-alerts">
+      <div className="banner banner-fail" role="alert">
+        <strong id="firing-title">
+          {firing.length}
+          {alerts.data.next ? "+" : ""} alert{firing.length === 1 ? "" : "s"} firing
+        </strong>{" "}
+        · <Link to="/alerts">Open alerts</Link>
+        <ul className="alert-list">
+          {firing.map((a) => (
+            <li key={a.id} data-testid={`overview-alert-${a.id}`}>
+              <Badge tone={a.severity === "critical" ? "fail" : a.severity === "warning" ? "warn" : "neutral"}>{a.severity}</Badge>{" "}
+              <strong>{a.rule_name}</strong> on <span className="mono">{a.scope}</span>: {a.summary}
+              {a.acknowledged_by && <span className="muted small"> (acknowledged by {a.acknowledged_by})</span>}
+            </li>
+          ))}
+        </ul>
+      </div>
+    </section>
+  );
+}
+
+function Stat({ label, value, testId }: { label: string; value: string; testId: string }) {
+  return (
+    <div className="stat" data-testid={testId}>
+      <div className="stat-label">{label}</div>
+      <div className="stat-value">{value}</div>
+    </div>
+  );
+}
+
+function MetricsSection() {
+  const [search, setSearch] = useSearchParams();
+  const range = (RANGES.find((r) => r === search.get("range")) ?? "24h") as MetricRange;
+  const [auto, setAuto] = useState(true);
+  const refetchInterval = auto ? METRICS_REFRESH_MS : false;
+  const summary = useMetricsSummary({ refetchInterval });
+  const unavailable = summary.isError && isNotFound(summary.error);
+
+  return (
+    <section className="section" aria-labelledby="metrics-title">
+      <div className="toolbar">
+        <h2 id="metrics-title" className="section-title" style={{ margin: 0 }}>
+          Cluster
+        </h2>
+        <div className="segmented" role="group" aria-label="Time range">
+          {RANGES.map((r) => (
+            <button
+              key={r}
+              type="button"
+              aria-pressed={r === range}
+              onClick={() => {
+                const next = new URLSearchParams(search);
+                next.set("range", r);
+                setSearch(next, { replace: true });
+              }}
+              data-testid={`range-${r}`}
+            >
+              {r}
+            </button>
+          ))}
+        </div>
+        <label className="check">
+          <input type="checkbox" checked={auto} onChange={(e) => setAuto(e.target.checked)} data-testid="auto-refresh" />
+          Auto-refresh every {formatDuration(METRICS_REFRESH_MS)}
+        </label>
+        {summary.dataUpdatedAt > 0 && (
+          <span className="muted small">updated {formatDateTime(summary.dataUpdatedAt)}</span>
+        )}
+      </div>
+
+      {summary.isPending && <LoadingState label="Loading cluster metrics…" />}
+      {unavailable && <NotAvailableState feature="Cluster metrics" testId="metrics-unavailable" />}
+      {summary.isError && !unavailable && !summary.data && (
+        <ErrorState title="Could not load cluster metrics" error={summary.error} onRetry={() => void summary.refetch()} />
+      )}
+      {summary.data && (
+        <>
+          <div className="stat-grid">
+            <Stat label="Stored" value={formatBytes(summary.data.stored_bytes)} testId="metric-stored-bytes" />
+            <Stat label="Records" value={formatCount(summary.data.stored_records)} testId="metric-stored-records" />
+            <Stat label="Expired ratio" value={formatPercent(summary.data.expired_ratio)} testId="metric-expired-ratio" />
+            <Stat label="Backlog" value={`${formatCount(summary.data.backlog_messages)} msgs`} testId="metric-backlog" />
+          </div>
+          {summary.data.nodes.length > 0 && (
+            <div className="card-grid" data-testid="overview-disks">
+              {summary.data.nodes.map((d) => (
+                <article key={d.name} className="card" aria-label={`Disk of ${d.name}`}>
+                  <h3 className="mono" style={{ margin: "0 0 6px", fontSize: "1rem" }}>
+                    {d.name}
+                  </h3>
+                  <DiskBar disk={d} />
+                </article>
+              ))}
+            </div>
+          )}
+        </>
+      )}
+      {!unavailable && (
+        <div className="section">
+          <Suspense fallback={<LoadingState label="Loading charts…" />}>
+            <OverviewCharts range={range} refetchInterval={refetchInterval} />
+          </Suspense>
+        </div>
+      )}
+    </section>
+  );
 }

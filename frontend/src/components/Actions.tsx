@@ -1,0 +1,230 @@
+// Manual lifecycle actions on a namespace or a node (operator). Destructive
+// ones ask the user to type the target's name; a real compaction first shows
+// the dry-run estimate. Each start answers with a run (see Tasks).
+
+import { useState } from "react";
+import { Link } from "react-router";
+import { errorMessage, isNotFound } from "../api/client";
+import { useCompactionEstimate, useMe, useNamespaceAction, useNodeAction } from "../api/queries";
+import type { NamespaceAction, NodeAction, TaskRun } from "../api/types";
+import { canOperate } from "../auth/roles";
+import { formatBytes, formatCount } from "../lib/format";
+import { ConfirmByName } from "./ConfirmByName";
+import { runKindLabel } from "./Runs";
+import { LoadingState } from "./States";
+
+interface ActionInfo {
+  label: string;
+  help: string;
+  destructive?: boolean;
+}
+
+export const NAMESPACE_ACTIONS: Record<NamespaceAction, ActionInfo> = {
+  expiry_scan: { label: "Expiry scan", help: "Remove expired entries from the TTL index now." },
+  retention: {
+    label: "Apply retention",
+    help: "Delete the oldest segments that break the retention time or size. Irreversible.",
+    destructive: true,
+  },
+  reclaim: { label: "Reclaim space", help: "Delete fully expired sealed segments and rewrite mostly dead ones." },
+  compaction: {
+    label: "Compact",
+    help: "Keep only the latest record per key (and tombstones within their horizon). Irreversible.",
+    destructive: true,
+  },
+};
+
+export const NODE_ACTIONS: Record<NodeAction, ActionInfo> = {
+  file_clean: { label: "Clean files", help: "Run the file cleaner now: delete expired segment files." },
+  disk_check: { label: "Check disk", help: "Measure disk use against the watermarks now." },
+  force_delete: {
+    label: "Force delete",
+    help: "Delete the oldest sealed files even if not expired, to free disk. Irreversible.",
+    destructive: true,
+  },
+};
+
+function StartedRun({ run }: { run: TaskRun }) {
+  return (
+    <p className="form-success" role="status" data-testid="action-result">
+      Started run <strong>#{run.id}</strong> ({runKindLabel(run.kind)}
+      {run.dry_run ? ", dry run" : ""}) — state {run.state}.{" "}
+      <Link to={`/tasks?${run.namespace ? `namespace=${encodeURIComponent(run.namespace)}` : `node=${encodeURIComponent(run.node ?? "")}`}`}>
+        Follow it on Tasks
+      </Link>
+      .
+    </p>
+  );
+}
+
+function ActionError({ error }: { error: unknown }) {
+  return (
+    <p className="form-error" role="alert" data-testid="action-error">
+      {isNotFound(error)
+        ? "Manual actions are not available yet on this server (the API answered 404)."
+        : errorMessage(error)}
+    </p>
+  );
+}
+
+export function NamespaceActions({ name }: { name: string }) {
+  const { data: user } = useMe();
+  const start = useNamespaceAction(name);
+  const [dryRun, setDryRun] = useState(false);
+  const [confirming, setConfirming] = useState<NamespaceAction | null>(null);
+  const estimate = useCompactionEstimate(name, confirming === "compaction");
+
+  if (!canOperate(user)) {
+    return <p className="muted small">Starting actions needs the operator role.</p>;
+  }
+
+  const run = (action: NamespaceAction, confirm?: string) =>
+    start.mutate(
+      { action, dry_run: dryRun, ...(confirm !== undefined ? { confirm } : {}) },
+      { onSuccess: () => setConfirming(null) },
+    );
+
+  const onClick = (action: NamespaceAction) => {
+    start.reset();
+    const needsConfirm = action === "retention" || (action === "compaction" && !dryRun);
+    if (needsConfirm) setConfirming(action);
+    else {
+      setConfirming(null);
+      run(action);
+    }
+  };
+
+  return (
+    <div className="actions" data-testid="namespace-actions">
+      <div className="action-bar">
+        {(Object.keys(NAMESPACE_ACTIONS) as NamespaceAction[]).map((a) => (
+          <button
+            key={a}
+            type="button"
+            className={`button${NAMESPACE_ACTIONS[a].destructive && !dryRun ? " button-danger-outline" : ""}`}
+            onClick={() => onClick(a)}
+            disabled={start.isPending}
+            title={NAMESPACE_ACTIONS[a].help}
+            aria-describedby={`ns-action-help-${a}`}
+            data-testid={`action-${a}`}
+          >
+            {NAMESPACE_ACTIONS[a].label}
+            {dryRun ? " (dry run)" : ""}
+          </button>
+        ))}
+        <label className="check">
+          <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} data-testid="action-dry-run" />
+          Dry run (report only, change nothing)
+        </label>
+      </div>
+      <ul className="muted small action-help">
+        {(Object.keys(NAMESPACE_ACTIONS) as NamespaceAction[]).map((a) => (
+          <li key={a} id={`ns-action-help-${a}`}>
+            <strong>{NAMESPACE_ACTIONS[a].label}:</strong> {NAMESPACE_ACTIONS[a].help}
+          </li>
+        ))}
+      </ul>
+
+      {confirming && (
+        <ConfirmByName
+          key={confirming}
+          name={name}
+          title={`${NAMESPACE_ACTIONS[confirming].label} on ${name}${dryRun ? " (dry run)" : ""}`}
+          confirmLabel={`${NAMESPACE_ACTIONS[confirming].label}${dryRun ? " (dry run)" : ""}`}
+          pending={start.isPending}
+          onConfirm={(typed) => run(confirming, typed)}
+          onCancel={() => setConfirming(null)}
+        >
+          <p>{NAMESPACE_ACTIONS[confirming].help}</p>
+          {confirming === "compaction" && (
+            <div data-testid="compaction-estimate">
+              {estimate.isPending && <LoadingState label="Estimating what compaction would reclaim…" />}
+              {estimate.isError &&
+                (isNotFound(estimate.error) ? (
+                  <p className="muted">No estimate: this server does not offer compaction estimates yet.</p>
+                ) : (
+                  <p className="error-text">Could not estimate: {errorMessage(estimate.error)}</p>
+                ))}
+              {estimate.data && (
+                <dl className="kv">
+                  <dt>Size now</dt>
+                  <dd>{formatBytes(estimate.data.bytes_before)}</dd>
+                  <dt>Size after</dt>
+                  <dd>{formatBytes(estimate.data.bytes_after)}</dd>
+                  <dt>Reclaimable</dt>
+                  <dd>
+                    <strong>{formatBytes(estimate.data.reclaimable_bytes)}</strong>
+                  </dd>
+                  <dt>Records removable</dt>
+                  <dd>{formatCount(estimate.data.records_removable)}</dd>
+                </dl>
+              )}
+            </div>
+          )}
+        </ConfirmByName>
+      )}
+      {start.isError && <ActionError error={start.error} />}
+      {start.data && <StartedRun run={start.data} />}
+    </div>
+  );
+}
+
+export function NodeActions({ name }: { name: string }) {
+  const { data: user } = useMe();
+  const start = useNodeAction(name);
+  const [confirming, setConfirming] = useState(false);
+
+  if (!canOperate(user)) {
+    return <p className="muted small">Starting actions needs the operator role.</p>;
+  }
+
+  const onClick = (action: NodeAction) => {
+    start.reset();
+    if (action === "force_delete") setConfirming(true);
+    else {
+      setConfirming(false);
+      start.mutate({ action });
+    }
+  };
+
+  return (
+    <div className="actions" data-testid="node-actions">
+      <div className="action-bar">
+        {(Object.keys(NODE_ACTIONS) as NodeAction[]).map((a) => (
+          <button
+            key={a}
+            type="button"
+            className={`button${NODE_ACTIONS[a].destructive ? " button-danger-outline" : ""}`}
+            onClick={() => onClick(a)}
+            disabled={start.isPending}
+            title={NODE_ACTIONS[a].help}
+            data-testid={`action-${a}`}
+          >
+            {NODE_ACTIONS[a].label}
+          </button>
+        ))}
+      </div>
+      <ul className="muted small action-help">
+        {(Object.keys(NODE_ACTIONS) as NodeAction[]).map((a) => (
+          <li key={a}>
+            <strong>{NODE_ACTIONS[a].label}:</strong> {NODE_ACTIONS[a].help}
+          </li>
+        ))}
+      </ul>
+      {confirming && (
+        <ConfirmByName
+          name={name}
+          title={`Force delete on node ${name}`}
+          confirmLabel="Force delete"
+          pending={start.isPending}
+          onConfirm={(typed) => start.mutate({ action: "force_delete", confirm: typed }, { onSuccess: () => setConfirming(false) })}
+          onCancel={() => setConfirming(false)}
+        >
+          <p>{NODE_ACTIONS.force_delete.help}</p>
+        </ConfirmByName>
+      )}
+      {start.isError && <ActionError error={start.error} />}
+      {start.data && <StartedRun run={start.data} />}
+    </div>
+  );
+}

@@ -1,0 +1,61 @@
+import type { NodeDisk } from "../api/types";
+import { formatBytes, formatDateTime, formatPercent } from "../lib/format";
+import { DISK_LEVEL_TEXT, DISK_LEVEL_TONE, diskLevel } from "../lib/metrics";
+import { Badge } from "./States";
+
+/** Disk use of one node as a bar with its three watermarks marked, plus text. */
+export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }) {
+  if (disk.disk_used_ratio === null || disk.disk_used_ratio === undefined) {
+    return (
+      <div className="disk" data-testid={`disk-${disk.name}`} data-level="unknown">
+        <p className="muted small">No disk figures yet: the node has not reported its disk use.</p>
+      </div>
+    );
+  }
+  const level = diskLevel(disk.disk_used_ratio, disk.watermarks);
+  const tone = DISK_LEVEL_TONE[level];
+  const pct = Math.max(0, Math.min(1, disk.disk_used_ratio)) * 100;
+  const marks: [string, number][] = [
+    ["max used", disk.watermarks.max_used],
+    ["forcibly", disk.watermarks.clean_forcibly],
+    ["warning", disk.watermarks.warning],
+  ];
+  return (
+    <div className="disk" data-testid={`disk-${disk.name}`} data-level={level}>
+      <div className="card-head">
+        <span>
+          <strong>{formatPercent(disk.disk_used_ratio)}</strong>{" "}
+          <span className="muted small">
+            {formatBytes(disk.disk_used_bytes)} of {formatBytes(disk.disk_capacity_bytes)}
+          </span>
+        </span>
+        <Badge tone={tone}>{level === "ok" ? "ok" : level.replace("_", " ")}</Badge>
+      </div>
+      <div
+        className="disk-bar"
+        role="meter"
+        aria-label={`Disk used on ${disk.name}`}
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={Math.round(pct)}
+        aria-valuetext={`${formatPercent(disk.disk_used_ratio)}, ${DISK_LEVEL_TEXT[level]}`}
+      >
+        <div className={`disk-fill tone-${tone}`} style={{ width: `${pct}%` }} />
+        {!compact &&
+          marks.map(([label, r]) => (
+            <div key={label} className="disk-mark" style={{ left: `${r * 100}%` }} title={`${label} ${formatPercent(r)}`}>
+              <span>
+                {label} {formatPercent(r, 0)}
+              </span>
+            </div>
+          ))}
+      </div>
+      <p className="small muted">{DISK_LEVEL_TEXT[level]}.</p>
+      {disk.forecast_warning_at && (
+        <p className="small warn-text" data-testid={`disk-forecast-${disk.name}`}>
+          Forecast to reach the warning watermark at {formatDateTime(disk.forecast_warning_at, { seconds: false })}.
+        </p>
+      )}
+    </div>
+  );
+}

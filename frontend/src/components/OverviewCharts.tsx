@@ -1,0 +1,89 @@
+// The overview's charts. Loaded lazily (React.lazy) so ECharts is not in the
+// entry chunk; the overview's cards render before it arrives.
+
+import { useMemo } from "react";
+import { isNotFound } from "../api/client";
+import { useMetricSeries } from "../api/queries";
+import type { MetricRange, MetricSeriesName } from "../api/types";
+import { seriesOption, seriesSummary } from "../lib/metrics";
+import { EChart } from "./EChart";
+import { EmptyState, ErrorState, LoadingState } from "./States";
+
+const CHARTS: { series: MetricSeriesName; title: string; testId: string; help: string }[] = [
+  {
+    series: "expired_ratio",
+    title: "Expired ratio",
+    testId: "chart-expired-ratio",
+    help: "Expired but not yet reclaimed, as a share of stored records.",
+  },
+  {
+    series: "backlog_messages",
+    title: "Queue backlog",
+    testId: "chart-backlog",
+    help: "Unacknowledged messages across subscriptions.",
+  },
+  {
+    series: "disk_used_ratio",
+    title: "Disk used",
+    testId: "chart-disk",
+    help: "Per node, with the max-used, clean-forcibly and warning watermarks and the forecast.",
+  },
+  {
+    series: "delete_queue_length",
+    title: "Delete queue",
+    testId: "chart-delete-queue",
+    help: "Index clean-ups waiting on the read-path queue.",
+  },
+];
+
+export default function OverviewCharts({ range, refetchInterval }: { range: MetricRange; refetchInterval: number | false }) {
+  return (
+    <div className="chart-grid">
+      {CHARTS.map((c) => (
+        <MetricChart key={c.series} {...c} range={range} refetchInterval={refetchInterval} />
+      ))}
+    </div>
+  );
+}
+
+function MetricChart({
+  series,
+  title,
+  testId,
+  help,
+  range,
+  refetchInterval,
+}: {
+  series: MetricSeriesName;
+  title: string;
+  testId: string;
+  help: string;
+  range: MetricRange;
+  refetchInterval: number | false;
+}) {
+  const q = useMetricSeries(series, range, { refetchInterval });
+  const option = useMemo(() => (q.data ? seriesOption(q.data, title) : null), [q.data, title]);
+  const empty = q.data && q.data.lines.every((l) => l.points.length === 0);
+  return (
+    <section className="card" aria-labelledby={`${testId}-title`} data-testid={testId}>
+      <div className="card-head">
+        <h2 id={`${testId}-title`}>{title}</h2>
+        {q.isFetching && <span className="muted small">updating…</span>}
+      </div>
+      <p className="muted small">{help}</p>
+      {q.isPending && <LoadingState label={`Loading ${title.toLowerCase()}…`} />}
+      {q.isError && !q.data && (isNotFound(q.error) ? (
+        <EmptyState title="Not available yet">This server does not offer metric series yet.</EmptyState>
+      ) : (
+        <ErrorState title={`Could not load ${title.toLowerCase()}`} error={q.error} onRetry={() => void q.refetch()} />
+      ))}
+      {q.data && empty && <EmptyState title="No data in this range">Pick a longer range, or wait for the next scrape.</EmptyState>}
+      {q.data && !empty && option && (
+        <>
+          <EChart option={option} height={240} ariaLabel={seriesSummary(q.data, title)} />
+          <p className="visually-hidden">{seriesSummary(q.data, title)}</p>
+        </>
+      )}
+    </section>
+  );
+}

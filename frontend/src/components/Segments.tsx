@@ -1,0 +1,120 @@
+// Segment catalog: one cursor page at a time (the catalog can hold millions
+// of rows, so the UI never walks all pages).
+
+import { useState } from "react";
+import { errorMessage, withQuery, type QueryValue } from "../api/client";
+import { useCursorPage } from "../api/queries";
+import type { Segment, SegmentState } from "../api/types";
+import { formatBytes, formatCount, formatDateTime, formatPercent, formatRelativeTime } from "../lib/format";
+import { useNow } from "../lib/hooks";
+import { CursorPager } from "./CursorPager";
+import { Badge, EmptyState, ErrorState, LoadingState } from "./States";
+
+const STATE_TONE: Record<SegmentState, "ok" | "warn" | "fail" | "neutral"> = {
+  active: "ok",
+  sealed: "neutral",
+  deleting: "warn",
+  deleted: "fail",
+  offloaded: "neutral",
+};
+
+export function SegmentsList({ filters, emptyHint }: { filters: Record<string, QueryValue>; emptyHint?: string }) {
+  const firstUrl = withQuery("/api/segments/", filters);
+  const [cursor, setCursor] = useState<{ base: string; url: string } | null>(null);
+  const url = cursor && cursor.base === firstUrl ? cursor.url : firstUrl;
+  const page = useCursorPage<Segment>("segments", url);
+
+  if (page.isPending) return <LoadingState label="Loading segments…" />;
+  if (page.isError && !page.data) {
+    return (
+      <ErrorState title="Could not load segments" error={page.error} onRetry={() => void page.refetch()} retrying={page.isFetching} />
+    );
+  }
+  return (
+    <div>
+      {page.isError && (
+        <div className="banner banner-warn" role="alert">
+          Could not load that page: {errorMessage(page.error)}
+        </div>
+      )}
+      {page.data.results.length === 0 ? (
+        <EmptyState title="No segments match">{emptyHint ?? "Widen the filters (state, size, age) or sync the namespace."}</EmptyState>
+      ) : (
+        <SegmentsTable segments={page.data.results} />
+      )}
+      <CursorPager
+        page={page.data}
+        onPage={(u) => setCursor({ base: firstUrl, url: u })}
+        onFirst={() => setCursor(null)}
+        atFirst={url === firstUrl}
+        isFetching={page.isFetching}
+        label="Segment pages"
+      />
+    </div>
+  );
+}
+
+function MsTime({ value, now }: { value: number | null; now: number }) {
+  if (value === null || value === undefined) return <span className="muted">—</span>;
+  return (
+    <>
+      <time dateTime={new Date(value).toISOString()}>{formatDateTime(value, { seconds: false })}</time>
+      <div className="muted small">{formatRelativeTime(value, now)}</div>
+    </>
+  );
+}
+
+export function SegmentsTable({ segments }: { segments: Segment[] }) {
+  const now = useNow(30_000);
+  return (
+    <div className="table-wrap">
+      <table className="table table-compact" data-testid="segments-table">
+        <thead>
+          <tr>
+            <th scope="col">Segment</th>
+            <th scope="col">Offsets</th>
+            <th scope="col">State</th>
+            <th scope="col" className="num">
+              Size
+            </th>
+            <th scope="col" className="num">
+              Records (live)
+            </th>
+            <th scope="col" className="num">
+              Expired
+            </th>
+            <th scope="col">Newest record</th>
+            <th scope="col">Expires by</th>
+          </tr>
+        </thead>
+        <tbody>
+          {segments.map((s) => (
+            <tr key={s.id} data-testid={`segment-row-${s.id}`}>
+              <th scope="row">
+                <span className="mono">{s.namespace}</span>
+                <div className="muted small">shard {s.shard} · #{s.id}</div>
+              </th>
+              <td className="mono small">
+                {formatCount(s.base_offset)} – {formatCount(s.last_offset)}
+              </td>
+              <td>
+                <Badge tone={STATE_TONE[s.state] ?? "neutral"}>{s.state}</Badge>
+              </td>
+              <td className="num">{formatBytes(s.size_bytes)}</td>
+              <td className="num">
+                {formatCount(s.record_count)} <span className="muted small">({formatCount(s.live_count)})</span>
+              </td>
+              <td className="num">{formatPercent(s.expired_ratio)}</td>
+              <td>
+                <MsTime value={s.max_timestamp} now={now} />
+              </td>
+              <td>
+                {s.has_unbounded ? <span className="muted">some never expire</span> : <MsTime value={s.max_expire_at} now={now} />}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
