@@ -181,5 +181,58 @@ class NodeClient:
     def metrics_text(self) -> str:
         return self._call("GET", "/metrics", idempotent=True).text
 
+    # -- lifecycle ----------------------------------------------------------------------
+    def lifecycle_step(
+        self,
+        namespace: str | None,
+        operation: str,
+        shard: int | None = None,
+        limit: int | None = None,
+        manual: bool = False,
+    ) -> dict[str, Any]:
+        """One bounded lifecycle step (``expire-scan``, ``retention``, ``reclaim``; node-wide: ``clean-files``).
+
+        Not retried: a step may have done work before a connection failed, and the
+        caller (a Celery task) decides; every step is safe to run again.
+        """
+        params: dict[str, Any] = {"manual": "true" if manual else "false"}
+        if shard is not None:
+            params["shard"] = shard
+        if limit is not None:
+            params["limit"] = limit
+        path = f"/v1/namespaces/{namespace}/lifecycle/{operation}" if namespace else f"/v1/node/lifecycle/{operation}"
+        result: dict[str, Any] = self._call("POST", path, idempotent=False, params=params).json()
+        return result
+
+    def verify(self, namespace: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/namespaces/{namespace}/verify", idempotent=True).json()
+        return result
+
+    def check_disk(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/node/disk", idempotent=True).json()
+        return result
+
+    def node_policy(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/v1/node/policy", idempotent=True).json()
+        return result
+
+    def set_node_policy(self, policy: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("PUT", "/v1/node/policy", idempotent=True, json={"policy": policy}).json()
+        return result
+
+    def start_job(self, operation: str, **target: Any) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "POST", "/v1/jobs", idempotent=False, json={"operation": operation, **target}
+        ).json()
+        return result
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{job_id}", idempotent=True).json()
+        return result
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("DELETE", f"/v1/jobs/{job_id}", idempotent=True).json()
+        return result
+
 
 __all__ = ["NodeClient", "StorageError"]

@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "backend.apps.catalog",
     "backend.apps.runs",
     "backend.apps.messages",
+    "backend.apps.lifecycle",
 ]
 
 MIDDLEWARE = [

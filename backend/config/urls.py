@@ -13,6 +13,7 @@ api = [
     path("", include("backend.apps.catalog.urls")),
     path("", include("backend.apps.runs.urls")),
     path("", include("backend.apps.messages.urls")),
+    path("", include("backend.apps.lifecycle.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^.*$", api_not_found),

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from backend.apps.audit import services as audit
+from backend.apps.lifecycle import services as lifecycle
 from backend.apps.namespaces.models import Namespace, SyncState
 from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
@@ -44,6 +45,7 @@ def create_namespace(
             target=name,
             after={"shards": shards, "policy": overrides, "node": namespace.node.name},
         )
+        lifecycle.sync_namespace_schedules(namespace)
     return push_namespace(namespace)
 
 
@@ -103,4 +105,5 @@ def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
         audit.record(
             actor=actor, action="namespace.delete", target_type="namespace", target=namespace.name, before=before
         )
+        lifecycle.remove_namespace_schedules(namespace.name)
         namespace.delete()

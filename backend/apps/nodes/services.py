@@ -15,15 +15,24 @@ DEFAULT_NODE_NAME = "node-1"
 
 def ensure_default_node() -> StorageNode:
     """The node from ``NODE_URL``/``NODE_TOKEN`` exists and matches the settings."""
-    node, _ = StorageNode.objects.update_or_create(
+    node, created = StorageNode.objects.update_or_create(
         name=DEFAULT_NODE_NAME, defaults={"url": settings.NODE_URL, "token": settings.NODE_TOKEN}
     )
+    if created:
+        _sync_schedules(node)
     return node
+
+
+def _sync_schedules(node: StorageNode) -> None:
+    from backend.apps.lifecycle.services import sync_node_schedules
+
+    sync_node_schedules(node)
 
 
 def create_node(*, actor: Any, name: str, url: str, token: str = "") -> StorageNode:
     node = StorageNode.objects.create(name=name, url=url, token=token)
     audit.record(actor=actor, action="node.create", target_type="node", target=name, after={"url": url})
+    _sync_schedules(node)
     return node
 
 
@@ -41,4 +50,7 @@ def delete_node(*, actor: Any, node: StorageNode) -> None:
     if node.namespaces.exists():
         raise PolicyValidationError({"name": "the node still hosts namespaces; move or delete them first"})
     audit.record(actor=actor, action="node.delete", target_type="node", target=node.name, before={"url": node.url})
+    from django_celery_beat.models import PeriodicTask
+
+    PeriodicTask.objects.filter(name__endswith=f" of node {node.name}").delete()
     node.delete()

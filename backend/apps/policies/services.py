@@ -17,7 +17,7 @@ from backend.apps.policies.selectors import (
     effective_namespace_policy,
     namespace_layers,
 )
-from storage_engine.errors import PolicyValidationError
+from storage_engine.errors import PolicyValidationError, StorageError
 from storage_engine.policy import NamespacePolicy, NodePolicy, resolve_policy
 
 
@@ -38,6 +38,7 @@ def changed_overrides(
 
 
 def update_cluster_policy(*, actor: Any, set_: dict[str, Any], reset: list[str]) -> ClusterPolicy:
+    from backend.apps.lifecycle import services as lifecycle
     from backend.apps.namespaces.models import Namespace
     from backend.apps.namespaces.services import mark_all_pending
 
@@ -69,10 +70,13 @@ def update_cluster_policy(*, actor: Any, set_: dict[str, Any], reset: list[str])
         )
         # Every namespace's effective policy may have changed: the push task re-sends them all.
         mark_all_pending()
+        for namespace in Namespace.objects.select_related("node"):
+            lifecycle.sync_namespace_schedules(namespace)
     return cluster
 
 
 def update_namespace_policy(*, actor: Any, namespace: Any, set_: dict[str, Any], reset: list[str]) -> Any:
+    from backend.apps.lifecycle import services as lifecycle
     from backend.apps.namespaces.models import Namespace
     from backend.apps.namespaces.services import push_namespace
 
@@ -92,10 +96,13 @@ def update_namespace_policy(*, actor: Any, namespace: Any, set_: dict[str, Any],
             before=before,
             after=after,
         )
+        lifecycle.sync_namespace_schedules(locked)
     return push_namespace(locked)
 
 
 def update_node_policy(*, actor: Any, node: Any, set_: dict[str, Any], reset: list[str]) -> Any:
+    from backend.apps.lifecycle import services as lifecycle
+
     with transaction.atomic():
         before = dict(node.policy_overrides)
         after = changed_overrides(before, set_, reset, NodePolicy)
@@ -105,7 +112,23 @@ def update_node_policy(*, actor: Any, node: Any, set_: dict[str, Any], reset: li
         audit.record(
             actor=actor, action="policy.node.update", target_type="node", target=node.name, before=before, after=after
         )
+        lifecycle.sync_node_schedules(node)
+    push_node_policy(node)
     return node
+
+
+def push_node_policy(node: Any) -> bool:
+    """Hand the node its effective policy; a node that is down gets it at its next push."""
+    from backend.apps.nodes.selectors import client_for
+    from backend.apps.policies.selectors import effective_node_policy
+
+    with client_for(node) as client:
+        try:
+            client.set_node_policy(effective_node_policy(node).to_dict())
+        except StorageError as exc:
+            type(node).objects.filter(pk=node.pk).update(last_error=f"node policy not pushed: {exc}")
+            return False
+    return True
 
 
 __all__ = ["effective_namespace_policy", "update_cluster_policy", "update_namespace_policy", "update_node_policy"]

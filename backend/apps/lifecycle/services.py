@@ -1,0 +1,282 @@
+"""Lifecycle orchestration: task runs that drive bounded steps on the nodes.
+
+A run (``runs.TaskRun``) is created by a schedule or an operator, then
+:func:`run_step` does one bounded step on the node per Celery task: it takes
+the shard leases (at most one lifecycle job per shard), calls the node,
+records the counts on the run, and says whether to call again (the node
+reports ``more``). The Celery task re-queues itself until done. Cancellation
+is checked between steps; a node that cannot be reached is retried by Celery
+with backoff; a worker that dies leaves the run resumable (the message is
+redelivered, and the lease expires if it is not).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django_celery_beat.models import PeriodicTask
+
+from backend.apps.audit import services as audit
+from backend.apps.core.services import upsert_interval_task
+from backend.apps.lifecycle import leases
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.selectors import client_for
+from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
+from backend.apps.runs import services as runs
+from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
+from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
+
+log = logging.getLogger(__name__)
+LEASE_TTL_S = settings.CELERY_TASK_TIME_LIMIT + 60
+
+
+@dataclass(frozen=True)
+class Action:
+    scope: str  # "namespace" or "node"
+    operation: str  # the node's lifecycle operation
+    destructive: bool
+    manual: bool = False
+
+
+# run kind → how the node does one step of it
+ACTIONS: dict[str, Action] = {
+    Kind.EXPIRY_SCAN: Action("namespace", "expire-scan", destructive=False),
+    Kind.RETENTION: Action("namespace", "retention", destructive=True),
+    Kind.RECLAIM: Action("namespace", "reclaim", destructive=False),
+    Kind.FILE_CLEAN: Action("node", "clean-files", destructive=False),
+    # A manual delete request (RocketMQ's third trigger): expired files go at any hour.
+    Kind.FORCE_DELETE: Action("node", "clean-files", destructive=True, manual=True),
+    Kind.DISK_CHECK: Action("node", "disk-check", destructive=False),
+}
+COUNTED = (
+    "scanned",
+    "expired_records",
+    "index_entries_deleted",
+    "segments_deleted",
+    "segments_rewritten",
+    "records_removed",
+    "files_removed",
+    "forced_deletes",
+    "rolled",
+)
+
+
+class StepOutcome(enum.StrEnum):
+    DONE = "done"  # finished (succeeded, failed or cancelled)
+    MORE = "more"  # call again
+    BUSY = "busy"  # another job holds the shard: try again later
+
+
+def queue_for(node: StorageNode) -> str:
+    """Tasks for a node go to its own queue, so workers near that node share its load."""
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.{node.name}"
+
+
+def active_run(kind: str, namespace: Namespace | None, node: StorageNode | None) -> TaskRun | None:
+    return TaskRun.objects.filter(kind=kind, namespace=namespace, node=node).exclude(state__in=FINISHED).first()
+
+
+def create_run(
+    *,
+    kind: str,
+    namespace: Namespace | None = None,
+    node: StorageNode | None = None,
+    shard: int | None = None,
+    actor: Any = None,
+    schedule: str = "",
+    params: dict[str, Any] | None = None,
+) -> TaskRun:
+    if kind not in ACTIONS:
+        raise InvalidArgumentError("action", f"must be one of {', '.join(sorted(ACTIONS))}")
+    action = ACTIONS[kind]
+    if action.scope == "namespace" and namespace is None:
+        raise InvalidArgumentError("namespace", f"is required for {kind}")
+    if namespace is not None:
+        node = namespace.node
+    if shard is not None and namespace is not None and not 0 <= shard < namespace.shards:
+        raise InvalidArgumentError("shard", f"must be from 0 to {namespace.shards - 1}")
+    return runs.create_run(
+        kind=kind, actor=actor, schedule=schedule, namespace=namespace, node=node, shard=shard, params=params or {}
+    )
+
+
+def start_action(
+    *,
+    kind: str,
+    actor: Any,
+    namespace: Namespace | None = None,
+    node: StorageNode | None = None,
+    shard: int | None = None,
+    confirm: str | None = None,
+    dry_run: bool = False,
+) -> TaskRun:
+    """An operator's manual action: checked, audited, queued."""
+    if dry_run:
+        raise InvalidArgumentError("dry_run", "only compaction offers a dry run (its estimate)")
+    action = ACTIONS.get(kind)
+    if action is None or (action.scope == "namespace") != (namespace is not None):
+        scope = "namespace" if namespace is not None else "node"
+        allowed = sorted(k for k, a in ACTIONS.items() if a.scope == scope)
+        raise InvalidArgumentError("action", f"must be one of {', '.join(allowed)} for a {scope}")
+    target = namespace.name if namespace is not None else node.name  # type: ignore[union-attr]
+    if action.destructive and confirm != target:
+        raise InvalidArgumentError("confirm", f"must repeat the {action.scope} name: {kind} deletes data")
+    with transaction.atomic():
+        run = create_run(kind=kind, namespace=namespace, node=node, shard=shard, actor=actor, params={"manual": True})
+        audit.record(
+            actor=actor,
+            action=f"action.{kind}",
+            target_type=action.scope,
+            target=target,
+            after={"run": run.pk, "shard": shard},
+        )
+    enqueue(run)
+    return run
+
+
+def schedule_run(
+    kind: str, namespace: Namespace | None = None, node: StorageNode | None = None, schedule: str = ""
+) -> TaskRun | None:
+    """A scheduled run, unless one of the same kind on the same target is still active."""
+    if active_run(kind, namespace, namespace.node if namespace is not None else node) is not None:
+        return None
+    run = create_run(kind=kind, namespace=namespace, node=node, schedule=schedule)
+    enqueue(run)
+    return run
+
+
+def enqueue(run: TaskRun, countdown: float = 0) -> None:
+    from backend.apps.lifecycle.tasks import lifecycle_step
+
+    node = run.node or (run.namespace.node if run.namespace else None)
+    queue = queue_for(node) if node is not None else settings.CELERY_TASK_DEFAULT_QUEUE
+    transaction.on_commit(lambda: lifecycle_step.apply_async((run.pk,), queue=queue, countdown=countdown))
+
+
+def run_step(run_id: int) -> StepOutcome:
+    """One bounded step of a run on its node; see the module docstring."""
+    run = TaskRun.objects.select_related("namespace", "node", "namespace__node").get(pk=run_id)
+    if run.state in FINISHED:
+        return StepOutcome.DONE
+    if run.cancel_requested:
+        runs.finish(run, State.CANCELLED, "cancelled between steps")
+        return StepOutcome.DONE
+    action = ACTIONS[run.kind]
+    node = run.node or run.namespace.node  # type: ignore[union-attr]
+    keys = leases.shard_keys(run.namespace, run.shard) if run.namespace else leases.node_keys(node)
+    holder = f"run:{run.pk}"
+    if not leases.acquire_all(keys, holder, LEASE_TTL_S):
+        return StepOutcome.BUSY
+    runs.mark_running(run)
+    try:
+        with client_for(node) as client:
+            if action.operation == "disk-check":
+                disk = client.check_disk()
+                runs.record_step(run, {}, progress=1.0)
+                TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "disk": disk})
+                more = False
+            else:
+                result = client.lifecycle_step(
+                    run.namespace.name if run.namespace else None,
+                    action.operation,
+                    run.shard,
+                    manual=action.manual or bool(run.params.get("manual")),
+                )
+                runs.record_step(run, {k: int(result.get(k, 0)) for k in COUNTED}, int(result["bytes_reclaimed"]))
+                more = bool(result["more"])
+    except NodeUnavailableError:
+        leases.release_all(keys, holder)
+        raise  # the Celery task retries with backoff
+    except StorageError as exc:
+        runs.finish(run, State.FAILED, str(exc))
+        leases.release_all(keys, holder)
+        return StepOutcome.DONE
+    if more and not runs.cancel_requested(run):
+        return StepOutcome.MORE  # keep the lease: the next step of this run continues
+    runs.finish(run, State.CANCELLED if runs.cancel_requested(run) else State.SUCCEEDED)
+    leases.release_all(keys, holder)
+    return StepOutcome.DONE
+
+
+def fail_run(run_id: int, error: str) -> None:
+    """A run whose task gave up (retries exhausted, time limit): failed, leases released."""
+    run = TaskRun.objects.get(pk=run_id)
+    runs.finish(run, State.FAILED, error)
+    leases.release_all(
+        [*leases.shard_keys(run.namespace, run.shard)] if run.namespace else leases.node_keys(run.node), f"run:{run.pk}"
+    )
+
+
+# -- schedules from policies -------------------------------------------------------------
+SCHEDULED_TASK = "backend.apps.lifecycle.tasks.scheduled_run"
+NAMESPACE_SCHEDULES = {  # kind → the policy field that sets its interval
+    Kind.EXPIRY_SCAN: "scan_interval_ms",
+    Kind.RETENTION: "scan_interval_ms",
+    Kind.RECLAIM: "compaction_check_interval_ms",
+}
+NODE_SCHEDULES = {Kind.FILE_CLEAN: "clean_interval_ms"}
+DISK_CHECK_INTERVAL_S = 30
+
+
+def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNode | None = None) -> str:
+    return f"lifecycle: {kind} of namespace {namespace.name}" if namespace else f"lifecycle: {kind} of node {node.name}"  # type: ignore[union-attr]
+
+
+def sync_namespace_schedules(namespace: Namespace) -> list[PeriodicTask]:
+    """Create or update the namespace's periodic tasks from its effective policy (beat reads them at once)."""
+    policy = effective_namespace_policy(namespace)
+    return [
+        upsert_interval_task(
+            schedule_name(kind, namespace=namespace),
+            SCHEDULED_TASK,
+            max(1, getattr(policy, field) // 1000),
+            {"kind": str(kind), "namespace_id": namespace.pk},
+        )
+        for kind, field in NAMESPACE_SCHEDULES.items()
+    ]
+
+
+def sync_node_schedules(node: StorageNode) -> list[PeriodicTask]:
+    policy = effective_node_policy(node)
+    tasks = [
+        upsert_interval_task(
+            schedule_name(kind, node=node),
+            SCHEDULED_TASK,
+            max(1, getattr(policy, field) // 1000),
+            {"kind": str(kind), "node_id": node.pk},
+        )
+        for kind, field in NODE_SCHEDULES.items()
+    ]
+    tasks.append(
+        upsert_interval_task(
+            schedule_name(Kind.DISK_CHECK, node=node),
+            SCHEDULED_TASK,
+            DISK_CHECK_INTERVAL_S,
+            {"kind": str(Kind.DISK_CHECK), "node_id": node.pk},
+        )
+    )
+    return tasks
+
+
+def sync_all_schedules() -> int:
+    count = 0
+    for namespace in Namespace.objects.select_related("node"):
+        count += len(sync_namespace_schedules(namespace))
+    for node in StorageNode.objects.all():
+        count += len(sync_node_schedules(node))
+    return count
+
+
+def remove_namespace_schedules(namespace_name: str) -> int:
+    deleted, _ = (
+        PeriodicTask.objects.filter(name__startswith="lifecycle: ")
+        .filter(name__endswith=f" of namespace {namespace_name}")
+        .delete()
+    )
+    return deleted

@@ -1,0 +1,48 @@
+"""Thin Celery tasks over :mod:`backend.apps.lifecycle.services`: they take ids,
+do one bounded step and re-queue themselves while the node reports more work."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.exceptions import MaxRetriesExceededError, SoftTimeLimitExceeded
+
+from backend.apps.lifecycle import services
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+from storage_engine.errors import NodeUnavailableError
+
+BUSY_RETRY_S = 5
+
+
+@shared_task(bind=True, acks_late=True, max_retries=8, soft_time_limit=300, time_limit=360, ignore_result=True)
+def lifecycle_step(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+    try:
+        outcome = services.run_step(run_id)
+    except NodeUnavailableError as exc:
+        try:
+            # Exponential backoff: 2, 4, 8, ... 256 s, then the run fails.
+            raise self.retry(exc=exc, countdown=2 ** (self.request.retries + 1))
+        except MaxRetriesExceededError:
+            services.fail_run(run_id, f"node unavailable after {self.max_retries} retries: {exc}")
+            return "failed"
+    except SoftTimeLimitExceeded:
+        services.fail_run(run_id, "step exceeded the soft time limit")
+        return "failed"
+    if outcome is services.StepOutcome.MORE:
+        self.apply_async((run_id,), queue=self.request.delivery_info.get("routing_key"))
+    elif outcome is services.StepOutcome.BUSY:
+        self.apply_async((run_id,), countdown=BUSY_RETRY_S, queue=self.request.delivery_info.get("routing_key"))
+    return outcome.value
+
+
+@shared_task(ignore_result=True)
+def scheduled_run(kind: str, namespace_id: int | None = None, node_id: int | None = None) -> int | None:
+    """Started by beat from a namespace's or node's schedule."""
+    namespace = Namespace.objects.select_related("node").filter(pk=namespace_id).first() if namespace_id else None
+    node = StorageNode.objects.filter(pk=node_id).first() if node_id else None
+    if namespace is None and node is None:
+        return None  # the target was deleted; its schedule goes with it
+    run = services.schedule_run(
+        kind, namespace=namespace, node=node, schedule=services.schedule_name(kind, namespace=namespace, node=node)
+    )
+    return run.pk if run else None

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from backend.apps.lifecycle import views
+
+urlpatterns = [
+    path("namespaces/<str:name>/actions", views.NamespaceActionView.as_view(), name="namespace-actions"),
+    path("nodes/<str:name>/actions", views.NodeActionView.as_view(), name="node-actions"),
+]

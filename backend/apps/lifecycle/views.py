@@ -1,0 +1,50 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from backend.apps.core.permissions import IsOperator
+from backend.apps.lifecycle import services
+from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+from backend.apps.runs.serializers import TaskRunOutputSerializer
+
+
+class NamespaceActionView(APIView):
+    """Run an expiry scan, retention or reclamation now; answers the task run to poll."""
+
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=NamespaceActionInputSerializer, responses={202: TaskRunOutputSerializer}, tags=["actions"])
+    def post(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
+        data = NamespaceActionInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = services.start_action(
+            kind=data.validated_data["action"],
+            actor=request.user,
+            namespace=namespace,
+            shard=data.validated_data["shard"],
+            confirm=data.validated_data["confirm"],
+            dry_run=data.validated_data["dry_run"],
+        )
+        return Response(TaskRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class NodeActionView(APIView):
+    """Run file cleaning, a disk check or a manual (forced) delete on a node now."""
+
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=NodeActionInputSerializer, responses={202: TaskRunOutputSerializer}, tags=["actions"])
+    def post(self, request: Request, name: str) -> Response:
+        node = get_object_or_404(StorageNode, name=name)
+        data = NodeActionInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = services.start_action(
+            kind=data.validated_data["action"], actor=request.user, node=node, confirm=data.validated_data["confirm"]
+        )
+        return Response(TaskRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,155 @@
+"""Lifecycle orchestration: leases, schedules from policies, manual actions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from backend.apps.audit.models import AuditEntry
+from backend.apps.lifecycle import leases, services
+from backend.apps.lifecycle.models import Lease
+from backend.apps.namespaces.models import Namespace
+from backend.apps.runs.models import TaskRun
+from storage_engine.errors import NodeUnavailableError
+
+
+def test_a_lease_is_exclusive_until_it_expires(db):
+    now = timezone.now()
+    assert leases.acquire("shard:1:0", "run:1", 60, now)
+    assert not leases.acquire("shard:1:0", "run:2", 60, now + timedelta(seconds=59))
+    assert leases.acquire("shard:1:0", "run:1", 60, now + timedelta(seconds=30))  # the holder extends it
+    assert leases.acquire("shard:1:0", "run:2", 60, now + timedelta(seconds=91))  # expired: taken over
+    assert Lease.objects.get(key="shard:1:0").holder == "run:2"
+
+
+def test_acquire_all_is_all_or_nothing(db):
+    assert leases.acquire("shard:1:1", "run:9", 60)
+    assert not leases.acquire_all(["shard:1:0", "shard:1:1", "shard:1:2"], "run:1", 60)
+    assert list(Lease.objects.values_list("key", flat=True)) == ["shard:1:1"]
+    leases.release_all(["shard:1:1"], "run:9")
+    assert leases.acquire_all(["shard:1:0", "shard:1:1", "shard:1:2"], "run:1", 60)
+    assert Lease.objects.count() == 3
+
+
+@pytest.fixture
+def orders(api_as, registered_node):
+    admin = api_as("admin")
+    response = admin.post(
+        "/api/namespaces/", {"name": "orders", "shards": 2, "policy": {"scan_interval_ms": 30_000}}, format="json"
+    )
+    assert response.status_code == 201
+    return Namespace.objects.select_related("node").get(name="orders")
+
+
+def schedule(kind: str, name: str = "orders") -> PeriodicTask:
+    return PeriodicTask.objects.get(name=f"lifecycle: {kind} of namespace {name}")
+
+
+def test_schedules_follow_the_policy_at_once(api_as, orders):
+    assert schedule("expiry_scan").interval.every == 30
+    assert schedule("retention").enabled
+    api_as("admin").patch("/api/namespaces/orders/policy", {"set": {"scan_interval_ms": 120_000}}, format="json")
+    assert schedule("expiry_scan").interval.every == 120
+    api_as("admin").patch("/api/policies/cluster", {"set": {"compaction_check_interval_ms": 600_000}}, format="json")
+    assert schedule("reclaim").interval.every == 600
+    api_as("admin").delete("/api/namespaces/orders/", {"confirm": "orders"}, format="json")
+    assert not PeriodicTask.objects.filter(name__contains="of namespace orders").exists()
+
+
+def test_node_schedules_follow_the_node_policy(api_as, db):
+    from backend.apps.nodes.services import ensure_default_node
+
+    ensure_default_node()
+    names = set(PeriodicTask.objects.filter(name__contains="of node node-1").values_list("name", flat=True))
+    assert names == {"lifecycle: file_clean of node node-1", "lifecycle: disk_check of node node-1"}
+    api_as("admin").patch("/api/nodes/node-1/policy", {"set": {"clean_interval_ms": 60_000}}, format="json")
+    assert PeriodicTask.objects.get(name="lifecycle: file_clean of node node-1").interval.every == 60
+
+
+def test_bootstrap_resyncs_every_schedule(orders):
+    PeriodicTask.objects.filter(name__startswith="lifecycle: ").delete()
+    assert services.sync_all_schedules() == 3 + 2  # three per namespace, two per node
+    assert schedule("expiry_scan").interval.every == 30
+
+
+def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = api_as("operator").post(
+            "/api/namespaces/orders/actions", {"action": "expiry_scan", "shard": 1}, format="json"
+        )
+    assert response.status_code == 202
+    run = TaskRun.objects.get(pk=response.json()["id"])
+    assert (run.kind, run.shard, run.state, run.started_by.username) == ("expiry_scan", 1, "queued", "user-operator")
+    assert AuditEntry.objects.get(action="action.expiry_scan").target == "orders"
+    assert len(queued) == 1  # the first step is queued once the transaction commits
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        ({"action": "retention"}, "confirm", "must repeat the namespace name"),
+        ({"action": "retention", "confirm": "order"}, "confirm", "must repeat the namespace name"),
+        ({"action": "explode"}, "action", "is not a valid choice"),
+        ({"action": "expiry_scan", "shard": 5}, "shard", "from 0 to 1"),
+        ({"action": "expiry_scan", "dry_run": True}, "dry_run", "only compaction"),
+    ],
+)
+def test_bad_actions_name_the_field(api_as, orders, body, field, rule):
+    response = api_as("operator").post("/api/namespaces/orders/actions", body, format="json")
+    assert response.status_code == 400
+    assert rule in response.json()[field][0]
+    assert not TaskRun.objects.exists()
+
+
+def test_actions_need_the_operator_role(api_as, orders):
+    assert (
+        api_as("viewer").post("/api/namespaces/orders/actions", {"action": "expiry_scan"}, format="json").status_code
+        == 403
+    )
+    assert (
+        api_as("viewer").post("/api/nodes/node-1/actions", {"action": "file_clean"}, format="json").status_code == 403
+    )
+
+
+def test_force_delete_on_a_node_needs_its_name(api_as, orders):
+    operator = api_as("operator")
+    assert operator.post("/api/nodes/node-1/actions", {"action": "force_delete"}, format="json").status_code == 400
+    response = operator.post(
+        "/api/nodes/node-1/actions", {"action": "force_delete", "confirm": "node-1"}, format="json"
+    )
+    assert response.status_code == 202 and response.json()["kind"] == "force_delete"
+
+
+def test_a_step_waits_while_another_run_holds_the_shard(orders):
+    first = services.create_run(kind="expiry_scan", namespace=orders)
+    second = services.create_run(kind="retention", namespace=orders, shard=1)
+    assert leases.acquire_all(leases.shard_keys(orders, None), f"run:{first.pk}", 60)
+    assert services.run_step(second.pk) is services.StepOutcome.BUSY
+    assert TaskRun.objects.get(pk=second.pk).state == "queued"
+
+
+def test_a_node_outage_releases_the_leases_for_the_retry(orders, node):
+    run = services.create_run(kind="expiry_scan", namespace=orders)
+    node.stop()
+    with pytest.raises(NodeUnavailableError):
+        services.run_step(run.pk)
+    assert not Lease.objects.exists()
+    services.fail_run(run.pk, "node unavailable after retries")
+    assert TaskRun.objects.get(pk=run.pk).state == "failed"
+
+
+def test_cancel_between_steps(orders):
+    run = services.create_run(kind="expiry_scan", namespace=orders)
+    TaskRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    assert services.run_step(run.pk) is services.StepOutcome.DONE
+    assert TaskRun.objects.get(pk=run.pk).state == "cancelled"
+
+
+def test_scheduled_runs_do_not_pile_up(orders, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        assert services.schedule_run("expiry_scan", namespace=orders) is not None
+        assert services.schedule_run("expiry_scan", namespace=orders) is None
+    assert TaskRun.objects.filter(kind="expiry_scan").count() == 1
