@@ -49,7 +49,7 @@ test-ui: ui
 	cd frontend && npm test
 
 test-python: install ui browser
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@APP_ENV=test $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
 test: lint test-ui test-python

@@ -125,6 +125,8 @@ INSTALLED_APPS = [
     "backend.apps.runs",
     "backend.apps.messages",
     "backend.apps.lifecycle",
+    "backend.apps.metrics",
+    "backend.apps.alerts",
 ]
 
 MIDDLEWARE = [

@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from backend.apps.core.views import api_not_found, spa
+from backend.apps.metrics.views import PrometheusView
 
 api = [
     path("", include("backend.apps.core.urls")),
@@ -14,6 +15,8 @@ api = [
     path("", include("backend.apps.runs.urls")),
     path("", include("backend.apps.messages.urls")),
     path("", include("backend.apps.lifecycle.urls")),
+    path("", include("backend.apps.metrics.urls")),
+    path("", include("backend.apps.alerts.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^.*$", api_not_found),
@@ -22,5 +25,6 @@ api = [
 urlpatterns = [
     path("api/", include(api)),
     path("admin/", admin.site.urls),
+    path("metrics", PrometheusView.as_view(), name="metrics-prometheus"),  # before the SPA catch-all
     re_path(r"^(?!api/|admin/|static/)(?P<path>.*)$", spa, name="spa"),
 ]

@@ -20,6 +20,12 @@ BEAT_HEARTBEAT = "beat"
 PLATFORM_SCHEDULES: dict[str, tuple[str, int]] = {
     "platform: beat heartbeat": ("backend.apps.core.tasks.beat_heartbeat", settings.BEAT_HEARTBEAT_INTERVAL_S),
     "platform: push pending namespaces": ("backend.apps.namespaces.tasks.push_pending_namespaces", 10),
+    "platform: collect metrics": (
+        "backend.apps.metrics.tasks.collect_metrics",
+        int(getattr(settings, "METRICS_INTERVAL_S", 15)),
+    ),
+    "platform: downsample metrics": ("backend.apps.metrics.tasks.downsample_metrics", 300),
+    "platform: evaluate alerts": ("backend.apps.alerts.tasks.evaluate_alerts", 60),
 }
 
 

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class AlertsConfig(AppConfig):
+    name = "backend.apps.alerts"
+    label = "alerts"
+
+    def ready(self) -> None:
+        from backend.apps.alerts.services import ensure_default_rules
+
+        post_migrate.connect(ensure_default_rules, sender=self)

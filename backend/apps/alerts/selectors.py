@@ -1,0 +1,133 @@
+"""Reads of alerts: lists for the API, and the current values a rule is evaluated against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+
+from backend.apps.alerts.models import Alert, AlertEvent, AlertRule, Channel, Notification
+from backend.apps.alerts.rules import FORECAST, NAMESPACE_POLICY_FIELDS, NODE_POLICY_FIELDS, primary_level, scope_filter
+from backend.apps.metrics import selectors as metrics
+from backend.apps.metrics.catalog import NAMESPACE, QUEUE, SHARD
+from backend.apps.metrics.models import MetricSeries
+
+
+def alert_list() -> QuerySet[Alert]:
+    return Alert.objects.select_related("rule", "acknowledged_by")
+
+
+def alert_detail() -> QuerySet[Alert]:
+    events = AlertEvent.objects.select_related("actor")
+    notifications = Notification.objects.select_related("channel", "event")
+    return alert_list().prefetch_related(
+        Prefetch("events", queryset=events), Prefetch("notifications", queryset=notifications)
+    )
+
+
+def rule_list() -> QuerySet[AlertRule]:
+    return AlertRule.objects.prefetch_related(Prefetch("channels", queryset=Channel.objects.only("id")))
+
+
+def channel_list() -> QuerySet[Channel]:
+    return Channel.objects.all()
+
+
+def labels_key(labels: dict[str, Any]) -> str:
+    return ",".join(f"{k}={labels[k]}" for k in ("node", "namespace", "shard", "queue") if k in labels)
+
+
+def _level_rows(level: str) -> QuerySet[MetricSeries]:
+    rows = metrics.fresh_series()
+    if level == SHARD:
+        return rows.filter(shard__isnull=False)
+    if level == NAMESPACE:
+        return rows.filter(shard__isnull=True, node="").exclude(namespace="")
+    if level == QUEUE:
+        return rows.exclude(queue="")
+    return rows.filter(namespace="", queue="").exclude(node="")
+
+
+@dataclass
+class Observation:
+    labels: dict[str, Any]
+    value: float
+    threshold: float | None  # None: the policy leaves it unset; not evaluated
+
+
+@dataclass
+class PolicyCache:
+    """Effective policies, each resolved once per evaluation."""
+
+    nodes: dict[str, Any] = field(default_factory=dict)
+    namespaces: dict[str, Any] = field(default_factory=dict)
+    node_policies: dict[str, Any] = field(default_factory=dict)
+    namespace_policies: dict[str, Any] = field(default_factory=dict)
+    cluster: Any = None
+
+    def __post_init__(self) -> None:
+        from backend.apps.namespaces.models import Namespace
+        from backend.apps.nodes.models import StorageNode
+
+        self.nodes = {n.name: n for n in StorageNode.objects.all()}
+        self.namespaces = {ns.name: ns for ns in Namespace.objects.select_related("node")}
+
+    def node_value(self, node: str | None, name: str) -> Any:
+        from backend.apps.policies.selectors import effective_node_policy
+
+        if node not in self.nodes:
+            return None
+        if node not in self.node_policies:
+            self.node_policies[node] = effective_node_policy(self.nodes[node])
+        return getattr(self.node_policies[node], name)
+
+    def namespace_value(self, namespace: str | None, name: str) -> Any:
+        from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy
+        from storage_engine.policy import NamespacePolicy, resolve_policy
+
+        if self.cluster is None:
+            self.cluster = cluster_policy()
+        if namespace is None:  # a node-wide series: the cluster default applies
+            key = ""
+            if key not in self.namespace_policies:
+                self.namespace_policies[key] = resolve_policy(NamespacePolicy, [(CLUSTER, self.cluster.overrides)])[0]
+        else:
+            key = namespace
+            if namespace not in self.namespaces:
+                return None
+            if key not in self.namespace_policies:
+                self.namespace_policies[key] = effective_namespace_policy(self.namespaces[namespace], self.cluster)
+        return getattr(self.namespace_policies[key], name)
+
+    def threshold(self, rule: AlertRule, labels: dict[str, Any]) -> float | None:
+        if not rule.threshold_policy:
+            return rule.threshold
+        name = rule.threshold_policy
+        if name in NODE_POLICY_FIELDS:
+            node = labels.get("node")
+            if node is None and labels.get("namespace") in self.namespaces:
+                node = self.namespaces[labels["namespace"]].node.name
+            value = self.node_value(node, name)
+        elif name in NAMESPACE_POLICY_FIELDS:
+            value = self.namespace_value(labels.get("namespace"), name)
+        else:
+            value = None
+        return None if value is None else rule.threshold * float(value)
+
+
+def observations(rule: AlertRule, now_ms: int, policies: PolicyCache) -> list[Observation]:
+    """The rule's metric now, per label set within its scope, with the threshold that applies to each."""
+    metric = "disk_used_ratio" if rule.metric == FORECAST else rule.metric
+    level = primary_level(rule.metric, rule.scope_type)
+    rows = _level_rows(level).filter(name=metric, **scope_filter(rule.scope_type, rule.scope))
+    out = []
+    for row in rows.order_by("node", "namespace", "shard", "queue"):
+        value = row.last_value
+        if rule.metric == FORECAST:
+            value = metrics.forecast_value(row.node, now_ms)
+        if value is None:
+            continue
+        labels = row.labels
+        out.append(Observation(labels, float(value), policies.threshold(rule, labels)))
+    return out

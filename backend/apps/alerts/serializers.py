@@ -1,0 +1,208 @@
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from rest_framework import serializers
+
+from backend.apps.alerts.models import (
+    Alert,
+    AlertEvent,
+    AlertRule,
+    Channel,
+    ChannelKind,
+    Comparator,
+    Notification,
+    ScopeType,
+    Severity,
+)
+from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
+
+
+class AlertOutputSerializer(serializers.ModelSerializer):
+    rule_name = serializers.CharField(source="rule.name")
+    severity = serializers.CharField(source="rule.severity")
+    scope = serializers.CharField(source="labels_key", help_text='the label set, e.g. "namespace=orders,shard=0"')
+    labels = serializers.DictField()
+    acknowledged_by = serializers.CharField(source="acknowledged_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "rule",
+            "rule_name",
+            "severity",
+            "state",
+            "scope",
+            "labels",
+            "value",
+            "threshold",
+            "started_at",
+            "fired_at",
+            "resolved_at",
+            "acknowledged_by",
+            "acknowledged_at",
+            "silenced_until",
+            "summary",
+        ]
+        read_only_fields = fields
+
+
+class AlertEventOutputSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", allow_null=True, default=None)
+
+    class Meta:
+        model = AlertEvent
+        fields = ["id", "kind", "at", "value", "actor", "detail"]
+        read_only_fields = fields
+
+
+class NotificationOutputSerializer(serializers.ModelSerializer):
+    channel = serializers.CharField(source="channel.name")
+    event = serializers.CharField(source="event.kind")
+
+    class Meta:
+        model = Notification
+        fields = ["id", "channel", "event", "status", "attempts", "last_error", "next_attempt_at", "sent_at"]
+        read_only_fields = fields
+
+
+class AlertDetailOutputSerializer(AlertOutputSerializer):
+    events = AlertEventOutputSerializer(many=True)
+    notifications = NotificationOutputSerializer(many=True)
+
+    class Meta(AlertOutputSerializer.Meta):
+        fields = [*AlertOutputSerializer.Meta.fields, "events", "notifications"]
+        read_only_fields = fields
+
+
+class SilenceInputSerializer(serializers.Serializer):
+    minutes = serializers.IntegerField(min_value=0, max_value=30 * 24 * 60, help_text="0 lifts the silence")
+
+
+class AlertRuleInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    metric = serializers.ChoiceField(choices=list(METRICS))
+    scope_type = serializers.ChoiceField(choices=ScopeType.choices, default=ScopeType.ALL)
+    scope = serializers.CharField(max_length=300, allow_blank=True, default="")
+    comparator = serializers.ChoiceField(choices=Comparator.choices)
+    threshold = serializers.FloatField(help_text="a factor of threshold_policy's value when that is set")
+    threshold_policy = serializers.ChoiceField(
+        choices=["", *POLICY_FIELDS],
+        allow_blank=True,
+        default="",
+        help_text="a numeric node or namespace policy field; the effective threshold is threshold × its value",
+    )
+    for_s = serializers.IntegerField(min_value=0, max_value=30 * 86_400, default=0)
+    severity = serializers.ChoiceField(choices=Severity.choices, default=Severity.WARNING)
+    channels = serializers.PrimaryKeyRelatedField(queryset=Channel.objects.all(), many=True, required=False)
+    enabled = serializers.BooleanField(default=True)
+    description = serializers.CharField(allow_blank=True, default="", max_length=2000)
+
+    def validate_name(self, value: str) -> str:
+        taken = AlertRule.objects.filter(name=value)
+        if self.instance is not None:
+            taken = taken.exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise serializers.ValidationError("a rule with this name exists")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        def current(name: str) -> Any:
+            if name in attrs:
+                return attrs[name]
+            return getattr(self.instance, name) if self.instance is not None else ""
+
+        errors = scope_errors(current("metric"), current("scope_type"), current("scope"))
+        if errors:
+            raise serializers.ValidationError({k: [v] for k, v in errors.items()})
+        return attrs
+
+
+class AlertRuleOutputSerializer(serializers.ModelSerializer):
+    channels = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    builtin = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AlertRule
+        fields = [
+            "id",
+            "name",
+            "metric",
+            "scope_type",
+            "scope",
+            "comparator",
+            "threshold",
+            "threshold_policy",
+            "for_s",
+            "severity",
+            "channels",
+            "enabled",
+            "description",
+            "builtin",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_builtin(self, rule: AlertRule) -> bool:
+        return rule.default_key is not None
+
+
+class ChannelInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kind = serializers.ChoiceField(choices=ChannelKind.choices)
+    target = serializers.CharField(max_length=500, help_text="comma-separated email addresses, or the webhook URL")
+    secret = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>); never returned",
+    )
+    enabled = serializers.BooleanField(default=True)
+
+    def validate_name(self, value: str) -> str:
+        taken = Channel.objects.filter(name=value)
+        if self.instance is not None:
+            taken = taken.exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise serializers.ValidationError("a channel with this name exists")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        def current(name: str) -> Any:
+            if name in attrs:
+                return attrs[name]
+            return getattr(self.instance, name) if self.instance is not None else ""
+
+        kind, target = current("kind"), current("target")
+        if kind == ChannelKind.EMAIL:
+            addresses = [a.strip() for a in target.split(",") if a.strip()]
+            try:
+                if not addresses:
+                    raise DjangoValidationError("empty")
+                for address in addresses:
+                    validate_email(address)
+            except DjangoValidationError:
+                raise serializers.ValidationError({"target": ["must be email addresses, comma-separated"]}) from None
+        elif kind == ChannelKind.WEBHOOK:
+            try:
+                serializers.URLField().run_validation(target)
+            except serializers.ValidationError:
+                raise serializers.ValidationError({"target": ["must be an http(s) URL"]}) from None
+            if not current("secret"):
+                raise serializers.ValidationError({"secret": ["a webhook channel needs a secret to sign deliveries"]})
+        return attrs
+
+
+class ChannelOutputSerializer(serializers.ModelSerializer):
+    has_secret = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "kind", "target", "has_secret", "enabled", "created_at"]
+        read_only_fields = fields
+
+    def get_has_secret(self, channel: Channel) -> bool:
+        return bool(channel.secret)

@@ -1,0 +1,472 @@
+"""Writes of alerts: built-in rules, rule and channel changes (audited), evaluation, acknowledgement,
+silences and notification deliveries (email, signed webhooks) with retries.
+
+Every function that depends on time takes ``now`` (else :func:`clock.now`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from backend.apps.alerts.models import (
+    OPEN_STATES,
+    Alert,
+    AlertEvent,
+    AlertRule,
+    AlertState,
+    Channel,
+    ChannelKind,
+    DefaultRuleMarker,
+    DeliveryStatus,
+    EventKind,
+    Notification,
+)
+from backend.apps.alerts.rules import COMPARE, DEFAULT_RULES
+from backend.apps.alerts.selectors import PolicyCache, labels_key, observations
+from backend.apps.audit import services as audit
+from backend.apps.metrics import clock
+from storage_engine.errors import InvalidArgumentError
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-LCS-Signature"
+MAX_ATTEMPTS = 6
+BACKOFF_BASE_S = 30
+BACKOFF_MAX_S = 3_600
+SEND_LEASE_S = 300  # a delivery claimed longer ago than this (a dead worker) is retried
+WEBHOOK_TIMEOUT_S = 5.0
+RETRY_SWEEP_GRACE_S = 60
+RULE_FIELDS = (
+    "name",
+    "metric",
+    "scope_type",
+    "scope",
+    "comparator",
+    "threshold",
+    "threshold_policy",
+    "for_s",
+    "severity",
+    "enabled",
+    "description",
+)
+
+
+# -- built-in rules ------------------------------------------------------------------------------
+
+
+def ensure_default_rules(**_: Any) -> int:
+    """Idempotent (runs after every migrate): create each built-in rule once; a deleted one stays deleted."""
+    created = 0
+    for rule in DEFAULT_RULES:
+        with transaction.atomic():
+            _, new = DefaultRuleMarker.objects.get_or_create(key=rule.key)
+            if not new:
+                continue
+            name = rule.name
+            if AlertRule.objects.filter(name=name).exists():  # an admin's rule took the name first
+                name = f"{name} (built-in)"
+            AlertRule.objects.create(
+                name=name,
+                metric=rule.metric,
+                comparator=rule.comparator,
+                threshold=rule.threshold,
+                threshold_policy=rule.threshold_policy,
+                for_s=rule.for_s,
+                severity=rule.severity,
+                description=rule.description,
+                default_key=rule.key,
+            )
+            created += 1
+    return created
+
+
+# -- rules and channels --------------------------------------------------------------------------
+
+
+def rule_snapshot(rule: AlertRule) -> dict[str, Any]:
+    out = {name: getattr(rule, name) for name in RULE_FIELDS}
+    out["channels"] = sorted(c.name for c in rule.channels.all()) if rule.pk else []
+    return out
+
+
+@transaction.atomic
+def create_rule(*, actor: Any, channels: list[Channel] | None = None, **fields: Any) -> AlertRule:
+    rule = AlertRule.objects.create(**fields)
+    rule.channels.set(channels or [])
+    audit.record(
+        actor=actor, action="alert_rule.create", target_type="alert_rule", target=rule.name, after=rule_snapshot(rule)
+    )
+    return rule
+
+
+@transaction.atomic
+def update_rule(*, actor: Any, rule: AlertRule, channels: list[Channel] | None = None, **changes: Any) -> AlertRule:
+    before = rule_snapshot(rule)
+    for name, value in changes.items():
+        setattr(rule, name, value)
+    rule.save()
+    if channels is not None:
+        rule.channels.set(channels)
+    audit.record(
+        actor=actor,
+        action="alert_rule.update",
+        target_type="alert_rule",
+        target=rule.name,
+        before=before,
+        after=rule_snapshot(rule),
+    )
+    return rule
+
+
+@transaction.atomic
+def delete_rule(*, actor: Any, rule: AlertRule) -> None:
+    audit.record(
+        actor=actor, action="alert_rule.delete", target_type="alert_rule", target=rule.name, before=rule_snapshot(rule)
+    )
+    rule.delete()
+
+
+def channel_snapshot(channel: Channel) -> dict[str, Any]:
+    return {
+        "name": channel.name,
+        "kind": channel.kind,
+        "target": channel.target,
+        "enabled": channel.enabled,
+        "secret": "***" if channel.secret else "",
+    }
+
+
+def create_channel(*, actor: Any, **fields: Any) -> Channel:
+    channel = Channel.objects.create(**fields)
+    audit.record(
+        actor=actor,
+        action="alert_channel.create",
+        target_type="alert_channel",
+        target=channel.name,
+        after=channel_snapshot(channel),
+    )
+    return channel
+
+
+def update_channel(*, actor: Any, channel: Channel, **changes: Any) -> Channel:
+    before = channel_snapshot(channel)
+    for name, value in changes.items():
+        setattr(channel, name, value)
+    channel.save()
+    audit.record(
+        actor=actor,
+        action="alert_channel.update",
+        target_type="alert_channel",
+        target=channel.name,
+        before=before,
+        after=channel_snapshot(channel),
+    )
+    return channel
+
+
+def delete_channel(*, actor: Any, channel: Channel) -> None:
+    audit.record(
+        actor=actor,
+        action="alert_channel.delete",
+        target_type="alert_channel",
+        target=channel.name,
+        before=channel_snapshot(channel),
+    )
+    channel.delete()
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6g}"
+
+
+def _summary(rule: AlertRule, key: str, value: float, threshold: float | None) -> str:
+    where = key or "cluster"
+    return f"{rule.name}: {rule.metric} {_fmt(value)} {rule.comparator} {_fmt(threshold)} ({where})"[:500]
+
+
+def _event(alert: Alert, kind: str, at: datetime, value: float | None = None, actor: Any = None, detail: str = ""):
+    user = actor if getattr(actor, "is_authenticated", False) else None
+    return AlertEvent.objects.create(alert=alert, kind=kind, at=at, value=value, actor=user, detail=detail[:500])
+
+
+def _silenced(alert: Alert, now: datetime) -> bool:
+    return alert.silenced_until is not None and alert.silenced_until > now
+
+
+def _fire(alert: Alert, now: datetime) -> None:
+    alert.state, alert.fired_at = AlertState.FIRING, now
+    alert.save(update_fields=["state", "fired_at", "value", "threshold", "summary", "updated_at"])
+    silenced = _silenced(alert, now)
+    event = _event(alert, EventKind.FIRING, now, alert.value, detail="silenced: not notified" if silenced else "")
+    if not silenced:
+        notify(alert, event, now)
+
+
+def _resolve(alert: Alert, now: datetime, value: float | None, why: str) -> None:
+    had_fired = alert.state == AlertState.FIRING
+    alert.state, alert.resolved_at = AlertState.RESOLVED, now
+    if value is not None:
+        alert.value = value
+    alert.save(update_fields=["state", "resolved_at", "value", "updated_at"])
+    event = _event(alert, EventKind.RESOLVED, now, value, detail=why)
+    if had_fired and not _silenced(alert, now):
+        notify(alert, event, now)
+
+
+def evaluate_rule(
+    rule: AlertRule, now: datetime, policies: PolicyCache, open_alerts: dict[str, Alert]
+) -> dict[str, int]:
+    """One rule: open, fire, keep or resolve its alerts (one open alert per label set)."""
+    counts = {"pending": 0, "firing": 0, "resolved": 0}
+    now_ms = clock.to_ms(now)
+    seen: dict[str, float] = {}
+    holding: set[str] = set()
+    observed = observations(rule, now_ms, policies) if rule.enabled else []
+    compare = COMPARE[rule.comparator]
+    for obs in observed:
+        key = labels_key(obs.labels)
+        seen[key] = obs.value
+        if obs.threshold is None or not compare(obs.value, obs.threshold):
+            continue
+        holding.add(key)
+        summary = _summary(rule, key, obs.value, obs.threshold)
+        alert = open_alerts.get(key)
+        if alert is None:
+            try:
+                with transaction.atomic():
+                    alert = Alert.objects.create(
+                        rule=rule,
+                        labels_key=key,
+                        labels=obs.labels,
+                        state=AlertState.PENDING,
+                        value=obs.value,
+                        threshold=obs.threshold,
+                        summary=summary,
+                        started_at=now,
+                    )
+            except IntegrityError:  # a concurrent evaluation opened it first
+                continue
+            _event(alert, EventKind.PENDING, now, obs.value)
+            counts["pending"] += 1
+        else:
+            alert.value, alert.threshold, alert.summary = obs.value, obs.threshold, summary
+        if alert.state == AlertState.PENDING and (now - alert.started_at).total_seconds() >= rule.for_s:
+            _fire(alert, now)
+            counts["firing"] += 1
+        else:
+            alert.save(update_fields=["value", "threshold", "summary", "updated_at"])
+    for key, alert in open_alerts.items():
+        if key not in holding:
+            why = "rule disabled" if not rule.enabled else ("condition cleared" if key in seen else "no data")
+            _resolve(alert, now, seen.get(key), why)
+            counts["resolved"] += 1
+    return counts
+
+
+def evaluate(now: datetime | None = None) -> dict[str, int]:
+    """Evaluate every rule once (the minute task); resolves open alerts of disabled rules too."""
+    now = now or clock.now()
+    policies = PolicyCache()
+    by_rule: dict[int, dict[str, Alert]] = {}
+    for alert in Alert.objects.filter(state__in=OPEN_STATES):
+        by_rule.setdefault(alert.rule_id, {})[alert.labels_key] = alert
+    totals = {"rules": 0, "pending": 0, "firing": 0, "resolved": 0}
+    for rule in AlertRule.objects.order_by("pk"):
+        open_alerts = by_rule.get(rule.pk, {})
+        if not rule.enabled and not open_alerts:
+            continue
+        with transaction.atomic():
+            counts = evaluate_rule(rule, now, policies, open_alerts)
+        totals["rules"] += 1
+        for name, value in counts.items():
+            totals[name] += value
+    totals["retried"] = retry_due(now)
+    return totals
+
+
+# -- operator actions ----------------------------------------------------------------------------
+
+
+def acknowledge(*, alert: Alert, actor: Any, now: datetime | None = None) -> Alert:
+    now = now or clock.now()
+    if alert.state == AlertState.RESOLVED:
+        raise InvalidArgumentError("state", "the alert is resolved; only pending or firing alerts can be acknowledged")
+    before = {"acknowledged_by": alert.acknowledged_by.get_username() if alert.acknowledged_by else None}
+    alert.acknowledged_by, alert.acknowledged_at = actor, now
+    alert.save(update_fields=["acknowledged_by", "acknowledged_at", "updated_at"])
+    _event(alert, EventKind.ACKNOWLEDGED, now, actor=actor)
+    audit.record(
+        actor=actor,
+        action="alert.ack",
+        target_type="alert",
+        target=str(alert.pk),
+        before=before,
+        after={"acknowledged_by": actor.get_username()},
+    )
+    return alert
+
+
+def silence(*, alert: Alert, actor: Any, minutes: int, now: datetime | None = None) -> Alert:
+    """No notifications for this alert until ``now + minutes`` (0 lifts the silence)."""
+    now = now or clock.now()
+    if alert.state == AlertState.RESOLVED:
+        raise InvalidArgumentError("state", "the alert is resolved; only pending or firing alerts can be silenced")
+    before = {"silenced_until": alert.silenced_until.isoformat() if alert.silenced_until else None}
+    alert.silenced_until = now + timedelta(minutes=minutes) if minutes else None
+    alert.save(update_fields=["silenced_until", "updated_at"])
+    detail = f"for {minutes} min" if minutes else "silence lifted"
+    _event(alert, EventKind.SILENCED, now, actor=actor, detail=detail)
+    audit.record(
+        actor=actor,
+        action="alert.silence",
+        target_type="alert",
+        target=str(alert.pk),
+        before=before,
+        after={"silenced_until": alert.silenced_until.isoformat() if alert.silenced_until else None},
+    )
+    return alert
+
+
+# -- notifications -------------------------------------------------------------------------------
+
+
+def enqueue(notification_id: int, countdown: float = 0) -> None:
+    """Queue one delivery attempt (a Celery task); a broker failure leaves it to the retry sweep."""
+    from backend.apps.alerts.tasks import deliver_notification
+
+    try:
+        deliver_notification.apply_async((notification_id,), countdown=countdown)
+    except Exception as exc:
+        log.warning("alerts: could not queue delivery %s: %s", notification_id, exc)
+
+
+def notify(alert: Alert, event: AlertEvent, now: datetime) -> list[Notification]:
+    """One delivery per enabled channel of the rule, queued when the transaction commits."""
+    created = [
+        Notification.objects.create(channel=channel, alert=alert, event=event, next_attempt_at=now)
+        for channel in alert.rule.channels.filter(enabled=True)
+    ]
+    for notification in created:
+        transaction.on_commit(lambda pk=notification.pk: enqueue(pk))
+    return created
+
+
+def backoff_s(attempts: int) -> int:
+    """Seconds before attempt ``attempts + 1``: 30 s, 1 min, 2 min, … capped at 1 h."""
+    return int(min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1)))
+
+
+def payload(notification: Notification) -> dict[str, Any]:
+    alert, rule = notification.alert, notification.alert.rule
+    stamp = lambda t: t.isoformat() if t else None  # noqa: E731
+    return {
+        "delivery": notification.pk,
+        "event": notification.event.kind,
+        "at": stamp(notification.event.at),
+        "alert": {
+            "id": alert.pk,
+            "rule": rule.pk,
+            "rule_name": rule.name,
+            "metric": rule.metric,
+            "severity": rule.severity,
+            "state": alert.state,
+            "labels": alert.labels,
+            "value": alert.value,
+            "threshold": alert.threshold,
+            "summary": alert.summary,
+            "started_at": stamp(alert.started_at),
+            "fired_at": stamp(alert.fired_at),
+            "resolved_at": stamp(alert.resolved_at),
+        },
+    }
+
+
+def sign(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _send(notification: Notification) -> None:
+    channel, data = notification.channel, payload(notification)
+    if channel.kind == ChannelKind.EMAIL:
+        alert = data["alert"]
+        subject = f"[{alert['severity']}] {notification.event.kind.upper()}: {alert['summary']}"[:200]
+        lines = [f"{k}: {v}" for k, v in alert.items()]
+        recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
+        send_mail(subject, "\n".join(lines) + "\n", settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
+        return
+    body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(channel.secret, body),
+        "X-LCS-Event": notification.event.kind,
+        "X-LCS-Delivery": str(notification.pk),
+    }
+    answer = httpx.post(channel.target, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S)
+    if not 200 <= answer.status_code < 300:
+        raise RuntimeError(f"webhook answered HTTP {answer.status_code}")
+
+
+def deliver(notification_id: int, now: datetime | None = None) -> int | None:
+    """One attempt; returns the seconds until the next attempt when it should be retried, else ``None``."""
+    now = now or clock.now()
+    claimed = Notification.objects.filter(
+        pk=notification_id,
+        status__in=[DeliveryStatus.PENDING, DeliveryStatus.RETRYING],
+        next_attempt_at__lte=now,
+    ).update(
+        status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + timedelta(seconds=SEND_LEASE_S)
+    )
+    if not claimed:  # delivered, given up, not due yet, or another worker has it
+        return None
+    notification = Notification.objects.select_related("channel", "alert__rule", "event").get(pk=notification_id)
+    skip = "channel disabled" if not notification.channel.enabled else ""
+    skip = skip or ("alert silenced" if _silenced(notification.alert, now) else "")
+    if skip:
+        Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.SKIPPED, last_error=skip)
+        return None
+    try:
+        _send(notification)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        if notification.attempts >= MAX_ATTEMPTS:
+            Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.FAILED, last_error=error)
+            log.warning("alerts: delivery %s failed for good: %s", notification_id, error)
+            return None
+        wait = backoff_s(notification.attempts)
+        Notification.objects.filter(pk=notification_id).update(
+            status=DeliveryStatus.RETRYING, last_error=error, next_attempt_at=now + timedelta(seconds=wait)
+        )
+        return wait
+    Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.SENT, sent_at=now, last_error="")
+    return None
+
+
+def retry_due(now: datetime | None = None, limit: int = 100) -> int:
+    """Re-queue deliveries overdue by a minute (a lost message) or whose worker died mid-send."""
+    now = now or clock.now()
+    Notification.objects.filter(status=DeliveryStatus.SENDING, next_attempt_at__lte=now).update(
+        status=DeliveryStatus.RETRYING
+    )
+    due = list(
+        Notification.objects.filter(
+            status__in=[DeliveryStatus.PENDING, DeliveryStatus.RETRYING],
+            next_attempt_at__lte=now - timedelta(seconds=RETRY_SWEEP_GRACE_S),
+        ).values_list("pk", flat=True)[:limit]
+    )
+    for pk in due:
+        transaction.on_commit(lambda pk=pk: enqueue(pk))
+    return len(due)

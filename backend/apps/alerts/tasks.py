@@ -1,0 +1,19 @@
+from typing import Any
+
+from celery import shared_task
+
+from backend.apps.alerts import services
+
+
+@shared_task(ignore_result=True)
+def evaluate_alerts() -> dict[str, Any]:
+    """Scheduled every minute: evaluate every rule, then re-queue overdue deliveries."""
+    return services.evaluate()
+
+
+@shared_task(ignore_result=True)
+def deliver_notification(notification_id: int) -> None:
+    """One delivery attempt; on failure it queues itself again after the backoff (bounded attempts)."""
+    wait = services.deliver(notification_id)
+    if wait is not None:
+        services.enqueue(notification_id, countdown=wait)

@@ -1,0 +1,151 @@
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.generics import ListAPIView, RetrieveAPIView
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from backend.apps.alerts import selectors, services
+from backend.apps.alerts.filters import AlertFilter
+from backend.apps.alerts.serializers import (
+    AlertDetailOutputSerializer,
+    AlertOutputSerializer,
+    AlertRuleInputSerializer,
+    AlertRuleOutputSerializer,
+    ChannelInputSerializer,
+    ChannelOutputSerializer,
+    SilenceInputSerializer,
+)
+from backend.apps.core.pagination import cursor_page
+from backend.apps.core.permissions import IsAdmin, IsOperator
+from backend.apps.core.roles import has_role
+
+
+class AdminOnly(BasePermission):
+    """Reads too: channel targets are not for every viewer."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return has_role(request.user, "admin")
+
+
+@extend_schema(tags=["alerts"])
+class AlertListView(ListAPIView):
+    """Alerts, newest first; filter by ``state`` (pending, firing, resolved), ``severity``, ``rule``."""
+
+    serializer_class = AlertOutputSerializer
+    pagination_class = cursor_page(("-started_at", "-id"), page_size=50)
+    filterset_class = AlertFilter
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.alert_list()
+
+
+@extend_schema(tags=["alerts"])
+class AlertDetailView(RetrieveAPIView):
+    """One alert with its history (every transition and action) and its notification deliveries."""
+
+    serializer_class = AlertDetailOutputSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.alert_detail()
+
+
+class AlertAckView(APIView):
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=None, responses=AlertOutputSerializer, tags=["alerts"])
+    def post(self, request: Request, pk: int) -> Response:
+        alert = services.acknowledge(alert=get_object_or_404(selectors.alert_list(), pk=pk), actor=request.user)
+        return Response(AlertOutputSerializer(alert).data)
+
+
+class AlertSilenceView(APIView):
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=SilenceInputSerializer, responses=AlertOutputSerializer, tags=["alerts"])
+    def post(self, request: Request, pk: int) -> Response:
+        alert = get_object_or_404(selectors.alert_list(), pk=pk)
+        data = SilenceInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        alert = services.silence(alert=alert, actor=request.user, minutes=data.validated_data["minutes"])
+        return Response(AlertOutputSerializer(alert).data)
+
+
+class AlertRuleListCreateView(APIView):
+    """Alert rules: viewers read, admins write (audited)."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=AlertRuleOutputSerializer(many=True), tags=["alerts"])
+    def get(self, request: Request) -> Response:
+        return Response(AlertRuleOutputSerializer(selectors.rule_list(), many=True).data)
+
+    @extend_schema(request=AlertRuleInputSerializer, responses={201: AlertRuleOutputSerializer}, tags=["alerts"])
+    def post(self, request: Request) -> Response:
+        data = AlertRuleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = services.create_rule(actor=request.user, **data.validated_data)
+        return Response(AlertRuleOutputSerializer(rule).data, status=status.HTTP_201_CREATED)
+
+
+class AlertRuleDetailView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=AlertRuleOutputSerializer, tags=["alerts"])
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(AlertRuleOutputSerializer(get_object_or_404(selectors.rule_list(), pk=pk)).data)
+
+    @extend_schema(request=AlertRuleInputSerializer, responses=AlertRuleOutputSerializer, tags=["alerts"])
+    def patch(self, request: Request, pk: int) -> Response:
+        rule = get_object_or_404(selectors.rule_list(), pk=pk)
+        data = AlertRuleInputSerializer(rule, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        rule = services.update_rule(actor=request.user, rule=rule, **data.validated_data)
+        return Response(AlertRuleOutputSerializer(selectors.rule_list().get(pk=rule.pk)).data)
+
+    @extend_schema(responses={204: None}, tags=["alerts"])
+    def delete(self, request: Request, pk: int) -> Response:
+        services.delete_rule(actor=request.user, rule=get_object_or_404(selectors.rule_list(), pk=pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ChannelListCreateView(APIView):
+    """Notification channels (admins only; the webhook secret is write-only)."""
+
+    permission_classes = [AdminOnly]
+
+    @extend_schema(responses=ChannelOutputSerializer(many=True), tags=["alerts"])
+    def get(self, request: Request) -> Response:
+        return Response(ChannelOutputSerializer(selectors.channel_list(), many=True).data)
+
+    @extend_schema(request=ChannelInputSerializer, responses={201: ChannelOutputSerializer}, tags=["alerts"])
+    def post(self, request: Request) -> Response:
+        data = ChannelInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        channel = services.create_channel(actor=request.user, **data.validated_data)
+        return Response(ChannelOutputSerializer(channel).data, status=status.HTTP_201_CREATED)
+
+
+class ChannelDetailView(APIView):
+    permission_classes = [AdminOnly]
+
+    @extend_schema(responses=ChannelOutputSerializer, tags=["alerts"])
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(ChannelOutputSerializer(get_object_or_404(selectors.channel_list(), pk=pk)).data)
+
+    @extend_schema(request=ChannelInputSerializer, responses=ChannelOutputSerializer, tags=["alerts"])
+    def patch(self, request: Request, pk: int) -> Response:
+        channel = get_object_or_404(selectors.channel_list(), pk=pk)
+        data = ChannelInputSerializer(channel, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        channel = services.update_channel(actor=request.user, channel=channel, **data.validated_data)
+        return Response(ChannelOutputSerializer(channel).data)
+
+    @extend_schema(responses={204: None}, tags=["alerts"])
+    def delete(self, request: Request, pk: int) -> Response:
+        services.delete_channel(actor=request.user, channel=get_object_or_404(selectors.channel_list(), pk=pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,114 @@
+"""The fixed set of series the collector stores, with their units and Prometheus names.
+
+A series is a name plus labels. Levels say which labels it carries:
+
+- ``shard``: node, namespace, shard (one line per shard);
+- ``namespace``: namespace (the shards summed, or the ratio of the sums);
+- ``node``: node;
+- ``queue``: queue (Celery broker queues).
+
+Prometheus names follow the conventions of DESIGN §4: prefix ``lcs_``, the
+level, base units, ``_total`` for counters, ratios 0–1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SHARD, NAMESPACE, NODE, QUEUE = "shard", "namespace", "node", "queue"
+
+
+@dataclass(frozen=True)
+class SeriesDef:
+    name: str
+    levels: tuple[str, ...]
+    unit: str  # ratio | bytes | messages | count | seconds | per_second
+    help: str
+    counter: bool = False
+
+    def prom_name(self, level: str) -> str:
+        prefix = "lcs_celery" if level == QUEUE else f"lcs_{level}"
+        return f"{prefix}_{PROM_BASE.get(self.name, self.name)}"
+
+
+SERIES: dict[str, SeriesDef] = {
+    s.name: s
+    for s in [
+        # per shard, and per namespace (sums; the ratio of the sums)
+        SeriesDef("expired_ratio", (SHARD, NAMESPACE), "ratio", "Expired but not yet reclaimed records ÷ stored"),
+        SeriesDef("expired_records", (SHARD, NAMESPACE), "count", "Expired records not yet reclaimed"),
+        SeriesDef("expired_bytes", (SHARD, NAMESPACE), "bytes", "Bytes of expired records not yet reclaimed"),
+        SeriesDef("stored_bytes", (SHARD, NAMESPACE), "bytes", "Bytes stored"),
+        SeriesDef("stored_records", (SHARD, NAMESPACE), "count", "Records stored (live and not yet reclaimed)"),
+        SeriesDef("live_records", (SHARD, NAMESPACE), "count", "Records neither expired nor deleted"),
+        SeriesDef("segments", (SHARD, NAMESPACE), "count", "Segments"),
+        SeriesDef("log_start_offset", (SHARD,), "count", "First offset still stored"),
+        SeriesDef("end_offset", (SHARD,), "count", "Offset the next record will get"),
+        SeriesDef("backlog_messages", (SHARD, NAMESPACE), "messages", "Subscription backlog (the largest)"),
+        SeriesDef("backlog_bytes", (SHARD, NAMESPACE), "bytes", "Subscription backlog in bytes (the largest)"),
+        SeriesDef("backlog_age_seconds", (SHARD, NAMESPACE), "seconds", "Age of the oldest unacknowledged message"),
+        # per namespace, from the control plane's task runs
+        SeriesDef("scan_duration_seconds", (NAMESPACE,), "seconds", "TTL-index scan: running time, else the last"),
+        # per node
+        SeriesDef("up", (NODE,), "count", "1 when the node answered the last collection"),
+        SeriesDef("disk_used_ratio", (NODE,), "ratio", "Disk use of the data directory"),
+        SeriesDef("disk_used_bytes", (NODE,), "bytes", "Disk bytes used"),
+        SeriesDef("disk_capacity_bytes", (NODE,), "bytes", "Disk capacity"),
+        SeriesDef("delete_queue_length", (NODE,), "count", "Index clean-ups queued by reads"),
+        SeriesDef("delete_queue_drops_total", (NODE,), "count", "Clean-ups dropped on a full queue", True),
+        SeriesDef("scan_runs_total", (NODE,), "count", "TTL-index scans run", True),
+        SeriesDef("scan_deleted_records_total", (NODE,), "count", "Records deleted by TTL-index scans", True),
+        SeriesDef("delete_rate", (NODE,), "per_second", "Records deleted per second (last interval)"),
+        SeriesDef("compaction_runs_total", (NODE,), "count", "Compaction runs", True),
+        SeriesDef("compaction_reclaimed_bytes_total", (NODE,), "bytes", "Bytes reclaimed by compaction", True),
+        SeriesDef("reclaimed_bytes_total", (NODE,), "bytes", "Bytes reclaimed by every lifecycle job", True),
+        SeriesDef("append_requests_total", (NODE,), "count", "Append requests served", True),
+        SeriesDef("append_seconds_total", (NODE,), "seconds", "Time spent serving appends", True),
+        SeriesDef("read_requests_total", (NODE,), "count", "Read requests served", True),
+        SeriesDef("read_seconds_total", (NODE,), "seconds", "Time spent serving reads", True),
+        SeriesDef("append_latency_seconds", (NODE,), "seconds", "Mean append latency over the last interval"),
+        SeriesDef("read_latency_seconds", (NODE,), "seconds", "Mean read latency over the last interval"),
+        # Celery
+        SeriesDef("celery_queue_depth", (QUEUE,), "messages", "Messages waiting in a Celery queue"),
+    ]
+}
+
+PROM_BASE = {
+    "delete_rate": "deleted_records_per_second",
+    "celery_queue_depth": "queue_messages",
+}
+
+
+# The series the UI may chart (GET /api/metrics/series); no free-form queries.
+UI_UNITS = {
+    "expired_ratio": "ratio",
+    "stored_bytes": "bytes",
+    "backlog_messages": "messages",
+    "delete_queue_length": "count",
+    "celery_queue_depth": "messages",
+    "disk_used_ratio": "ratio",
+}
+UI_SERIES = tuple(UI_UNITS)
+
+# Engine counters (GET /v1/stats "counters") read into node series; the first key present wins.
+# The engine grows its counters; missing keys mean "absent", never zero.
+NODE_COUNTER_KEYS: dict[str, tuple[str, ...]] = {
+    "disk_used_ratio": ("disk_used_ratio",),
+    "disk_used_bytes": ("disk_used_bytes",),
+    "disk_capacity_bytes": ("disk_capacity_bytes", "disk_total_bytes"),
+    "delete_queue_length": ("delete_queue_length", "read_check_queue_length", "read_check_queue_size"),
+    "delete_queue_drops_total": ("delete_queue_drops_total", "read_check_drops_total", "read_check_dropped_total"),
+    "scan_runs_total": ("expire_scan_runs_total", "scan_runs_total", "expire_scans_total"),
+    "scan_deleted_records_total": (
+        "expire_scan_deleted_total",
+        "scan_deleted_records_total",
+        "expired_records_total",
+        "ttl_scan_deleted_total",
+    ),
+    "compaction_runs_total": ("compaction_runs_total", "compactions_total"),
+    "compaction_reclaimed_bytes_total": ("compaction_bytes_reclaimed_total", "compaction_reclaimed_bytes_total"),
+    "reclaimed_bytes_total": ("bytes_reclaimed_total", "reclaimed_bytes_total"),
+}
+# Node HTTP routes (GET /v1/stats "http") that count as appends and as reads.
+APPEND_ROUTES = ("produce_shard", "produce_placed", "append")
+READ_ROUTES = ("fetch", "read_key", "read_tag", "offset_for_time")

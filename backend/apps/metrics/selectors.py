@@ -1,0 +1,307 @@
+"""Reads of metrics history: chart series, the summary, forecasts and the Prometheus exposition."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Avg, ExpressionWrapper, F, FloatField, Max, QuerySet, Sum
+from django.db.models.functions import Mod
+
+from backend.apps.metrics import clock
+from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD, UI_UNITS
+from backend.apps.metrics.models import MetricSeries, Rollup, Sample
+from backend.apps.metrics.services import ROLLUP_STEP_MS, interval_s
+from storage_engine.errors import InvalidArgumentError
+
+RANGES: dict[str, int] = {"1h": 3_600, "6h": 6 * 3_600, "24h": 24 * 3_600, "7d": 7 * 86_400, "30d": 30 * 86_400}
+RAW_MAX_RANGE_S = 24 * 3_600  # longer ranges read 5-minute rollups
+MAX_POINTS = 300  # per line
+MAX_LINES = 50
+STALE_MS = 5 * 60_000  # a series not reported within this of the latest collection is gone
+FORECAST_WINDOW_S = 6 * 3_600
+FORECAST_HORIZON_S = 24 * 3_600
+FORECAST_STEP_S = 3_600
+FORECAST_ETA_MAX_S = 7 * 86_400
+
+WATERMARK_FIELDS = {
+    "max_used": "disk_max_used_ratio",
+    "clean_forcibly": "disk_clean_forcibly_ratio",
+    "warning": "disk_warning_ratio",
+}
+WATERMARK_NODE_SERIES = ("disk_used_bytes", "disk_capacity_bytes", "disk_used_ratio")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    range_s: int
+    raw: bool
+    step_s: int
+
+
+def resolution(range_name: str) -> Resolution:
+    """Raw samples up to 24 h, 5-minute rollups beyond; the step keeps a line at most ``MAX_POINTS`` points."""
+    if range_name not in RANGES:
+        raise InvalidArgumentError("range", f"must be one of {', '.join(RANGES)}")
+    range_s = RANGES[range_name]
+    raw = range_s <= RAW_MAX_RANGE_S
+    base = interval_s() if raw else ROLLUP_STEP_MS // 1000
+    return Resolution(range_s, raw, base * max(1, math.ceil(range_s / (MAX_POINTS * base))))
+
+
+def latest_ts() -> int | None:
+    """When the last collection ran (epoch ms), or ``None`` before the first."""
+    return MetricSeries.objects.aggregate(m=Max("last_ts"))["m"]
+
+
+def fresh_series(names: list[str] | None = None) -> QuerySet[MetricSeries]:
+    """Series reported by recent collections (those of deleted namespaces or nodes drop out)."""
+    latest = latest_ts()
+    rows = MetricSeries.objects.filter(last_ts__gte=(latest or 0) - STALE_MS, last_value__isnull=False)
+    return rows.filter(name__in=names) if names is not None else rows
+
+
+def _chart_series(name: str, namespace: str | None, node: str | None) -> QuerySet[MetricSeries]:
+    rows = MetricSeries.objects.filter(name=name)
+    levels = SERIES[name].levels
+    if SHARD in levels:
+        if namespace or node:  # one line per shard of the namespace (or of the node)
+            rows = rows.filter(shard__isnull=False)
+            rows = rows.filter(namespace=namespace) if namespace else rows
+            rows = rows.filter(node=node) if node else rows
+        else:  # one line per namespace
+            rows = rows.filter(shard__isnull=True, node="")
+    elif NODE in levels and node:
+        rows = rows.filter(node=node)
+    return rows.order_by("node", "namespace", "shard", "queue")
+
+
+def series_lines(
+    name: str, range_name: str, namespace: str | None = None, node: str | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """A fixed, named series for a chart: lines of ``[epoch_ms, value]`` averaged per step."""
+    if name not in UI_UNITS:
+        raise InvalidArgumentError("series", f"must be one of {', '.join(UI_UNITS)}")
+    res = resolution(range_name)
+    now_ms = clock.now_ms(now)
+    start_ms = now_ms - res.range_s * 1000
+    rows = list(_chart_series(name, namespace, node).filter(last_ts__gte=start_ms)[: MAX_LINES + 1])
+    truncated = len(rows) > MAX_LINES
+    rows = rows[:MAX_LINES]
+    step_ms = res.step_s * 1000
+    by_series: dict[int, list[list[float]]] = defaultdict(list)
+    if rows:
+        ids = [r.pk for r in rows]
+        if res.raw:
+            base = Sample.objects.filter(series_id__in=ids, ts__gt=start_ms, ts__lte=now_ms)
+            value: Any = Avg("value")
+            time_field = "ts"
+        else:
+            base = Rollup.objects.filter(series_id__in=ids, bucket__gt=start_ms, bucket__lte=now_ms)
+            value = ExpressionWrapper(Sum("sum") / Sum("count"), output_field=FloatField())
+            time_field = "bucket"
+        groups = (
+            base.annotate(b=F(time_field) - Mod(F(time_field), step_ms))
+            .values("series_id", "b")
+            .annotate(v=value)
+            .order_by("series_id", "b")
+        )
+        for g in groups:
+            by_series[g["series_id"]].append([int(g["b"]), float(g["v"])])
+    out: dict[str, Any] = {
+        "series": name,
+        "unit": UI_UNITS[name],
+        "range": range_name,
+        "step_s": res.step_s,
+        "resolution": "raw" if res.raw else "5m",
+        "lines": [{"labels": r.labels, "points": by_series.get(r.pk, [])} for r in rows],
+    }
+    if truncated:
+        out["truncated"] = True
+    if name == "disk_used_ratio":
+        nodes = _nodes_by_name()
+        for line in out["lines"]:
+            found = nodes.get(str(line["labels"].get("node")))
+            line["watermarks"] = watermarks(found) if found else None
+        chosen = node or (str(out["lines"][0]["labels"]["node"]) if out["lines"] else None)
+        if chosen and chosen in nodes:
+            out["watermarks"] = watermarks(nodes[chosen])
+            fit = disk_fit(chosen, now_ms)
+            out["forecast"] = forecast_points(fit, now_ms) if fit else []
+    return out
+
+
+def _nodes_by_name() -> dict[str, Any]:
+    from backend.apps.nodes.models import StorageNode
+
+    return {n.name: n for n in StorageNode.objects.all()}
+
+
+def watermarks(node: Any) -> dict[str, float]:
+    from backend.apps.policies.selectors import effective_node_policy
+
+    policy = effective_node_policy(node)
+    return {key: float(getattr(policy, field)) for key, field in WATERMARK_FIELDS.items()}
+
+
+# -- forecast ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``value(t) = intercept + slope × (t − t0)``, t in epoch ms, slope per second."""
+
+    slope: float
+    intercept: float
+    t0: int
+    last_value: float
+
+    def at(self, t_ms: int) -> float:
+        return self.intercept + self.slope * (t_ms - self.t0) / 1000
+
+
+def linear_fit(points: list[tuple[int, float]]) -> Fit | None:
+    """Ordinary least squares over ``(epoch_ms, value)`` points; ``None`` with fewer than two instants."""
+    if len(points) < 2:
+        return None
+    t0 = points[0][0]
+    xs = [(t - t0) / 1000 for t, _ in points]
+    ys = [v for _, v in points]
+    n = len(points)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
+    return Fit(slope=slope, intercept=mean_y - slope * mean_x, t0=t0, last_value=ys[-1])
+
+
+def disk_fit(node: str, now_ms: int) -> Fit | None:
+    """The least-squares line through the node's disk use over the last ``FORECAST_WINDOW_S``."""
+    samples = Sample.objects.filter(
+        series__name="disk_used_ratio",
+        series__node=node,
+        ts__gte=now_ms - FORECAST_WINDOW_S * 1000,
+        ts__lte=now_ms,
+    ).order_by("ts")
+    return linear_fit([(t, v) for t, v in samples.values_list("ts", "value")])
+
+
+def forecast_points(fit: Fit, now_ms: int) -> list[list[float]]:
+    """The fit from now to now + 24 h, hourly, clamped to [0, 1] (it is a ratio)."""
+    steps = FORECAST_HORIZON_S // FORECAST_STEP_S
+    out = []
+    for i in range(steps + 1):
+        t = now_ms + i * FORECAST_STEP_S * 1000
+        out.append([t, min(1.0, max(0.0, fit.at(t)))])
+    return out
+
+
+def forecast_value(node: str, now_ms: int, horizon_s: int = FORECAST_HORIZON_S) -> float | None:
+    """Disk use the fit predicts ``horizon_s`` from now (clamped to [0, 1]), or ``None`` without data."""
+    fit = disk_fit(node, now_ms)
+    return None if fit is None else min(1.0, max(0.0, fit.at(now_ms + horizon_s * 1000)))
+
+
+def crossing_ms(fit: Fit, threshold: float, now_ms: int, max_s: int = FORECAST_ETA_MAX_S) -> int | None:
+    """When the fit reaches ``threshold`` (now if the last sample already has), within ``max_s``."""
+    if fit.last_value >= threshold:
+        return now_ms
+    if fit.slope <= 0:
+        return None
+    t = fit.t0 + int((threshold - fit.intercept) / fit.slope * 1000)
+    t = max(t, now_ms)
+    return t if t <= now_ms + max_s * 1000 else None
+
+
+# -- summary and exposition ----------------------------------------------------------------------
+
+
+def summary(now: datetime | None = None) -> dict[str, Any]:
+    """Totals over every namespace from the latest collection, and each node's disk."""
+    now_ms = clock.now_ms(now)
+    rows = fresh_series(
+        ["stored_bytes", "stored_records", "expired_records", "backlog_messages", *WATERMARK_NODE_SERIES]
+    ).filter(shard__isnull=True)
+    totals: dict[str, float] = defaultdict(float)
+    disk: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        if row.namespace:
+            totals[row.name] += row.last_value or 0.0
+        elif row.node:
+            disk[row.node][row.name] = row.last_value or 0.0
+    stored = totals["stored_records"]
+    nodes = []
+    for name, node in sorted(_nodes_by_name().items()):
+        marks = watermarks(node)
+        fit = disk_fit(name, now_ms)
+        eta = crossing_ms(fit, marks["warning"], now_ms) if fit else None
+        figures = disk.get(name, {})
+        nodes.append(
+            {
+                "name": name,
+                "disk_used_bytes": _int_or_none(figures.get("disk_used_bytes")),
+                "disk_capacity_bytes": _int_or_none(figures.get("disk_capacity_bytes")),
+                "disk_used_ratio": figures.get("disk_used_ratio"),
+                "watermarks": marks,
+                "forecast_warning_at": clock.from_ms(eta) if eta is not None else None,
+            }
+        )
+    return {
+        "stored_bytes": int(totals["stored_bytes"]),
+        "stored_records": int(stored),
+        "expired_ratio": totals["expired_records"] / stored if stored else 0.0,
+        "backlog_messages": int(totals["backlog_messages"]),
+        "nodes": nodes,
+    }
+
+
+def _int_or_none(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _level(row: MetricSeries) -> str:
+    if row.queue:
+        return QUEUE
+    if row.shard is not None:
+        return SHARD
+    if row.namespace:
+        return NAMESPACE
+    return NODE
+
+
+def escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _format(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+def prometheus_text() -> str:
+    """The latest value of every fresh series in Prometheus text exposition format 0.0.4."""
+    families: dict[str, list[str]] = defaultdict(list)
+    kinds: dict[str, tuple[str, str]] = {}
+    for row in fresh_series().order_by("name", "node", "namespace", "shard", "queue"):
+        definition = SERIES.get(row.name)
+        if definition is None:
+            continue
+        level = _level(row)
+        if level not in definition.levels:
+            continue
+        metric = definition.prom_name(level)
+        kinds[metric] = ("counter" if definition.counter else "gauge", definition.help)
+        labels = ",".join(f'{k}="{escape_label(str(v))}"' for k, v in row.labels.items())
+        families[metric].append(f"{metric}{{{labels}}} {_format(row.last_value or 0.0)}")
+    lines = []
+    for metric in sorted(families):
+        kind, help_text = kinds[metric]
+        lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}", *families[metric]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,381 @@
+"""Writes of metrics history: the collector and downsampling.
+
+``collect`` samples every node's ``GET /v1/stats``, the control plane's scan
+runs and the Celery broker queues into :class:`Sample` rows (one timestamp per
+collection). ``downsample`` rolls closed 5-minute buckets into :class:`Rollup`
+rows and deletes raw samples after 24 h and rollups after 30 days, in bounded
+batches. Both take ``now`` (else :func:`clock.now`); nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Max, Min, Q, Sum
+from django.db.models.functions import Mod
+
+from backend.apps.metrics import clock
+from backend.apps.metrics.catalog import APPEND_ROUTES, NODE_COUNTER_KEYS, READ_ROUTES
+from backend.apps.metrics.models import MetricSeries, Rollup, Sample, series_key
+from storage_engine.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+ROLLUP_STEP_MS = 5 * 60_000
+RAW_RETENTION_MS = 24 * 3_600_000
+ROLLUP_RETENTION_MS = 30 * 24 * 3_600_000
+# Per downsample run: buckets rolled up and rows deleted (batch × batches per table).
+ROLLUP_MAX_BUCKETS = 36
+DELETE_BATCH = 5_000
+DELETE_MAX_BATCHES = 20
+
+
+def interval_s() -> int:
+    """Seconds between two collections (``METRICS_INTERVAL_S``, default 15)."""
+    return int(getattr(settings, "METRICS_INTERVAL_S", 15))
+
+
+# A point's identity: (name, node, namespace, shard, queue).
+Labels = tuple[str, str, str, int | None, str]
+
+
+@dataclass
+class CollectResult:
+    ts: int
+    samples: int = 0
+    nodes_up: int = 0
+    nodes_down: list[str] = field(default_factory=list)
+    queues: dict[str, int] = field(default_factory=dict)
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _first(counters: dict[str, Any], keys: Iterable[str]) -> float | None:
+    for key in keys:
+        value = _num(counters.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def _shard_points(node: str, shard: dict[str, Any], points: dict[Labels, float], sums: dict[str, dict[str, float]]):
+    ns, number = str(shard.get("namespace", "")), shard.get("shard")
+    if not ns or not isinstance(number, int):
+        return
+    stored = _num(shard.get("record_count")) or 0.0
+    figures: dict[str, float | None] = {
+        "stored_records": stored,
+        "stored_bytes": _num(shard.get("size_bytes")),
+        "live_records": _num(shard.get("live_count")),
+        "segments": _num(shard.get("segment_count")),
+        "log_start_offset": _num(shard.get("log_start_offset")),
+        "end_offset": _num(shard.get("end_offset")),
+        "expired_records": _num(shard.get("expired_records")),
+        "expired_bytes": _num(shard.get("expired_bytes")),
+        "expired_ratio": _num(shard.get("expired_ratio")),
+        "backlog_messages": _num(shard.get("backlog_messages")),
+        "backlog_bytes": _num(shard.get("backlog_bytes")),
+        "backlog_age_seconds": _num(shard.get("backlog_age_seconds")),
+    }
+    if figures["expired_records"] is None and figures["expired_ratio"] is not None:
+        figures["expired_records"] = round(figures["expired_ratio"] * stored)
+    if figures["expired_ratio"] is None and figures["expired_records"] is not None:
+        figures["expired_ratio"] = figures["expired_records"] / stored if stored else 0.0
+    for name, value in figures.items():
+        if value is None:
+            continue
+        points[(name, node, ns, number, "")] = value
+        if name in ("backlog_messages", "backlog_bytes", "backlog_age_seconds"):
+            sums[ns][name] = max(sums[ns].get(name, 0.0), value)
+        elif name not in ("expired_ratio", "log_start_offset", "end_offset"):
+            sums[ns][name] = sums[ns].get(name, 0.0) + value
+
+
+def _subscription_points(node: str, subs: Any, points: dict[Labels, float], sums: dict[str, dict[str, float]]):
+    """Optional ``subscriptions`` list: per namespace/shard the largest backlog of any subscription."""
+    if not isinstance(subs, list):
+        return
+    keys = {"backlog_messages": "backlog_messages", "backlog_bytes": "backlog_bytes"}
+    keys["backlog_age_seconds"] = "backlog_age_seconds"
+    for sub in subs:
+        if not isinstance(sub, dict) or not sub.get("namespace"):
+            continue
+        ns, number = str(sub["namespace"]), sub.get("shard")
+        for name in keys:
+            value = _num(sub.get(name))
+            if name == "backlog_age_seconds" and value is None and _num(sub.get("backlog_age_ms")) is not None:
+                value = float(sub["backlog_age_ms"]) / 1000
+            if value is None:
+                continue
+            if isinstance(number, int):
+                label = (name, node, ns, number, "")
+                points[label] = max(points.get(label, 0.0), value)
+            sums[ns][name] = max(sums[ns].get(name, 0.0), value)
+
+
+def _node_points(node: str, stats: dict[str, Any], points: dict[Labels, float]) -> None:
+    counters = stats.get("counters") or {}
+    found: dict[str, float | None] = {name: _first(counters, keys) for name, keys in NODE_COUNTER_KEYS.items()}
+    disk = stats.get("disk")
+    if isinstance(disk, dict):  # a DiskStatus as a dict, if the node reports one
+        found["disk_used_ratio"] = found["disk_used_ratio"] or _num(disk.get("used_ratio"))
+        found["disk_used_bytes"] = found["disk_used_bytes"] or _num(disk.get("used_bytes"))
+        found["disk_capacity_bytes"] = found["disk_capacity_bytes"] or _num(disk.get("capacity_bytes"))
+    used, capacity = found["disk_used_bytes"], found["disk_capacity_bytes"]
+    if found["disk_used_ratio"] is None and used is not None and capacity:
+        found["disk_used_ratio"] = used / capacity
+    http = stats.get("http") or {}
+    for prefix, routes in (("append", APPEND_ROUTES), ("read", READ_ROUTES)):
+        present = [http[r] for r in routes if isinstance(http.get(r), dict)]
+        if present:
+            found[f"{prefix}_requests_total"] = sum(_num(r.get("requests")) or 0.0 for r in present)
+            found[f"{prefix}_seconds_total"] = sum(_num(r.get("seconds_sum")) or 0.0 for r in present)
+    for name, value in found.items():
+        if value is not None:
+            points[(name, node, "", None, "")] = value
+
+
+def _derived_points(ts: int, points: dict[Labels, float], previous: dict[str, MetricSeries]) -> None:
+    """Rates from counter deltas since the last collection (a counter that went down restarted from 0)."""
+
+    def delta(name: str, node: str) -> tuple[float, float] | None:
+        now_value = points.get((name, node, "", None, ""))
+        before = previous.get(series_key(name, node))
+        if now_value is None or before is None or before.last_value is None or before.last_ts is None:
+            return None
+        if before.last_ts >= ts:
+            return None
+        change = now_value - before.last_value if now_value >= before.last_value else now_value
+        return change, (ts - before.last_ts) / 1000
+
+    nodes = {label[1] for label in points if label[0] == "up"}
+    for node in nodes:
+        for prefix in ("append", "read"):
+            requests, seconds = delta(f"{prefix}_requests_total", node), delta(f"{prefix}_seconds_total", node)
+            if requests and seconds and requests[0] > 0:
+                points[(f"{prefix}_latency_seconds", node, "", None, "")] = seconds[0] / requests[0]
+        deleted = delta("scan_deleted_records_total", node)
+        if deleted and deleted[1] > 0:
+            points[("delete_rate", node, "", None, "")] = deleted[0] / deleted[1]
+
+
+def _scan_points(ts: int, points: dict[Labels, float]) -> None:
+    """Per namespace: how long the running TTL-index scan has run, else how long the last one took."""
+    from backend.apps.runs.models import Kind, State, TaskRun
+
+    scans = TaskRun.objects.filter(kind=Kind.EXPIRY_SCAN, namespace__isnull=False, started_at__isnull=False)
+    running = scans.filter(state=State.RUNNING).values_list("namespace__name", "started_at")
+    for ns, started in running:
+        seconds = max(0.0, ts / 1000 - started.timestamp())
+        label = ("scan_duration_seconds", "", ns, None, "")
+        points[label] = max(points.get(label, 0.0), seconds)
+    finished = (
+        scans.filter(state=State.SUCCEEDED, finished_at__isnull=False)
+        .values("namespace__name")
+        .annotate(last=Max("finished_at"))
+    )
+    last_by_ns = {row["namespace__name"]: row["last"] for row in finished}
+    if last_by_ns:
+        rows = scans.filter(state=State.SUCCEEDED, finished_at__in=list(last_by_ns.values()))
+        for ns, started, ended in rows.values_list("namespace__name", "started_at", "finished_at"):
+            label = ("scan_duration_seconds", "", ns, None, "")
+            if label not in points and last_by_ns.get(ns) == ended:
+                points[label] = max(0.0, (ended - started).total_seconds())
+
+
+def celery_queue_names() -> list[str]:
+    """The default queue, each node's lifecycle queue, configured and routed queues, queues of periodic
+    tasks, and ``METRICS_CELERY_QUEUES``."""
+    from django_celery_beat.models import PeriodicTask
+
+    from backend.apps.lifecycle.services import queue_for
+    from backend.apps.nodes.models import StorageNode
+    from backend.config.celery import app
+
+    names = {app.conf.task_default_queue or settings.CELERY_TASK_DEFAULT_QUEUE}
+    names.update(queue_for(node) for node in StorageNode.objects.all())
+    for queue in app.conf.task_queues or ():
+        names.add(getattr(queue, "name", None) or str(queue))
+    routes = app.conf.task_routes
+    if isinstance(routes, dict):
+        names.update(r["queue"] for r in routes.values() if isinstance(r, dict) and r.get("queue"))
+    names.update(q for q in PeriodicTask.objects.exclude(queue__isnull=True).values_list("queue", flat=True) if q)
+    names.update(getattr(settings, "METRICS_CELERY_QUEUES", ()))
+    return sorted(n for n in names if n)
+
+
+def celery_queue_depths(names: Iterable[str]) -> dict[str, int]:
+    """Messages waiting per queue, through kombu (Redis: LLEN of the list; filesystem: files in the folder)."""
+    from amqp.exceptions import ChannelError
+    from kombu import Connection
+
+    depths: dict[str, int] = {}
+    url = settings.CELERY_BROKER_URL
+    try:
+        with Connection(url, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS, connect_timeout=2) as conn:
+            channel = conn.default_channel
+            for name in names:
+                try:
+                    depths[name] = int(channel.queue_declare(queue=name, passive=True).message_count)
+                except ChannelError:  # the queue does not exist (yet): nothing waits in it
+                    depths[name] = 0
+    except Exception as exc:  # a broken broker loses the queue series, never the collection
+        log.warning("metrics: broker queue depths unavailable: %s", exc)
+    return depths
+
+
+def collect(now: datetime | None = None) -> CollectResult:
+    """Sample every node, the scans and the broker queues at one timestamp."""
+    from backend.apps.nodes.models import StorageNode
+    from backend.apps.nodes.selectors import client_for
+
+    ts = clock.now_ms(now)
+    result = CollectResult(ts=ts)
+    points: dict[Labels, float] = {}
+    sums: dict[str, dict[str, float]] = defaultdict(dict)
+    for node in StorageNode.objects.order_by("name"):
+        try:
+            with client_for(node) as client:
+                stats = client.stats()
+        except StorageError as exc:
+            log.warning("metrics: node %s unavailable: %s", node.name, exc)
+            points[("up", node.name, "", None, "")] = 0.0
+            result.nodes_down.append(node.name)
+            continue
+        points[("up", node.name, "", None, "")] = 1.0
+        result.nodes_up += 1
+        for shard in stats.get("shards") or ():
+            if isinstance(shard, dict):
+                _shard_points(node.name, shard, points, sums)
+        _subscription_points(node.name, stats.get("subscriptions"), points, sums)
+        _node_points(node.name, stats, points)
+    for ns, figures in sums.items():
+        for name, value in figures.items():
+            points[(name, "", ns, None, "")] = value
+        stored = figures.get("stored_records", 0.0)
+        if "expired_records" in figures:
+            points[("expired_ratio", "", ns, None, "")] = figures["expired_records"] / stored if stored else 0.0
+    _scan_points(ts, points)
+    result.queues = celery_queue_depths(celery_queue_names())
+    for queue, depth in result.queues.items():
+        points[("celery_queue_depth", "", "", None, queue)] = float(depth)
+    previous_names = {"append_requests_total", "append_seconds_total", "read_requests_total", "read_seconds_total"}
+    previous_names.add("scan_deleted_records_total")
+    previous = {s.key: s for s in MetricSeries.objects.filter(name__in=previous_names)}
+    _derived_points(ts, points, previous)
+    result.samples = write_points(ts, points)
+    return result
+
+
+def _series_ids(labels: Iterable[Labels]) -> dict[Labels, MetricSeries]:
+    wanted = {series_key(*label): label for label in labels}
+    found = {s.key: s for s in MetricSeries.objects.filter(key__in=list(wanted))}
+    missing = [
+        MetricSeries(key=key, name=name, node=node, namespace=ns, shard=shard, queue=queue)
+        for key, (name, node, ns, shard, queue) in wanted.items()
+        if key not in found
+    ]
+    if missing:
+        MetricSeries.objects.bulk_create(missing, ignore_conflicts=True, batch_size=500)
+        found.update({s.key: s for s in MetricSeries.objects.filter(key__in=[m.key for m in missing])})
+    return {label: found[key] for key, label in wanted.items()}
+
+
+@transaction.atomic
+def write_points(ts: int, points: dict[Labels, float]) -> int:
+    """Store one collection: samples (a repeated timestamp is ignored) and each series' last value."""
+    if not points:
+        return 0
+    series = _series_ids(points)
+    Sample.objects.bulk_create(
+        [Sample(series_id=series[label].pk, ts=ts, value=value) for label, value in points.items()],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    changed = []
+    for label, value in points.items():
+        row = series[label]
+        if row.last_ts is None or row.last_ts <= ts:
+            row.last_ts, row.last_value = ts, value
+            changed.append(row)
+    MetricSeries.objects.bulk_update(changed, ["last_ts", "last_value"], batch_size=500)
+    return len(points)
+
+
+@dataclass
+class DownsampleResult:
+    buckets_rolled: int = 0
+    rollups_written: int = 0
+    raw_deleted: int = 0
+    rollups_deleted: int = 0
+    series_deleted: int = 0
+    more: bool = False
+
+
+def _delete_in_batches(queryset: Any, model: Any) -> tuple[int, bool]:
+    deleted = 0
+    for _ in range(DELETE_MAX_BATCHES):
+        ids = list(queryset.values_list("pk", flat=True)[:DELETE_BATCH])
+        if not ids:
+            return deleted, False
+        deleted += model.objects.filter(pk__in=ids).delete()[1].get(model._meta.label, 0)
+    return deleted, queryset.exists()
+
+
+def downsample(now: datetime | None = None) -> DownsampleResult:
+    """Roll closed 5-minute buckets up (at most ``ROLLUP_MAX_BUCKETS``), then expire old rows in batches."""
+    now_ms = clock.now_ms(now)
+    result = DownsampleResult()
+    # A bucket is closed once a collection after its end could have landed (one interval of grace).
+    closed_end = (now_ms - interval_s() * 1000) // ROLLUP_STEP_MS * ROLLUP_STEP_MS
+    last = Rollup.objects.aggregate(m=Max("bucket"))["m"]
+    start = last + ROLLUP_STEP_MS if last is not None else 0
+    first_raw = Sample.objects.filter(ts__gte=start).aggregate(m=Min("ts"))["m"]
+    if first_raw is not None:
+        start = max(start, first_raw // ROLLUP_STEP_MS * ROLLUP_STEP_MS)
+        end = min(start + ROLLUP_MAX_BUCKETS * ROLLUP_STEP_MS, closed_end)
+        if start < end:
+            groups = (
+                Sample.objects.filter(ts__gte=start, ts__lt=end)
+                .annotate(bucket=F("ts") - Mod(F("ts"), ROLLUP_STEP_MS))
+                .values("series_id", "bucket")
+                .annotate(n=Count("id"), total=Sum("value"), lo=Min("value"), hi=Max("value"))
+            )
+            rows = [
+                Rollup(
+                    series_id=g["series_id"], bucket=g["bucket"], count=g["n"], sum=g["total"], min=g["lo"], max=g["hi"]
+                )
+                for g in groups
+            ]
+            Rollup.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["series", "bucket"],
+                update_fields=["count", "sum", "min", "max"],
+                batch_size=1000,
+            )
+            result.buckets_rolled = (end - start) // ROLLUP_STEP_MS
+            result.rollups_written = len(rows)
+            result.more = end < closed_end and Sample.objects.filter(ts__gte=end, ts__lt=closed_end).exists()
+    # Raw samples go after 24 h, but never before their bucket is rolled up.
+    rolled_upto = (Rollup.objects.aggregate(m=Max("bucket"))["m"] or -ROLLUP_STEP_MS) + ROLLUP_STEP_MS
+    raw_cutoff = min(now_ms - RAW_RETENTION_MS, rolled_upto)
+    result.raw_deleted, more_raw = _delete_in_batches(Sample.objects.filter(ts__lt=raw_cutoff).order_by("ts"), Sample)
+    old_rollups = Rollup.objects.filter(bucket__lt=now_ms - ROLLUP_RETENTION_MS).order_by("bucket")
+    result.rollups_deleted, more_rollups = _delete_in_batches(old_rollups, Rollup)
+    # Series nobody has reported for longer than rollups are kept hold no data any more.
+    gone = MetricSeries.objects.filter(Q(last_ts__lt=now_ms - ROLLUP_RETENTION_MS) | Q(last_ts__isnull=True))
+    result.series_deleted, more_series = _delete_in_batches(gone.order_by("pk"), MetricSeries)
+    result.more = result.more or more_raw or more_rollups or more_series
+    return result
