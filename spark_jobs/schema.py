@@ -12,6 +12,7 @@ from pyspark.sql.types import (
     DateType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -54,3 +55,32 @@ SUMMARY_SCHEMA = StructType(
         StructField("expired", LongType(), nullable=False),
     ]
 )
+
+# -- lake export (issue 10) ---------------------------------------------------------------------------------
+HEADERS = "headers"  # map<string, binary>; a name repeated in one record keeps its last value
+SEGMENT_BASE = "segment_base"  # base offset of the segment file the record was read from
+
+# Exported records are laid out namespace=…/date=…/shard=…/segment_base=…/part-*.parquet: partitioned by
+# namespace and date, then by the segment the rows came from, so that one segment's rows can be replaced
+# exactly (its directories are deleted and rewritten) when compaction rewrites the segment file.
+EXPORT_PARTITION_COLUMNS: tuple[str, ...] = (NAMESPACE, DATE, SHARD, SEGMENT_BASE)
+
+# Records as decoded from segment files (one row per stored record, in offset order per segment).
+SEGMENT_RECORD_SCHEMA = StructType(
+    [
+        StructField(NAMESPACE, StringType(), nullable=False),
+        StructField(SHARD, IntegerType(), nullable=False),
+        StructField(OFFSET, LongType(), nullable=False),
+        StructField(TIMESTAMP, LongType(), nullable=False),
+        StructField(KEY, BinaryType(), nullable=True),
+        StructField(TAGS, ArrayType(StringType(), containsNull=False), nullable=False),
+        StructField(HEADERS, MapType(StringType(), BinaryType(), valueContainsNull=False), nullable=False),
+        StructField(VALUE, BinaryType(), nullable=True),
+        StructField(EXPIRE_AT, LongType(), nullable=True),
+        StructField(SEGMENT_BASE, LongType(), nullable=False),
+    ]
+)
+
+# The exported lake as read back (partition columns included), for readers that want stable types
+# rather than Spark's partition-type inference (a namespace named "2024" would otherwise read as an int).
+EXPORT_LAKE_SCHEMA = StructType([*SEGMENT_RECORD_SCHEMA.fields, StructField(DATE, DateType(), nullable=False)])

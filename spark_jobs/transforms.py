@@ -6,10 +6,14 @@ milliseconds, so a record's ``date`` is its UTC day whatever the session's zone.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.schema import DATE, EXPIRE_AT, KEY, NAMESPACE, TIMESTAMP, VALUE
+from spark_jobs.schema import DATE, EXPIRE_AT, HEADERS, KEY, NAMESPACE, OFFSET, SHARD, TAGS, TIMESTAMP, VALUE
+
+SUPERSEDED = "superseded"
 
 MS_PER_DAY = 86_400_000
 
@@ -56,3 +60,154 @@ def summarize_by_namespace_day(df: DataFrame, now_ms: int, ttl_ms: int | None = 
         F.coalesce(F.sum(payload_bytes()), F.lit(0)).cast("long").alias("bytes"),
         F.count_if(is_expired(now_ms, ttl_ms)).cast("long").alias("expired"),
     )
+
+
+# -- lifecycle report (issue 10) ---------------------------------------------------------------------------
+
+RECORD_FIXED_BYTES = 33  # storage_engine.codec.RECORD_FIXED_SIZE: size, attributes, delta, times, lengths
+MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+PERCENTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+PERCENTILE_ACCURACY = 10_000
+# Upper bounds (inclusive) of the lifetime histogram's buckets; the last bucket takes everything longer.
+LIFETIME_BUCKETS: tuple[tuple[str, int | None], ...] = (
+    ("le_1m", MINUTE_MS),
+    ("le_1h", HOUR_MS),
+    ("le_1d", MS_PER_DAY),
+    ("le_7d", 7 * MS_PER_DAY),
+    ("le_30d", 30 * MS_PER_DAY),
+    ("gt_30d", None),
+)
+
+
+def encoded_record_bytes(with_headers: bool = True) -> Column:
+    """Bytes a record takes in a segment file (the codec's record layout, batch headers aside):
+    33 fixed + key + per tag (1 + UTF-8 bytes) + per header (6 + name + value) + value."""
+    tags = F.aggregate(
+        F.coalesce(F.col(TAGS), F.array().cast("array<string>")),
+        F.lit(0).cast("long"),
+        lambda acc, tag: acc + 1 + F.octet_length(tag),
+    )
+    size = F.lit(RECORD_FIXED_BYTES).cast("long") + payload_bytes() + tags
+    if with_headers:
+        entries = F.map_entries(F.coalesce(F.col(HEADERS), F.create_map().cast("map<string,binary>")))
+        headers = F.aggregate(
+            entries,
+            F.lit(0).cast("long"),
+            lambda acc, e: acc + 6 + F.octet_length(e["key"]) + F.length(e["value"]),
+        )
+        size = size + headers
+    return size
+
+
+def namespace_ttl(ttls: Mapping[str, int]) -> Column:
+    """The namespace's ``ttl_ms`` from ``ttls`` (null for a namespace without one)."""
+    if not ttls:
+        return F.lit(None).cast("long")
+    pairs = [item for name, ttl in sorted(ttls.items()) for item in (F.lit(name), F.lit(int(ttl)).cast("long"))]
+    return F.create_map(*pairs)[F.col(NAMESPACE)]
+
+
+def effective_expiry_for(ttl: Column) -> Column:
+    """``min(expire_at, timestamp + ttl)`` with a per-row TTL column; null when neither side applies."""
+    return F.least(F.col(EXPIRE_AT), F.col(TIMESTAMP) + ttl)
+
+
+def with_superseded(df: DataFrame) -> DataFrame:
+    """Add ``superseded``: the record has a key and a later offset in its shard has the same key, so
+    compaction would drop it (DESIGN §3: keep a record iff it is the latest for its key). Never null."""
+    latest = F.max(F.col(OFFSET)).over(Window.partitionBy(NAMESPACE, SHARD, KEY))
+    return df.withColumn(SUPERSEDED, F.coalesce(F.col(KEY).isNotNull() & (F.col(OFFSET) < latest), F.lit(False)))
+
+
+def _ratio(part: Column, whole: Column) -> Column:
+    return F.when(whole > 0, part.cast("double") / whole.cast("double"))
+
+
+def _percentiles(column: Column, prefix: str) -> list[Column]:
+    values = F.percentile_approx(column, list(PERCENTILES), PERCENTILE_ACCURACY)
+    return [values[i].alias(f"{prefix}_p{round(p * 100)}_ms") for i, p in enumerate(PERCENTILES)]
+
+
+def lifecycle_aggregates(df: DataFrame, group_by: Sequence[str], now_ms: int, ttls: Mapping[str, int]) -> DataFrame:
+    """The lifecycle figures of ``df`` (records, lake or segment schema) grouped by ``group_by``.
+
+    Per group: ``records``, ``bytes`` (encoded record bytes); ``expired_records`` / ``expired_bytes`` and
+    their ratios at ``now_ms`` (effective expiry ≤ now, DESIGN §3, with the namespace TTLs of ``ttls``);
+    ``unbounded_records`` (no effective expiry); record lifetimes (effective expiry − timestamp) as
+    p50/p90/p99 and a histogram over :data:`LIFETIME_BUCKETS`; for expired records, how long they have
+    outlived their expiry (now − expiry) as p50/p90/p99/max; ``keyed_records``, ``superseded_records`` and
+    ``superseded_bytes`` (not the latest for their key in their shard: what compaction would reclaim) and
+    ``duplicate_key_ratio`` = superseded ÷ keyed. Ratios and percentiles are null for an empty base.
+    """
+    if DATE not in df.columns:
+        df = with_partition_columns(df)
+    if SUPERSEDED not in df.columns:
+        df = with_superseded(df)
+    expiry = effective_expiry_for(namespace_ttl(ttls))
+    rows = df.select(
+        *group_by,
+        encoded_record_bytes(with_headers=HEADERS in df.columns).alias("_bytes"),
+        (expiry - F.col(TIMESTAMP)).alias("_lifetime"),
+        F.coalesce(expiry <= F.lit(now_ms), F.lit(False)).alias("_expired"),
+        (F.lit(now_ms) - expiry).alias("_overdue"),
+        F.col(KEY).isNotNull().alias("_keyed"),
+        F.col(SUPERSEDED).alias("_superseded"),
+    )
+    lifetime = F.col("_lifetime")
+    expired = F.col("_expired")
+    size = F.col("_bytes")
+    buckets = []
+    lower: int | None = None
+    for name, upper in LIFETIME_BUCKETS:
+        condition = lifetime.isNotNull()
+        if lower is not None:
+            condition = condition & (lifetime > lower)
+        if upper is not None:
+            condition = condition & (lifetime <= upper)
+        buckets.append(F.count_if(condition).cast("long").alias(name))
+        lower = upper
+    zero = F.lit(0).cast("long")
+    summary = rows.groupBy(*group_by).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.coalesce(F.sum(size), zero).alias("bytes"),
+        F.count_if(expired).cast("long").alias("expired_records"),
+        F.coalesce(F.sum(F.when(expired, size)), zero).alias("expired_bytes"),
+        F.count_if(lifetime.isNull()).cast("long").alias("unbounded_records"),
+        *_percentiles(lifetime, "lifetime"),
+        F.struct(*buckets).alias("lifetime_histogram"),
+        *_percentiles(F.when(expired, F.col("_overdue")), "overdue"),
+        F.max(F.when(expired, F.col("_overdue"))).alias("overdue_max_ms"),
+        F.count_if(F.col("_keyed")).cast("long").alias("keyed_records"),
+        F.count_if(F.col("_superseded")).cast("long").alias("superseded_records"),
+        F.coalesce(F.sum(F.when(F.col("_superseded"), size)), zero).alias("superseded_bytes"),
+    )
+    return summary.select(
+        *group_by,
+        "records",
+        "bytes",
+        "expired_records",
+        "expired_bytes",
+        _ratio(F.col("expired_records"), F.col("records")).alias("expired_ratio"),
+        _ratio(F.col("expired_bytes"), F.col("bytes")).alias("expired_bytes_ratio"),
+        "unbounded_records",
+        *(f"lifetime_p{round(p * 100)}_ms" for p in PERCENTILES),
+        "lifetime_histogram",
+        *(f"overdue_p{round(p * 100)}_ms" for p in PERCENTILES),
+        "overdue_max_ms",
+        "keyed_records",
+        "superseded_records",
+        "superseded_bytes",
+        _ratio(F.col("superseded_records"), F.col("keyed_records")).alias("duplicate_key_ratio"),
+    )
+
+
+def lifecycle_report(df: DataFrame, now_ms: int, ttls: Mapping[str, int] | None = None) -> DataFrame:
+    """:func:`lifecycle_aggregates` per namespace and UTC day (superseded is judged over the whole input,
+    so a record superseded by one written on a later day counts on its own day)."""
+    return lifecycle_aggregates(df, (NAMESPACE, DATE), now_ms, ttls or {})
+
+
+def lifecycle_namespace_totals(df: DataFrame, now_ms: int, ttls: Mapping[str, int] | None = None) -> DataFrame:
+    """:func:`lifecycle_aggregates` per namespace (percentiles over all its days)."""
+    return lifecycle_aggregates(df, (NAMESPACE,), now_ms, ttls or {})

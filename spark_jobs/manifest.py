@@ -1,0 +1,175 @@
+"""The lake export's manifest: which segment files are in the lake, and which version of each.
+
+It lives under the exported dataset as ``_manifest/manifest-<run, 10 digits>.json`` (the ``_`` prefix keeps
+Spark's and pyarrow's readers away from it). Every run that exports something writes the next file
+atomically (temporary file + rename, through Hadoop's FileSystem, so the same code works on a local path,
+HDFS or an object store) and the highest run number wins; older files are pruned, the last few kept for
+forensics. A crash before the new manifest is in place leaves the old one: the segments of the interrupted
+run are exported again next time, replacing whatever the crash left of them.
+
+A segment is identified by ``<namespace>/<shard>/<base offset>`` and versioned by a fingerprint: its size,
+its modification time (ns) and :func:`~spark_jobs.segments.sample_hash`. A sealed segment is immutable except
+by a whole-file swap (compaction), which changes the fingerprint; the export then replaces its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+from spark_jobs.segments import SegmentFile
+
+MANIFEST_DIR = "_manifest"
+MANIFEST_VERSION = 1
+KEEP_MANIFESTS = 5
+_MANIFEST_NAME = re.compile(r"^manifest-(\d{10})\.json$")
+
+
+class ManifestError(ValueError):
+    """The manifest cannot be read (damaged, or written by a newer version)."""
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    size: int
+    mtime_ns: int
+    sample_hash: str
+
+
+@dataclass(frozen=True)
+class ExportedSegment:
+    """One segment file as it was exported."""
+
+    namespace: str
+    shard: int
+    base_offset: int
+    size: int
+    mtime_ns: int
+    sample_hash: str
+    records: int | None
+    exported_at_ms: int
+    run: int
+    source_path: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.shard}/{self.base_offset:020d}"
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(self.size, self.mtime_ns, self.sample_hash)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    run: int = 0  # 0: nothing exported yet
+    segments: Mapping[str, ExportedSegment] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        body = {
+            "version": MANIFEST_VERSION,
+            "run": self.run,
+            "segments": [asdict(self.segments[k]) for k in sorted(self.segments)],
+        }
+        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        try:
+            body = json.loads(text)
+            version = body["version"]
+            if version > MANIFEST_VERSION:
+                raise ManifestError(f"manifest version {version} is newer than this job ({MANIFEST_VERSION})")
+            entries = [ExportedSegment(**entry) for entry in body["segments"]]
+            return cls(run=int(body["run"]), segments={entry.key: entry for entry in entries})
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ManifestError):
+                raise
+            raise ManifestError(f"unreadable manifest: {exc}") from exc
+
+    def updated(self, run: int, entries: Iterable[ExportedSegment]) -> Manifest:
+        segments = dict(self.segments)
+        for entry in entries:
+            segments[entry.key] = entry
+        return Manifest(run=run, segments=segments)
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """What a run does: export ``new`` segments, replace ``changed`` ones, skip ``unchanged``.
+
+    ``gone`` are manifest entries whose file is no longer a sealed segment of the data directory (deleted
+    by retention or cleaning): their rows stay in the lake, which is the archive.
+    """
+
+    new: tuple[SegmentFile, ...]
+    changed: tuple[SegmentFile, ...]
+    unchanged: tuple[SegmentFile, ...]
+    gone: tuple[str, ...]
+
+    @property
+    def to_export(self) -> tuple[SegmentFile, ...]:
+        return self.new + self.changed
+
+
+def plan_export(manifest: Manifest, segments: Mapping[SegmentFile, Fingerprint]) -> ExportPlan:
+    """Compare the sealed segments on disk (with their fingerprints) against the manifest."""
+    new: list[SegmentFile] = []
+    changed: list[SegmentFile] = []
+    unchanged: list[SegmentFile] = []
+    for segment in sorted(segments):
+        exported = manifest.segments.get(segment.key)
+        if exported is None:
+            new.append(segment)
+        elif exported.fingerprint != segments[segment]:
+            changed.append(segment)
+        else:
+            unchanged.append(segment)
+    on_disk = {segment.key for segment in segments}
+    gone = tuple(sorted(key for key in manifest.segments if key not in on_disk))
+    return ExportPlan(tuple(new), tuple(changed), tuple(unchanged), gone)
+
+
+class ManifestStore(Protocol):
+    """What the manifest needs from a file system (:class:`spark_jobs.lake.LakeFileSystem` has it)."""
+
+    def list_names(self, relative: str) -> list[str]: ...
+    def read_bytes(self, relative: str) -> bytes: ...
+    def write_bytes_atomic(self, relative: str, data: bytes) -> None: ...
+    def delete(self, path: str, *, recursive: bool = True) -> bool: ...
+
+
+def _runs(store: ManifestStore) -> list[int]:
+    runs = []
+    for name in store.list_names(MANIFEST_DIR):
+        match = _MANIFEST_NAME.match(name)
+        if match:
+            runs.append(int(match.group(1)))
+    return sorted(runs)
+
+
+def manifest_path(run: int) -> str:
+    return f"{MANIFEST_DIR}/manifest-{run:010d}.json"
+
+
+def load_manifest(store: ManifestStore) -> Manifest:
+    """The latest manifest, or an empty one for a lake nothing was exported to yet."""
+    runs = _runs(store)
+    if not runs:
+        return Manifest()
+    manifest = Manifest.from_json(store.read_bytes(manifest_path(runs[-1])).decode())
+    if manifest.run != runs[-1]:
+        raise ManifestError(f"{manifest_path(runs[-1])} says run {manifest.run}")
+    return manifest
+
+
+def save_manifest(store: ManifestStore, manifest: Manifest, keep: int = KEEP_MANIFESTS) -> str:
+    """Write ``manifest`` as the file of its run (atomically), prune old ones, return its path."""
+    path = manifest_path(manifest.run)
+    store.write_bytes_atomic(path, manifest.to_json().encode())
+    for run in _runs(store)[:-keep]:
+        store.delete(manifest_path(run), recursive=False)
+    return path

@@ -1,0 +1,206 @@
+"""lifecycle-report end to end (lake and segments as input) against a hand computation, its outputs, and the
+POST to the control plane against a tiny loopback HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_jobs.config import ConfigError
+from spark_jobs.jobs.lake_export import run_export
+from spark_jobs.jobs.lifecycle_report import (
+    PostError,
+    load_policies_file,
+    main,
+    parse_ttl_pairs,
+    post_report,
+)
+from spark_jobs.segments import decode_segment_table, list_segment_files
+from tests.spark.engine_data import HOUR_MS, START_MS, Appended, write_segments
+from tests.spark.lifecycle_expect import Rec, expected_report, report_rows_to_dict
+
+NOW = START_MS + 9 * HOUR_MS  # part of the data expired, part not, part in the future
+TTLS = {"audit": 2 * HOUR_MS}
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    requests: list[dict[str, Any]] = []
+    status = 201
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+        self.send_response(type(self).status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"ok": true}')
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, type[_Recorder]]]:
+    handler = type("Handler", (_Recorder,), {"requests": [], "status": 201})
+    httpd = HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/api/reports/lifecycle", handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def _recs(appended: list[Appended], only: set[tuple[str, int, int]] | None = None) -> list[Rec]:
+    return [
+        Rec(a.namespace, a.shard, a.offset, a.timestamp, a.key, a.tags, a.headers, a.value, a.expire_at)
+        for a in appended
+        if only is None or (a.namespace, a.shard, a.offset) in only
+    ]
+
+
+def _rows_from_json(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    import datetime as dt
+
+    return report_rows_to_dict([{**r, "date": dt.date.fromisoformat(r["date"])} for r in rows])
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Appended]]:
+    data_dir = tmp_path_factory.mktemp("report") / "data"
+    return data_dir, write_segments(data_dir, seed=11)
+
+
+@pytest.mark.spark
+def test_report_from_the_lake_matches_a_hand_computation(
+    spark: SparkSession,
+    source: tuple[Path, list[Appended]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data_dir, appended = source
+    lake = tmp_path / "lake"
+    run_export(spark, data_dir, str(lake / "records"))
+    sealed = {
+        (s.namespace, s.shard, o)
+        for s in list_segment_files(data_dir)
+        for o in decode_segment_table(s).column("offset").to_pylist()
+    }
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps({"audit": {"ttl_ms": 999, "retention_ms": None}, "orders": {"ttl_ms": None}}))
+    out = tmp_path / "lake" / "reports" / "lifecycle"
+    json_out = tmp_path / "report.json"
+    argv = ["--lake-path", str(lake), "--now-ms", str(NOW), "--policies", str(policies)]
+    argv += ["--ttl", f"audit={TTLS['audit']}", "--json-output", str(json_out)]  # --ttl wins over the file
+    assert main(argv, spark=spark) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["source"] == "lake" and summary["output"] == str(out) and summary["posted"] is None
+
+    expected = expected_report(_recs(appended, sealed), NOW, TTLS)
+    body = json.loads(json_out.read_text())
+    assert body["now_ms"] == NOW and body["ttl_ms"] == TTLS and body["generated_at"].endswith("Z")
+    assert _rows_from_json(body["rows"]) == expected
+    assert summary["rows"] == len(expected) == 4  # 2 namespaces × 2 UTC days
+    assert json.loads((out / "_report.json").read_text())["rows"] == body["rows"]
+    totals = {r["namespace"]: r for r in body["namespaces"]}
+    by_ns = expected_report(_recs(appended, sealed), NOW, TTLS, by_day=False)
+    assert totals["orders"]["superseded_bytes"] == by_ns[("orders",)]["superseded_bytes"]
+    assert totals["audit"]["lifetime_p90_ms"] == by_ns[("audit",)]["lifetime_p90_ms"]
+    # Some of everything, or the comparison above proves little.
+    figures = list(expected.values())
+    assert all(
+        sum(f[name] for f in figures) > 0 for name in ("expired_records", "superseded_records", "unbounded_records")
+    )
+    assert any(f["expired_records"] < f["records"] for f in figures)
+
+    # The Parquet report: one file, readable by pyarrow, the same figures.
+    table = pq.read_table(out)
+    assert table.num_rows == 4
+    assert report_rows_to_dict(table.to_pylist()) == expected
+
+
+@pytest.mark.spark
+def test_report_from_segments_posted_to_the_control_plane(
+    spark: SparkSession,
+    source: tuple[Path, list[Appended]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    server: tuple[str, type[_Recorder]],
+) -> None:
+    data_dir, appended = source
+    url, handler = server
+    monkeypatch.setenv("CONTROL_PLANE_TOKEN", "s3cret")
+    argv = ["--source", "segments", "--data-dir", str(data_dir), "--output", str(tmp_path / "report")]
+    argv += ["--now-ms", str(NOW), "--ttl", f"audit={TTLS['audit']}", "--post-url", url]
+    assert main(argv, spark=spark) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["posted"] == 201
+
+    (request,) = handler.requests
+    assert request["path"] == "/api/reports/lifecycle"
+    assert request["headers"]["Authorization"] == "Token s3cret"
+    assert request["headers"]["Content-Type"] == "application/json"
+    assert set(request["body"]) == {"generated_at", "rows"}
+    assert request["body"]["generated_at"] == summary["generated_at"]
+    # Segments as input: every stored record, the active segments' included.
+    assert _rows_from_json(request["body"]["rows"]) == expected_report(_recs(appended), NOW, TTLS)
+    assert all(r["now_ms"] == NOW for r in request["body"]["rows"])
+
+
+class TestPost:
+    def test_client_error_is_not_retried(self, server: tuple[str, type[_Recorder]]) -> None:
+        url, handler = server
+        handler.status = 400
+        with pytest.raises(PostError, match="HTTP 400"):
+            post_report(url, {"generated_at": "x", "rows": []}, "t")
+        assert len(handler.requests) == 1
+
+    def test_server_errors_are_retried(
+        self, server: tuple[str, type[_Recorder]], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr("spark_jobs.jobs.lifecycle_report.time.sleep", lambda s: None)
+        url, handler = server
+        handler.status = 503
+        with pytest.raises(PostError, match="HTTP 503"):
+            post_report(url, {"generated_at": "x", "rows": []}, "t")
+        assert len(handler.requests) == 3
+
+    def test_unreachable(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr("spark_jobs.jobs.lifecycle_report.time.sleep", lambda s: None)
+        with pytest.raises(PostError, match="ConnectError"):
+            post_report("http://127.0.0.1:9/none", {"rows": []}, "t")
+
+    def test_post_url_needs_a_token(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("CONTROL_PLANE_TOKEN", raising=False)
+        with pytest.raises(ConfigError, match="CONTROL_PLANE_TOKEN"):
+            main(["--post-url", "http://127.0.0.1:1/x"])
+
+
+class TestTtlOptions:
+    def test_pairs(self) -> None:
+        assert parse_ttl_pairs(["a=5", " b =7"]) == {"a": 5, "b": 7}
+        for bad in ("a", "=5", "a=0", "a=x", "a=-1"):
+            with pytest.raises(ConfigError):
+                parse_ttl_pairs([bad])
+
+    def test_policies_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps({"a": 5, "b": {"ttl_ms": 7, "segment_bytes": 1}, "c": {"ttl_ms": None}, "d": None}))
+        assert load_policies_file(path) == {"a": 5, "b": 7}
+        for bad in ("[]", '{"a": "5"}', '{"a": 0}', "{", '{"a": true}'):
+            path.write_text(bad)
+            with pytest.raises(ConfigError):
+                load_policies_file(path)
+        with pytest.raises(ConfigError):
+            load_policies_file(tmp_path / "missing.json")
