@@ -132,3 +132,16 @@ def test_manual_sync_needs_operator(rolling_namespace, api_as):
     assert api_as("viewer").post("/api/namespaces/logs/sync").status_code == 403
     response = api_as("operator").post("/api/namespaces/logs/sync")
     assert response.status_code == 200 and response.json()["inserted"] == 2
+
+
+def test_periodic_sync_takes_the_stalest_namespaces_first(rolling_namespace, node, api_as):
+    from backend.apps.catalog.services import sync_stalest
+
+    api_as("admin").post("/api/namespaces/", {"name": "second", "shards": 1}, format="json")
+    produce(node, 0, 3)
+    first = sync_stalest(limit=1)  # never-synced namespaces come first
+    assert first.inserted >= 1
+    synced_once = set(ShardStatus.objects.values_list("namespace__name", flat=True))
+    assert len(synced_once) == 1
+    sync_stalest(limit=1)
+    assert set(ShardStatus.objects.values_list("namespace__name", flat=True)) == {"logs", "second"}

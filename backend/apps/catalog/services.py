@@ -124,3 +124,28 @@ def sync_node(node: Any) -> SyncResult:
     for namespace in Namespace.objects.filter(node=node, sync_state=SyncState.SYNCED).select_related("node"):
         total.add(sync_namespace(namespace))
     return total
+
+
+def sync_stalest(limit: int = 50) -> SyncResult:
+    """Sync up to ``limit`` namespaces, least recently synced first (a bounded periodic step).
+
+    A namespace whose node cannot be reached is skipped until the next round.
+    """
+    from django.db.models import Max
+
+    from backend.apps.namespaces.models import Namespace, SyncState
+    from storage_engine.errors import StorageError
+
+    total = SyncResult()
+    stalest = (
+        Namespace.objects.filter(sync_state=SyncState.SYNCED)
+        .select_related("node")
+        .annotate(last_sync=Max("shard_status__updated_at"))
+        .order_by("last_sync", "name")[:limit]
+    )
+    for namespace in stalest:
+        try:
+            total.add(sync_namespace(namespace))
+        except StorageError:
+            continue
+    return total
