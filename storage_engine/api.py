@@ -36,9 +36,9 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policy import NamespacePolicy, NodePolicy
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -137,6 +137,14 @@ class SegmentInfo:
 
 @dataclass(frozen=True, slots=True)
 class ShardStats:
+    """Bounds and sizes of one shard.
+
+    ``expired_records`` / ``expired_bytes`` count what is expired but not yet
+    reclaimed: records marked dead by the TTL-index scan plus every record of
+    a segment whose deadline has passed (DESIGN §3, layers 2 and 3).
+    ``expired_ratio`` is ``expired_records / record_count`` (0 when empty).
+    """
+
     namespace: str
     shard: int
     log_start_offset: int
@@ -145,6 +153,9 @@ class ShardStats:
     live_count: int
     size_bytes: int
     segment_count: int
+    expired_records: int = 0
+    expired_bytes: int = 0
+    expired_ratio: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +174,104 @@ class EngineStats:
     namespaces: int
     shards: tuple[ShardStats, ...]
     counters: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleResult:
+    """What one bounded lifecycle call did (every lifecycle call returns one).
+
+    Plain ints, floats and strings only, so it serialises to JSON as is
+    (:meth:`to_dict`). ``more`` is true when the call stopped at its limit
+    (``limit``, ``max_delete_per_scan``, ``delete_batch_max``, a pacing
+    budget) with work left: call again. ``skipped`` names why nothing was
+    attempted (``"off_peak"``, ``"not_due"``, ``"policy"``), else ``None``.
+
+    - ``scanned``: TTL-index entries, records or segments examined;
+    - ``expired_records``: records newly marked dead (layer 2 and read checks);
+    - ``index_entries_deleted``: key, tag and TTL index entries deleted;
+    - ``segments_deleted`` / ``segments_rewritten``: whole segments dropped /
+      rewritten without their dead records; ``records_removed`` and
+      ``bytes_reclaimed`` are what left the store through either;
+    - ``files_removed``: ``.deleted`` files removed for good by this call;
+    - ``forced_deletes``: segments deleted by disk pressure although not expired;
+    - ``rolled``: the active segment was rolled so every old one could go
+      (retention); ``log_start_offset``: the shard's new log start when one
+      shard was named, else ``None``.
+    """
+
+    operation: str
+    namespace: str | None = None
+    shard: int | None = None
+    scanned: int = 0
+    expired_records: int = 0
+    index_entries_deleted: int = 0
+    segments_deleted: int = 0
+    segments_rewritten: int = 0
+    records_removed: int = 0
+    bytes_reclaimed: int = 0
+    files_removed: int = 0
+    forced_deletes: int = 0
+    rolled: int = 0
+    duration_ms: float = 0.0
+    more: bool = False
+    skipped: str | None = None
+    log_start_offset: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class DiskStatus:
+    """Disk use of the data directory against the node policy's watermarks.
+
+    ``source`` is ``"filesystem"`` (``shutil.disk_usage`` of the data dir),
+    ``"quota"`` (bytes under the data dir against
+    ``EngineConfig.disk_capacity_bytes``) or ``"memory"`` (stored bytes of the
+    memory adapter against that quota; ratio 0 without one). The flags are
+    strict comparisons: ``used_ratio > disk_max_used_ratio`` etc.
+    ``disk_full`` means appends are rejected with ``DiskFullError``.
+    """
+
+    used_bytes: int
+    capacity_bytes: int
+    used_ratio: float
+    source: str
+    over_max_used: bool
+    clean_forcibly: bool
+    disk_full: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Whether a namespace's indexes and data agree (:meth:`StorageAdapter.verify`).
+
+    ``problems`` lists the first disagreements found (at most 100), each a
+    short text naming shard, index and offset; ``problem_count`` counts all.
+    """
+
+    namespace: str
+    records_checked: int
+    index_entries_checked: int
+    problem_count: int
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.problem_count == 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "namespace": self.namespace,
+            "ok": self.ok,
+            "records_checked": self.records_checked,
+            "index_entries_checked": self.index_entries_checked,
+            "problem_count": self.problem_count,
+            "problems": list(self.problems),
+        }
 
 
 class StorageAdapter(abc.ABC):
@@ -248,6 +357,113 @@ class StorageAdapter(abc.ABC):
     @abc.abstractmethod
     def stats(self) -> EngineStats:
         """Counters and per-shard figures for the whole engine."""
+
+    # -- lifecycle (DESIGN §3) -------------------------------------------------------
+    # Every lifecycle call does a bounded amount of work, is safe to repeat and
+    # to interrupt (a crash in the middle loses nothing acknowledged and not
+    # expired), returns a LifecycleResult, and holds a shard's write lock for
+    # at most one batch of work at a time, so appends and reads keep flowing.
+
+    @abc.abstractmethod
+    def expire_scan(
+        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+    ) -> LifecycleResult:
+        """Layer 2: the TTL-index scan of a namespace (or one shard).
+
+        Seeks the TTL index from its start, takes entries with ``expire_at ≤
+        now`` and stops at the first later one. Per entry, in one WriteBatch:
+        the record's tag entries, its key entry only if it still points at
+        this offset, then the TTL entry are deleted and the record is marked
+        dead (live counts and the expired ratio stay true). Works in batches
+        of ``scan_batch_size`` up to ``limit`` (default and cap:
+        ``max_delete_per_scan``) and the node's ``delete_rate_per_s``; the
+        cost follows the number of expired entries, not the number stored.
+        Outside ``off_peak_hours`` (when set) only urgent work is done (disk
+        above ``disk_max_used_ratio`` or expired ratio above
+        ``urgent_expired_ratio``) unless ``manual``.
+        """
+
+    @abc.abstractmethod
+    def drain_read_checks(self, limit: int | None = None) -> LifecycleResult:
+        """Process clean-ups queued by reads that hid expired records (layer 1).
+
+        The engine's background worker calls this; it is public so that tests
+        and tools can drain the queue deterministically.
+        """
+
+    @abc.abstractmethod
+    def apply_retention(self, namespace: str, shard: int | None = None) -> LifecycleResult:
+        """Kafka retention for ``cleanup_policy`` containing ``delete`` (DESIGN §3).
+
+        From the oldest segment, deletes the contiguous prefix that breaks the
+        time rule (``now − max_timestamp > retention_ms``) or the size rule
+        (only when total ≥ ``retention_bytes``: delete while ``total −
+        size_of_oldest ≥ retention_bytes``), stopping at the first segment that
+        breaks neither. An empty active segment is never deleted; when every
+        segment qualifies a new empty active segment is rolled first so the end
+        offset is kept. The log start offset moves to the first surviving
+        record. Deleted files are renamed ``.deleted`` and removed by a later
+        lifecycle call once ``file_delete_delay_ms`` has passed.
+        """
+
+    @abc.abstractmethod
+    def clean_files(self, manual: bool = False) -> LifecycleResult:
+        """One run of the node-level file cleaner (RocketMQ semantics, DESIGN §3).
+
+        Deletes sealed segments last written more than ``file_reserved_ms`` ago
+        only when the hour (UTC, from the clock) is in ``delete_when``, disk use
+        is above ``disk_max_used_ratio`` or ``manual``; above
+        ``disk_clean_forcibly_ratio`` (with ``clean_forcibly_enabled``) the
+        oldest sealed segments go even if not expired. Per run at most
+        ``delete_batch_max`` segments, ``delete_interval_ms`` between two
+        deletions, never an active segment, and per shard it stops at the first
+        segment that does not qualify. Deleted files are removed at once unless
+        a reader holds them: then when released, or after
+        ``destroy_forcibly_after_ms``.
+        """
+
+    @abc.abstractmethod
+    def check_disk(self) -> DiskStatus:
+        """Measure disk use now and update the disk-full flag.
+
+        Above ``disk_warning_ratio`` appends raise ``DiskFullError`` (nothing is
+        written) until a later measurement finds use back at or below it.
+        """
+
+    @abc.abstractmethod
+    def reclaim(
+        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+    ) -> LifecycleResult:
+        """Layer 3: space reclamation of a namespace (or one shard).
+
+        Sealed segments whose deadline has passed (every record expired) are
+        deleted whole, their index ranges removed by range deletes; sealed
+        segments whose dead fraction exceeds ``reclaim_dead_ratio`` are
+        rewritten without their dead and expired records (offsets never
+        change); then RocksDB is asked to compact the deleted ranges. At most
+        ``limit`` segments per call (default 16), paced by
+        ``reclaim_bytes_per_s`` and, outside ``off_peak_hours``, urgent work
+        only (as :meth:`expire_scan`) unless ``manual``.
+        """
+
+    @abc.abstractmethod
+    def set_node_policy(self, policy: NodePolicy) -> NodePolicy:
+        """Replace the node policy (validated); returns it."""
+
+    @abc.abstractmethod
+    def node_policy(self) -> NodePolicy:
+        """The node policy in effect."""
+
+    @abc.abstractmethod
+    def verify(self, namespace: str) -> VerifyReport:
+        """Check that a namespace's indexes and data agree.
+
+        No index entry (key, tag, TTL, sparse offset) for a missing or dead
+        record; no live record missing from the tag or TTL index; every key
+        entry points at the latest live record with its key; dead records are
+        expired; live counts equal records minus dead ones. Reads the whole
+        namespace: a diagnostic, not a hot path.
+        """
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -76,6 +76,10 @@ FLAG_HAS_TAGS = 0x08
 FLAG_HAS_HEADERS = 0x10
 _KNOWN_FLAGS = 0x1F
 
+# What a TTL-index entry says about its record, so the scan reads only records it must.
+EXPIRE_HAS_KEY = 0x01
+EXPIRE_HAS_TAGS = 0x02
+
 ATTR_VALUE = 0x01
 ATTR_KEY = 0x02
 ATTR_EXPIRE = 0x04
@@ -140,8 +144,9 @@ class EncodedRecords:
     """The record section of a batch, encoded once by the producer's thread.
 
     Offsets are still relative (``offset_delta``); :meth:`seal` adds the header
-    once the I/O worker has assigned the base offset. ``keys``, ``tags`` and
-    ``expires`` list ``(offset_delta, value)`` for the secondary indexes so
+    once the I/O worker has assigned the base offset. ``keys`` and ``tags``
+    list ``(offset_delta, value)`` and ``expires`` lists ``(offset_delta,
+    expire_at, record bytes, EXPIRE_* flags)`` for the secondary indexes so
     the writer never walks the records again.
     """
 
@@ -155,7 +160,7 @@ class EncodedRecords:
     flags: int
     keys: list[tuple[int, bytes]]
     tags: list[tuple[int, str]]
-    expires: list[tuple[int, int]]
+    expires: list[tuple[int, int, int, int]]
 
     @property
     def batch_length(self) -> int:
@@ -205,7 +210,7 @@ def encode_records(
     pack = _RECORD.pack
     keys: list[tuple[int, bytes]] = []
     tags_out: list[tuple[int, str]] = []
-    expires: list[tuple[int, int]] = []
+    expires: list[tuple[int, int, int, int]] = []
     flags = 0
     min_ts = max_ts = first_ts = -1
     max_exp = -1
@@ -251,7 +256,6 @@ def encode_records(
         else:
             attrs |= ATTR_EXPIRE
             flags |= FLAG_HAS_EXPIRE
-            expires.append((delta, exp))
             if exp > max_exp:
                 max_exp = exp
         for tag in r.tags:
@@ -272,6 +276,15 @@ def encode_records(
         if value is not None:
             extra.append(value)
         body = b"".join(extra)
+        if exp is not None:
+            expires.append(
+                (
+                    delta,
+                    exp,
+                    RECORD_FIXED_SIZE + len(body),
+                    (EXPIRE_HAS_KEY if key is not None else 0) | (EXPIRE_HAS_TAGS if r.tags else 0),
+                )
+            )
         put(
             pack(
                 _RECORD_SIZE_BASE + len(body),
@@ -291,6 +304,20 @@ def encode_records(
     return EncodedRecords(
         data, len(records), last_delta, first_ts, min_ts, max_ts, max_exp, flags, keys, tags_out, expires
     )
+
+
+def encoded_size(r: _RecordLike) -> int:
+    """Bytes a record takes in a batch (the fixed part, its key, tags, headers and value)."""
+    size = RECORD_FIXED_SIZE + len(r.key or b"") + len(r.value or b"")
+    for tag in r.tags:
+        size += 1 + len(tag.encode())
+    for name, hval in r.headers:
+        size += 6 + len(name.encode()) + len(hval)
+    return size
+
+
+def expire_flags(r: _RecordLike) -> int:
+    return (EXPIRE_HAS_KEY if r.key is not None else 0) | (EXPIRE_HAS_TAGS if r.tags else 0)
 
 
 def encode_batch(base_offset: int, records: Sequence[Record]) -> bytes:

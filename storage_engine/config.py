@@ -38,3 +38,6 @@ class EngineConfig:
     fsync_interval_ms: int = 100
     disk_capacity_bytes: int | None = None  # None: use the filesystem's real size
     node_policy: NodePolicy = field(default_factory=NodePolicy)
+    # A background thread drains the read-time clean-up queue (DESIGN §3, layer 1);
+    # tests turn it off and call drain_read_checks() to be deterministic.
+    lifecycle_worker: bool = True

@@ -154,3 +154,35 @@ class RemoteError(StorageError):
         self.status = status
         self.remote_code = code
         super().__init__(f"node answered {status} {code}: {message}")
+
+
+class AlreadyRunningError(StorageError):
+    """The same operation on the same target is already running (one at a time)."""
+
+    code = "already_running"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what} is already running")
+
+
+class UnknownJobError(StorageError, KeyError):
+    code = "unknown_job"
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"no job {job_id!r} on this node (jobs are forgotten when the node restarts)")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SegmentDeletedError(StorageError):
+    """A reader reached a segment file that was deleted under it (forced removal after
+    ``destroy_forcibly_after_ms``). The read path answers it as out of range."""
+
+    code = "segment_deleted"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"segment {path} was deleted while being read")

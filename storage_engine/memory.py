@@ -4,10 +4,19 @@ low-latency use. Nothing survives :meth:`MemoryAdapter.close`.
 Segments are logical (DESIGN §2): they roll by :func:`record_size` and age by
 the same rule as the file adapter (:func:`should_roll`), so the catalog looks
 the same whichever adapter a node runs.
+
+Lifecycle (DESIGN §3) through the shared driver
+(:class:`~storage_engine.lifecycle.LifecycleMixin`): the TTL index is a heap
+per namespace over a dict per shard (the dict is the index, the heap orders
+it; entries leave the heap lazily), dead records are a set per segment, a
+rewrite frees the slots of dead records (offsets stay positional), and whole
+segments leave the list. "Disk" use is the stored bytes against
+``EngineConfig.disk_capacity_bytes``.
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
@@ -37,7 +46,16 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownShardError,
 )
-from storage_engine.policy import NamespacePolicy, validate_namespace_policy
+from storage_engine.expiry import is_expired
+from storage_engine.lifecycle import (
+    LifecycleMixin,
+    LifecycleShard,
+    ShardWork,
+    TTLEntry,
+    check_indexes,
+    expired_figures,
+)
+from storage_engine.policy import NamespacePolicy, NodePolicy, validate_namespace_policy
 from storage_engine.rolling import should_roll
 from storage_engine.validation import (
     validate_namespace_name,
@@ -62,7 +80,8 @@ class _Segment:
     base_offset: int
     created_at: int
     modified_at: int
-    records: list[NewRecord] = field(default_factory=list)
+    # ``None``: the slot of a record removed by a rewrite (offsets are positional).
+    records: list[NewRecord | None] = field(default_factory=list)
     timestamps: list[int] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     # Running maximum of timestamps: non-decreasing, so bisect finds the first
@@ -72,6 +91,9 @@ class _Segment:
     min_timestamp: int | None = None
     max_expire_at: int | None = None
     has_unbounded: bool = False
+    stored: int = 0  # records not removed by a rewrite
+    dead: set[int] = field(default_factory=set)  # offsets marked dead (layer 2)
+    dead_bytes: int = 0
 
     def extend(self, records: Sequence[NewRecord], stamps: list[int], sizes: list[int]) -> None:
         running = accumulate(stamps, max, initial=self.max_ts_so_far[-1] if self.max_ts_so_far else stamps[0])
@@ -87,10 +109,23 @@ class _Segment:
         self.timestamps.extend(stamps)
         self.sizes.extend(sizes)
         self.size_bytes += sum(sizes)
+        self.stored += len(records)
 
-    def record(self, i: int) -> Record:
+    def record(self, i: int) -> Record | None:
         r = self.records[i]
+        if r is None:
+            return None
         return Record(self.base_offset + i, self.timestamps[i], r.value, r.key, r.tags, r.headers, r.expire_at)
+
+    def present(self) -> Iterator[Record]:
+        for i in range(len(self.records)):
+            r = self.record(i)
+            if r is not None:
+                yield r
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + len(self.records) - 1
 
     def info(self, namespace: str, shard: int, state: SegmentState) -> SegmentInfo:
         count = len(self.records)
@@ -99,8 +134,8 @@ class _Segment:
             shard=shard,
             base_offset=self.base_offset,
             last_offset=self.base_offset + count - 1,
-            record_count=count,
-            live_count=count,
+            record_count=self.stored,
+            live_count=self.stored - len(self.dead),
             size_bytes=self.size_bytes,
             min_timestamp=self.min_timestamp,
             max_timestamp=self.max_ts_so_far[-1] if count else None,
@@ -118,6 +153,10 @@ class _Namespace:
     policy: NamespacePolicy
     created_at: int
     shards: list[_Shard] = field(default_factory=list)
+    # The TTL index's order: (expire_at, shard, offset); a shard's ``ttl`` dict says
+    # which entries still exist (the rest leave the heap lazily).
+    ttl_heap: list[tuple[int, int, int]] = field(default_factory=list)
+    ttl_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def info(self) -> NamespaceInfo:
         return NamespaceInfo(self.name, len(self.shards), self.policy, self.created_at)
@@ -126,15 +165,18 @@ class _Namespace:
 class _Shard:
     """One shard's log and indexes; every field is guarded by ``lock``."""
 
-    def __init__(self, namespace: _Namespace, index: int, now: int) -> None:
+    def __init__(self, namespace: _Namespace, index: int, now: int, clock: Clock) -> None:
         self.namespace = namespace
         self.index = index
+        self.shard = index
+        self.clock = clock
         self.lock = threading.Lock()
         self.segments = [_Segment(0, now, now)]
         self.bases = [0]
         self.end_offset = 0
         self.keys: dict[bytes, int] = {}  # key → latest offset
         self.tags: dict[str, list[int]] = {}  # tag → ascending offsets
+        self.ttl: dict[int, int] = {}  # offset → expire_at: the TTL index of this shard
         self.deleted = False
 
     @property
@@ -153,39 +195,203 @@ class _Shard:
         for segment in self.segments[first:]:
             sizes = segment.sizes
             for i in range(max(offset - segment.base_offset, 0), len(sizes)):
-                yield segment.record(i), sizes[i]
+                r = segment.record(i)
+                if r is not None:
+                    yield r, sizes[i]
+
+    def segment_at(self, offset: int) -> _Segment | None:
+        segment = self.segments[max(bisect_right(self.bases, offset) - 1, 0)]
+        return segment if segment.base_offset <= offset <= segment.last_offset else None
 
     def record_at(self, offset: int) -> Record | None:
-        segment = self.segments[max(bisect_right(self.bases, offset) - 1, 0)]
-        i = offset - segment.base_offset
-        return segment.record(i) if 0 <= i < len(segment.records) else None
+        segment = self.segment_at(offset)
+        return None if segment is None else segment.record(offset - segment.base_offset)
+
+    def infos(self) -> list[SegmentInfo]:
+        last = len(self.segments) - 1
+        return [
+            seg.info(self.namespace.name, self.index, SegmentState.ACTIVE if i == last else SegmentState.SEALED)
+            for i, seg in enumerate(self.segments)
+        ]
 
     def stats(self) -> ShardStats:
-        count = sum(len(s.records) for s in self.segments)
+        count = sum(s.stored for s in self.segments)
+        expired, expired_bytes = expired_figures(
+            self.infos(), [s.dead_bytes for s in self.segments], self.namespace.policy.ttl_ms, self.clock.now_ms()
+        )
         return ShardStats(
             namespace=self.namespace.name,
             shard=self.index,
             log_start_offset=self.log_start_offset,
             end_offset=self.end_offset,
             record_count=count,
-            live_count=count,
+            live_count=count - sum(len(s.dead) for s in self.segments),
             size_bytes=sum(s.size_bytes for s in self.segments),
             segment_count=len(self.segments),
+            expired_records=expired,
+            expired_bytes=expired_bytes,
+            expired_ratio=expired / count if count else 0.0,
         )
 
+    # -- lifecycle (LifecycleShard) ----------------------------------------------------------
+    def _unindex(self, r: Record) -> int:
+        """Delete a record's tag entries, its key entry if it still points at it, its TTL entry."""
+        n = 0
+        for tag in dict.fromkeys(r.tags):
+            offsets = self.tags.get(tag)
+            if offsets is not None:
+                i = bisect_left(offsets, r.offset)
+                if i < len(offsets) and offsets[i] == r.offset:
+                    del offsets[i]
+                    n += 1
+                if not offsets:
+                    del self.tags[tag]
+        if r.key is not None and self.keys.get(r.key) == r.offset:
+            del self.keys[r.key]
+            n += 1
+        if self.ttl.pop(r.offset, None) is not None:
+            n += 1
+        return n
 
-class MemoryAdapter(StorageAdapter):
+    def _mark_dead(self, segment: _Segment, r: Record, work: ShardWork) -> None:
+        work.index_entries_deleted += self._unindex(r)
+        segment.dead.add(r.offset)
+        segment.dead_bytes += segment.sizes[r.offset - segment.base_offset]
+        work.expired_records += 1
+
+    def lifecycle_segments(self) -> list[SegmentInfo]:
+        with self.lock:
+            return self.infos()
+
+    def roll_empty(self, now: int) -> bool:
+        with self.lock:
+            if not self.segments[-1].records:
+                return False
+            self.roll(now)
+            return True
+
+    def drop_segments(self, bases: Sequence[int], now: int, delay_ms: int) -> ShardWork:
+        work = ShardWork()
+        wanted = set(bases)
+        with self.lock:
+            doomed = [seg for seg in self.segments[:-1] if seg.base_offset in wanted]
+            for seg in doomed:
+                for r in seg.present():
+                    if r.offset not in seg.dead:
+                        work.index_entries_deleted += self._unindex(r)
+                work.segments_deleted += 1
+                work.records_removed += seg.stored
+                work.bytes_reclaimed += seg.size_bytes
+            gone = {id(seg) for seg in doomed}
+            self.segments = [seg for seg in self.segments if id(seg) not in gone]
+            self.bases = [seg.base_offset for seg in self.segments]
+        return work
+
+    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+        """Mark the segment's expired records dead, then free the slots of the dead ones."""
+        work = ShardWork()
+        ttl_ms = self.namespace.policy.ttl_ms
+        with self.lock:
+            seg = next((s for s in self.segments[:-1] if s.base_offset == base), None)
+            if seg is None:
+                return work
+            for r in list(seg.present()):
+                if r.offset not in seg.dead and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
+                    self._mark_dead(seg, r, work)
+            if not seg.dead:
+                return work
+            if len(seg.dead) < seg.stored:
+                for offset in seg.dead:
+                    i = offset - seg.base_offset
+                    seg.records[i] = None
+                    work.bytes_reclaimed += seg.sizes[i]
+                    seg.size_bytes -= seg.sizes[i]
+                    seg.sizes[i] = 0
+                work.records_removed += len(seg.dead)
+                seg.stored -= len(seg.dead)
+                seg.dead = set()
+                seg.dead_bytes = 0
+                work.segments_rewritten += 1
+                return work
+        return work.add(self.drop_segments([base], now, 0))
+
+    def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
+        work = ShardWork()
+        with self.lock:
+            for e in entries:
+                if self.ttl.get(e.offset) != e.expire_at:
+                    continue  # already gone (its segment was dropped)
+                segment = self.segment_at(e.offset)
+                r = None if segment is None else segment.record(e.offset - segment.base_offset)
+                if segment is None or r is None:
+                    del self.ttl[e.offset]
+                    work.index_entries_deleted += 1
+                    continue
+                self._mark_dead(segment, r, work)
+        return work
+
+    def expire_offsets(self, offsets: Sequence[int], now: int) -> ShardWork:
+        work = ShardWork()
+        ttl_ms = self.namespace.policy.ttl_ms
+        with self.lock:
+            for offset in offsets:
+                segment = self.segment_at(offset)
+                r = None if segment is None else segment.record(offset - segment.base_offset)
+                if segment is None or r is None or offset in segment.dead:
+                    continue
+                if is_expired(r.timestamp, r.expire_at, ttl_ms, now):
+                    self._mark_dead(segment, r, work)
+        return work
+
+    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
+        return ShardWork()
+
+    def compact_deleted(self) -> None:
+        """Nothing to compact in memory."""
+
+    def verify(self, now: int) -> tuple[int, int, list[str]]:
+        with self.lock:
+            records = {r.offset: r for seg in self.segments for r in seg.present()}
+            dead = set().union(*(seg.dead for seg in self.segments))
+            counts = {seg.base_offset: (seg.stored, seg.stored - len(seg.dead)) for seg in self.segments}
+            keys = list(self.keys.items())
+            tags = [(t, o) for t, offsets in self.tags.items() for o in offsets]
+            ttl = [(e, o) for o, e in self.ttl.items()]
+
+            def segment_of(offset: int) -> int | None:
+                seg = self.segment_at(offset)
+                return None if seg is None else seg.base_offset
+
+            checked, problems = check_indexes(
+                f"{self.namespace.name}/{self.index}",
+                records,
+                segment_of,
+                counts,
+                dead,
+                keys,
+                tags,
+                ttl,
+                self.namespace.policy.ttl_ms,
+                now,
+            )
+        return len(records), checked, problems
+
+
+class MemoryAdapter(LifecycleMixin, StorageAdapter):
     name = "memory"
 
     def __init__(self, config: EngineConfig, clock: Clock) -> None:
         self._config = config
         self._clock = clock
+        self.config = config
+        self.clock = clock
         self._lock = threading.Lock()  # guards the namespace catalog and counters
         self._namespaces: dict[str, _Namespace] = {}
         self._counters: dict[str, float] = dict.fromkeys(
             ("append_batches_total", "append_records_total", "append_bytes_total", "read_requests_total"), 0
         )
         self._closed = False
+        self._init_lifecycle(config, clock)
 
     # -- helpers ----------------------------------------------------------------
     def _check_open(self) -> None:
@@ -230,7 +436,7 @@ class MemoryAdapter(StorageAdapter):
                 raise NamespaceExistsError(name)
             now = self._clock.now_ms()
             ns = _Namespace(name, policy, now)
-            ns.shards = [_Shard(ns, i, now) for i in range(shards)]
+            ns.shards = [_Shard(ns, i, now, self._clock) for i in range(shards)]
             self._namespaces[name] = ns
             return ns.info()
 
@@ -251,6 +457,7 @@ class MemoryAdapter(StorageAdapter):
         for s in ns.shards:
             with s.lock:
                 s.deleted = True
+        self._forget_read_checks(name)
 
     def list_namespaces(self) -> list[NamespaceInfo]:
         self._check_open()
@@ -267,6 +474,9 @@ class MemoryAdapter(StorageAdapter):
         policy = s.namespace.policy
         sizes = validate_records(records, policy)  # before the lock: the batch is all-or-nothing
         batch_bytes = sum(sizes)
+        if records:
+            self._guard_disk(batch_bytes)
+        expiring: list[tuple[int, int, int]] = []
         with s.lock:
             self._check_live(s)
             base = s.end_offset
@@ -285,8 +495,16 @@ class MemoryAdapter(StorageAdapter):
                 if r.tags:
                     for tag in dict.fromkeys(r.tags):  # a tag repeated on one record is indexed once
                         s.tags.setdefault(tag, []).append(offset)
+                if r.expire_at is not None:
+                    s.ttl[offset] = r.expire_at
+                    expiring.append((r.expire_at, shard, offset))
             segment.modified_at = now
             s.end_offset = base + len(records)
+        if expiring:
+            ns = s.namespace
+            with ns.ttl_lock:
+                for item in expiring:
+                    heapq.heappush(ns.ttl_heap, item)
         self._count(append_batches_total=1, append_records_total=len(records), append_bytes_total=batch_bytes)
         return AppendResult(base, len(records))
 
@@ -297,6 +515,10 @@ class MemoryAdapter(StorageAdapter):
         validate_read_limits(max_records, max_bytes)
         _require_int(offset, "offset")
         out: list[Record] = []
+        policy = s.namespace.policy
+        check, ttl_ms = policy.read_time_check, policy.ttl_ms
+        now = self._clock.now_ms()
+        hidden: list[int] = []
         with s.lock:
             self._check_live(s)
             start, end = s.log_start_offset, s.end_offset
@@ -304,11 +526,17 @@ class MemoryAdapter(StorageAdapter):
                 raise OffsetOutOfRangeError(namespace, shard, offset, start, end)
             total = 0
             for record, size in s.scan(offset):
+                if check and is_expired(record.timestamp, record.expire_at, ttl_ms, now):
+                    if record.key is not None or record.tags or record.expire_at is not None:
+                        hidden.append(record.offset)
+                    continue
                 # The first record always goes out so that a consumer makes progress.
                 if out and (len(out) >= max_records or total + size > max_bytes):
                     break
                 out.append(record)
                 total += size
+        for o in hidden:
+            self._enqueue_read_check(namespace, shard, o, policy.read_check_queue_size)
         self._count(read_requests_total=1)
         # Nothing returned means nothing is stored at or after offset: resume at the end.
         next_offset = out[-1].offset + 1 if out else end
@@ -328,10 +556,16 @@ class MemoryAdapter(StorageAdapter):
         s = self._shard(namespace, shard)
         if not isinstance(key, bytes):
             raise InvalidArgumentError("key", "must be bytes")
+        policy = s.namespace.policy
         with s.lock:
             self._check_live(s)
             offset = s.keys.get(key)
-            return None if offset is None else s.record_at(offset)
+            r = None if offset is None else s.record_at(offset)
+        now = self._clock.now_ms()
+        if r is not None and policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
+            self._enqueue_read_check(namespace, shard, r.offset, policy.read_check_queue_size)
+            return None
+        return r
 
     def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
         s = self._shard(namespace, shard)
@@ -339,6 +573,10 @@ class MemoryAdapter(StorageAdapter):
         _require_int(offset, "offset")
         if not isinstance(tag, str):
             raise InvalidArgumentError("tag", "must be a string")
+        policy = s.namespace.policy
+        now = self._clock.now_ms()
+        out: list[Record] = []
+        hidden: list[int] = []
         with s.lock:
             self._check_live(s)
             start, end = s.log_start_offset, s.end_offset
@@ -346,8 +584,18 @@ class MemoryAdapter(StorageAdapter):
                 raise OffsetOutOfRangeError(namespace, shard, offset, start, end)
             offsets = s.tags.get(tag, [])
             i = bisect_left(offsets, max(offset, start))
-            found = [s.record_at(o) for o in offsets[i : i + max_records]]
-        records = tuple(r for r in found if r is not None)
+            while len(out) < max_records and i < len(offsets):
+                r = s.record_at(offsets[i])
+                i += 1
+                if r is None:
+                    continue
+                if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
+                    hidden.append(r.offset)
+                else:
+                    out.append(r)
+        for o in hidden:
+            self._enqueue_read_check(namespace, shard, o, policy.read_check_queue_size)
+        records = tuple(out)
         return ReadResult(records, records[-1].offset + 1 if records else end, start, end)
 
     # -- metadata -----------------------------------------------------------------
@@ -355,11 +603,7 @@ class MemoryAdapter(StorageAdapter):
         s = self._shard(namespace, shard)
         with s.lock:
             self._check_live(s)
-            last = len(s.segments) - 1
-            return [
-                seg.info(namespace, shard, SegmentState.ACTIVE if i == last else SegmentState.SEALED)
-                for i, seg in enumerate(s.segments)
-            ]
+            return s.infos()
 
     def shard_stats(self, namespace: str, shard: int) -> ShardStats:
         s = self._shard(namespace, shard)
@@ -372,6 +616,7 @@ class MemoryAdapter(StorageAdapter):
         with self._lock:
             namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
             counters = dict(self._counters)
+        counters.update(self._lifecycle_counters())
         shards = []
         for ns in namespaces:
             for s in ns.shards:
@@ -379,7 +624,53 @@ class MemoryAdapter(StorageAdapter):
                     shards.append(s.stats())
         return EngineStats(self.name, len(namespaces), tuple(shards), counters)
 
+    # -- lifecycle hooks (LifecycleMixin) -------------------------------------------------------
+    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[LifecycleShard]]:
+        ns = self._namespace(name)
+        return ns.policy, ns.shards
+
+    def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
+        self._check_open()
+        with self._lock:
+            namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
+        return [(ns.policy, ns.shards) for ns in namespaces]
+
+    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
+        """Due entries in deadline order without popping them: the entries ≤ now are a top
+        subtree of the heap, walked in O(due) and sorted; entries go when processed."""
+        ns = self._namespace(namespace)
+        with ns.ttl_lock:
+            heap = ns.ttl_heap
+            # Drop processed entries from the top first (the lazy part of the deletion).
+            while heap and ns.shards[heap[0][1]].ttl.get(heap[0][2]) != heap[0][0]:
+                heapq.heappop(heap)
+            due: list[tuple[int, int, int]] = []
+            stack = [0] if heap else []
+            while stack:
+                i = stack.pop()
+                if i < len(heap) and heap[i][0] <= now:
+                    due.append(heap[i])
+                    stack += (2 * i + 1, 2 * i + 2)
+        due.sort()
+        for expire_at, sh, offset in due:
+            scanned[0] += 1
+            if shard is not None and sh != shard:
+                continue
+            if ns.shards[sh].ttl.get(offset) != expire_at:
+                continue  # gone since (stale heap entry)
+            yield TTLEntry(sh, offset, expire_at, 0, 0)
+
+    def _measure_disk(self) -> tuple[int, int, str]:
+        with self._lock:
+            namespaces = list(self._namespaces.values())
+        used = sum(seg.size_bytes for ns in namespaces for s in ns.shards for seg in s.segments)
+        return used, self._config.disk_capacity_bytes or 0, "memory"
+
     def close(self) -> None:
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
+        self._stop_lifecycle()
+        with self._lock:
             self._namespaces.clear()  # release the memory; nothing outlives close

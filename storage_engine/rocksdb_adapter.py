@@ -17,6 +17,12 @@ syncs the WAL at most every ``fsync_interval_ms``.
 Segments are logical, with the ``segment`` adapter's rolling rule, so the
 catalog looks the same; a segment's ``size_bytes`` is the bytes of its keys
 and values.
+
+Reclamation (DESIGN §3, layer 3): deleting a segment range-deletes its
+records with the rest of its offset-keyed entries (the shared three-step
+protocol of :mod:`storage_engine.segment.shard`); rewriting one deletes its
+dead records' keys; afterwards ``compact_range`` asks RocksDB to drop the
+deleted ranges from its files.
 """
 
 from __future__ import annotations
@@ -30,10 +36,11 @@ from storage_engine.api import Record, SegmentState
 from storage_engine.clock import Clock
 from storage_engine.codec import EncodedRecords, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
+from storage_engine.lifecycle import ShardWork
 from storage_engine.segment.base_adapter import IndexedLogAdapter
-from storage_engine.segment.index_store import CF_RECORDS, NamespaceRecord, ShardIndex
+from storage_engine.segment.index_store import CF_DEAD, CF_RECORDS, NamespaceRecord, ShardIndex, offset_key
 from storage_engine.segment.meta import SegmentMeta
-from storage_engine.segment.shard import ShardBase
+from storage_engine.segment.shard import UNINDEX_CHUNK, ShardBase
 
 _U64 = struct.Struct(">Q")
 _KEY_BYTES = 6 + 8  # prefix + offset: what each record costs beyond its value
@@ -60,6 +67,8 @@ class RocksShard(ShardBase):
         self.store = self.index.store
         self._metas: list[SegmentMeta] = []
         self._next_offset = 0
+        self._layout_changed = False
+        self._dropping: dict[int, SegmentMeta] = {}
 
     @classmethod
     def create(cls, **kwargs: Any) -> RocksShard:
@@ -76,12 +85,16 @@ class RocksShard(ShardBase):
     def open(cls, **kwargs: Any) -> RocksShard:
         """Nothing to repair: every group commit was one atomic WriteBatch."""
         self = cls(**kwargs)
-        self._metas = self.store.segments(self.index.prefix)
+        metas = self.store.segments(self.index.prefix)
+        self._dropping = {m.base_offset: m for m in metas if m.state is SegmentState.DELETING}
+        self._metas = [m for m in metas if m.state is not SegmentState.DELETING]
         self._next_offset = self.index.checkpoint.next_offset
         if not self._metas:
             now = self.clock.now_ms()
             self._metas = [SegmentMeta(self._next_offset, created_at=now, modified_at=now)]
         self._publish()
+        if self._dropping:  # a deletion was interrupted: finish it
+            self._finish_drop(list(self._dropping.values()), self.clock.now_ms(), 0, ShardWork())
         return self
 
     def append_group(self, bodies: list[EncodedRecords]) -> list[int]:
@@ -140,6 +153,7 @@ class RocksShard(ShardBase):
                 max_expire_at=body.max_expire_at,
                 has_unbounded=body.has_unbounded,
                 now=now,
+                flags=body.flags,
             )
             dirty[active.base_offset] = active
             self._next_offset = last + 1
@@ -159,7 +173,8 @@ class RocksShard(ShardBase):
     def _publish(self) -> None:
         old = getattr(self, "view", None)
         n = len(self._metas) - 1
-        sealed = old.sealed if old is not None and len(old.sealed) == n else tuple(self._metas[:-1])
+        changed, self._layout_changed = self._layout_changed, False
+        sealed = old.sealed if not changed and old is not None and len(old.sealed) == n else tuple(self._metas[:-1])
         self.view = RocksView(self._metas[0].base_offset, self._next_offset, sealed, replace(self._metas[-1]))
 
     # -- reading ------------------------------------------------------------------------
@@ -171,6 +186,86 @@ class RocksShard(ShardBase):
         for r in self.iter_records(self.view, offset):
             return r if r.offset == offset else None
         return None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def _live_metas(self) -> list[SegmentMeta]:
+        return self._metas
+
+    def _detach(self, metas: list[SegmentMeta]) -> None:
+        for m in metas:
+            self._dropping[m.base_offset] = m
+        bases = set(self._dropping)
+        self._metas = [m for m in self._metas if m.base_offset not in bases]
+        self._layout_changed = True
+        self._publish()
+
+    def _segment_records(self, meta: SegmentMeta, indexed_only: bool = False) -> Iterator[Record]:
+        for offset, value in self.store.records(self.index.prefix, meta.base_offset, meta.last_offset + 1):
+            yield decode_record(value, offset)
+
+    def _release_dropped(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
+        """The records went with the range delete of step 3; nothing else holds storage."""
+        for m in metas:
+            self._dropping.pop(m.base_offset, None)
+
+    def roll_empty(self, now: int) -> bool:
+        with self.write_lock:
+            self.check_usable()
+            active = self._metas[-1]
+            if active.record_count == 0:
+                return False
+            active.state = SegmentState.SEALED
+            new = SegmentMeta(self._next_offset, created_at=now, modified_at=now)
+            self._metas.append(new)
+            wb = self.store.batch()
+            self.index.commit(wb, [active, new])
+            self.store.write(wb, sync=True)
+            self.counters.add("segment_rolls_total")
+            self._publish()
+            return True
+
+    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+        """Delete a sealed segment's dead records (after marking its expired ones dead), a
+        chunk per WriteBatch: each chunk removes records, their dead marks and their bytes
+        from the metadata together, so any prefix of the chunks is a consistent state."""
+        work = ShardWork()
+        with self.write_lock:
+            meta = next((m for m in self._metas[:-1] if m.base_offset == base), None)
+        if meta is None or meta.state is not SegmentState.SEALED:
+            return work
+        work.add(self._kill_expired_in(meta, now))
+        prefix = self.index.prefix
+        dead = set(self.store.dead_offsets(prefix, base, meta.last_offset + 1))
+        if not dead:
+            return work
+        if len(dead) >= meta.record_count:
+            return work.add(self.drop_segments([base], now, 0))
+        doomed = [(o, len(v)) for o, v in self.store.records(prefix, base, meta.last_offset + 1) if o in dead]
+        records_handle, dead_handle = self.store.handle(CF_RECORDS), self.store.handle(CF_DEAD)
+        for i in range(0, len(doomed), UNINDEX_CHUNK):
+            chunk = doomed[i : i + UNINDEX_CHUNK]
+            with self.write_lock:
+                self.check_usable()
+                wb = self.store.batch()
+                nbytes = 0
+                for offset, size in chunk:
+                    wb.delete(offset_key(prefix, offset), records_handle)
+                    wb.delete(offset_key(prefix, offset), dead_handle)
+                    nbytes += size
+                meta.record_count -= len(chunk)
+                meta.size_bytes -= nbytes + _KEY_BYTES * len(chunk)
+                meta.dead_bytes = max(0, meta.dead_bytes - nbytes)
+                self.store.put_segment(wb, prefix, meta)
+                self.store.write(wb, sync=True)
+                work.records_removed += len(chunk)
+                work.bytes_reclaimed += nbytes + _KEY_BYTES * len(chunk)
+        work.segments_rewritten += 1
+        self.counters.add("segments_rewritten_total")
+        return work
+
+    def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
+        below = [o for o, _ in self.store.records(self.index.prefix, 0, view.log_start_offset)]
+        return len(below), [f"{self.route} record {o} is stored below the log start" for o in below[:10]]
 
     # -- closing --------------------------------------------------------------------------
     def _sync_storage(self) -> None:

@@ -21,6 +21,8 @@ STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
     errors.UnknownNamespaceError: 404,
     errors.UnknownShardError: 404,
     errors.NamespaceExistsError: 409,
+    errors.AlreadyRunningError: 409,
+    errors.UnknownJobError: 404,
     errors.RecordTooLargeError: 413,
     errors.OffsetOutOfRangeError: 416,
     errors.DiskFullError: 507,
@@ -55,6 +57,7 @@ def error_body(exc: errors.StorageError) -> dict[str, Any]:
         "warning_ratio",
         "path",
         "position",
+        "job_id",
     ):
         if hasattr(exc, attr):
             body[attr] = getattr(exc, attr)
@@ -84,6 +87,10 @@ def error_from_body(status: int, body: dict[str, Any]) -> errors.StorageError:
             )
         if code == "disk_full":
             return errors.DiskFullError(body["used_ratio"], body["warning_ratio"])
+        if code == "already_running":
+            return errors.AlreadyRunningError(message.removesuffix(" is already running"))
+        if code == "unknown_job":
+            return errors.UnknownJobError(str(body.get("job_id", "")))
     except KeyError:
         pass
     return errors.RemoteError(status, code or "unknown", message)

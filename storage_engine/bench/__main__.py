@@ -1,4 +1,4 @@
-"""``python -m storage_engine.bench append|read [options] [--json]``."""
+"""``python -m storage_engine.bench append|read|expire [options] [--json]``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import argparse
 import sys
 from types import ModuleType
 
-from storage_engine.bench import append, read
+from storage_engine.bench import append, expire, read
 from storage_engine.bench.common import add_common_arguments, data_dir, emit
 
-# Later benches (expire, compact) register here; a ``--node URL`` target will
+# Later benches (compact) register here; a ``--node URL`` target will
 # plug in where each bench opens the engine.
-BENCHES: dict[str, ModuleType] = {"append": append, "read": read}
+BENCHES: dict[str, ModuleType] = {"append": append, "read": read, "expire": expire}
 
 
 def main(argv: list[str] | None = None) -> int:

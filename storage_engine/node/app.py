@@ -8,7 +8,6 @@ pool. Errors become JSON bodies with a stable ``error`` code through
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,13 +20,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from storage_engine.api import NewRecord, StorageAdapter
+from storage_engine.api import EngineStats, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
 from storage_engine.errors import InvalidArgumentError, StorageError
 from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.idempotency import IdempotencyCache
+from storage_engine.node.jobs import JobRegistry
+from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
+from storage_engine.node.params import MAX_BODY_BYTES, int_param, json_body, only, shard_param
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 from storage_engine.wire import (
@@ -45,48 +47,6 @@ from storage_engine.wire import (
 log = logging.getLogger("storage_node")
 Handler = Callable[[Request], Awaitable[Response]]
 MAX_BATCH_RECORDS = 100_000
-MAX_BODY_BYTES = 64 << 20
-
-
-def _int_param(request: Request, name: str, default: int | None = None, minimum: int = 0) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        if default is None:
-            raise InvalidArgumentError(name, "is required")
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidArgumentError(name, "must be an integer") from None
-    if value < minimum:
-        raise InvalidArgumentError(name, f"must be ≥ {minimum}")
-    return value
-
-
-def _shard(request: Request) -> int:
-    raw = request.path_params["shard"]
-    if not raw.isdigit():
-        raise InvalidArgumentError("shard", "must be a non-negative integer")
-    return int(raw)
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise InvalidArgumentError("body", f"must be at most {MAX_BODY_BYTES} bytes")
-    try:
-        body = json.loads(raw or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidArgumentError("body", "must be valid JSON") from None
-    if not isinstance(body, dict):
-        raise InvalidArgumentError("body", "must be a JSON object")
-    return body
-
-
-def _only(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise InvalidArgumentError(unknown[0], "unknown field")
 
 
 async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
@@ -96,11 +56,11 @@ async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
         if len(raw) > MAX_BODY_BYTES:
             raise InvalidArgumentError("body", f"must be at most {MAX_BODY_BYTES} bytes")
         return decode_produce(raw)
-    return _records_from(await _json_body(request), now_ms)
+    return _records_from(await json_body(request), now_ms)
 
 
 def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
-    _only(body, {"records"})
+    only(body, {"records"})
     records = body.get("records")
     if not isinstance(records, list) or not records:
         raise InvalidArgumentError("records", "must be a non-empty list")
@@ -109,15 +69,15 @@ def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
     return [new_record_from_json(r, i, now_ms) for i, r in enumerate(records)]
 
 
-def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:
-    """The ASGI app serving ``engine``; ``token=None`` disables authentication."""
-    clock = clock or SystemClock()
-    idempotency = IdempotencyCache()
-    round_robin = RoundRobin()
-    metrics = NodeMetrics()
+class RouteTable:
+    """Routes that record request metrics and answer engine errors as JSON with their status."""
 
-    def route(path: str, method: str, name: str) -> Callable[[Handler], Route]:
-        def wrap(fn: Handler) -> Route:
+    def __init__(self, metrics: NodeMetrics) -> None:
+        self.metrics = metrics
+        self.routes: list[Route] = []
+
+    def add(self, path: str, method: str, name: str) -> Callable[[Handler], Handler]:
+        def wrap(fn: Handler) -> Handler:
             async def endpoint(request: Request) -> Response:
                 started = time.perf_counter()
                 try:
@@ -127,12 +87,30 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
                     if status >= 500:
                         log.error("%s %s: %s", method, request.url.path, exc)
                     response = JSONResponse(error_body(exc), status_code=status)
-                metrics.observe(name, response.status_code, time.perf_counter() - started)
+                self.metrics.observe(name, response.status_code, time.perf_counter() - started)
                 return response
 
-            return Route(path, endpoint, methods=[method], name=name)
+            self.routes.append(Route(path, endpoint, methods=[method], name=name))
+            return fn
 
         return wrap
+
+
+def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:
+    """The ASGI app serving ``engine``; ``token=None`` disables authentication."""
+    clock = clock or SystemClock()
+    idempotency = IdempotencyCache()
+    round_robin = RoundRobin()
+    metrics = NodeMetrics()
+
+    table = RouteTable(metrics)
+
+    def measured_stats() -> EngineStats:
+        engine.check_disk()  # fresh disk figures (it only measures and updates the disk-full flag)
+        return engine.stats()
+
+    route = table.add
+    jobs = JobRegistry()
 
     async def idempotent(request: Request, produce: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         key = request.headers.get("idempotency-key")
@@ -141,8 +119,6 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         if len(key) > 200:
             raise InvalidArgumentError("Idempotency-Key", "must be at most 200 characters")
         return await idempotency.run(f"{request.url.path}\0{key}", produce)
-
-    routes: list[Route] = []
 
     @route("/health", "GET", "health")
     async def health(request: Request) -> Response:
@@ -155,8 +131,8 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces", "POST", "create_namespace")
     async def create_namespace(request: Request) -> Response:
-        body = await _json_body(request)
-        _only(body, {"name", "shards", "policy"})
+        body = await json_body(request)
+        only(body, {"name", "shards", "policy"})
         name = validate_namespace_name(body.get("name"))
         shards = validate_shard_count(body.get("shards", 1))
         policy = policy_from_json(body.get("policy"))
@@ -170,8 +146,8 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}", "PUT", "update_namespace")
     async def put_namespace(request: Request) -> Response:
-        body = await _json_body(request)
-        _only(body, {"policy"})
+        body = await json_body(request)
+        only(body, {"policy"})
         policy = policy_from_json(body.get("policy"))
         info = await run_in_threadpool(engine.update_namespace, request.path_params["ns"], policy)
         return JSONResponse(namespace_to_json(info))
@@ -183,7 +159,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}/shards/{shard}/records", "POST", "produce_shard")
     async def produce_shard(request: Request) -> Response:
-        ns, shard = request.path_params["ns"], _shard(request)
+        ns, shard = request.path_params["ns"], shard_param(request)
         records = await _produced_records(request, clock.now_ms())
 
         async def produce() -> dict[str, Any]:
@@ -215,10 +191,10 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}/shards/{shard}/records", "GET", "fetch")
     async def fetch(request: Request) -> Response:
-        ns, shard = request.path_params["ns"], _shard(request)
-        offset = _int_param(request, "offset", 0)
-        max_records = _int_param(request, "max_records", 500, minimum=1)
-        max_bytes = _int_param(request, "max_bytes", 1 << 20, minimum=1)
+        ns, shard = request.path_params["ns"], shard_param(request)
+        offset = int_param(request, "offset", 0)
+        max_records = int_param(request, "max_records", 500, minimum=1)
+        max_bytes = int_param(request, "max_bytes", 1 << 20, minimum=1)
         result = await run_in_threadpool(engine.read, ns, shard, offset, max_records, max_bytes)
         if MEDIA_TYPE in request.headers.get("accept", ""):
             body, headers = encode_fetch(result)
@@ -227,7 +203,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}/shards/{shard}/key", "GET", "read_key")
     async def read_key(request: Request) -> Response:
-        ns, shard = request.path_params["ns"], _shard(request)
+        ns, shard = request.path_params["ns"], shard_param(request)
         key = request.query_params.get("key")
         if key is None:
             raise InvalidArgumentError("key", "is required (the key as UTF-8 text)")
@@ -236,24 +212,24 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}/shards/{shard}/tags/{tag}", "GET", "read_tag")
     async def read_tag(request: Request) -> Response:
-        ns, shard, tag = request.path_params["ns"], _shard(request), request.path_params["tag"]
-        offset = _int_param(request, "offset", 0)
-        max_records = _int_param(request, "max_records", 500, minimum=1)
+        ns, shard, tag = request.path_params["ns"], shard_param(request), request.path_params["tag"]
+        offset = int_param(request, "offset", 0)
+        max_records = int_param(request, "max_records", 500, minimum=1)
         result = await run_in_threadpool(engine.read_tag, ns, shard, tag, offset, max_records)
         return JSONResponse(read_result_to_json(result))
 
     @route("/v1/namespaces/{ns}/shards/{shard}/offset-for-time", "GET", "offset_for_time")
     async def offset_for_time(request: Request) -> Response:
-        ns, shard = request.path_params["ns"], _shard(request)
-        timestamp = _int_param(request, "timestamp")
+        ns, shard = request.path_params["ns"], shard_param(request)
+        timestamp = int_param(request, "timestamp")
         offset = await run_in_threadpool(engine.offset_for_timestamp, ns, shard, timestamp)
         return JSONResponse({"offset": offset})
 
     @route("/v1/namespaces/{ns}/shards/{shard}/segments", "GET", "segments")
     async def segments(request: Request) -> Response:
-        ns, shard = request.path_params["ns"], _shard(request)
-        after = _int_param(request, "after", -1, minimum=-1)
-        limit = _int_param(request, "limit", 100, minimum=1)
+        ns, shard = request.path_params["ns"], shard_param(request)
+        after = int_param(request, "after", -1, minimum=-1)
+        limit = int_param(request, "limit", 100, minimum=1)
         found = await run_in_threadpool(engine.list_segments, ns, shard)
         page = [s for s in found if s.base_offset > after][:limit]
         more = len(page) == limit and page[-1].base_offset < found[-1].base_offset
@@ -263,12 +239,12 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}/shards/{shard}/stats", "GET", "shard_stats")
     async def shard_stats(request: Request) -> Response:
-        stats = await run_in_threadpool(engine.shard_stats, request.path_params["ns"], _shard(request))
+        stats = await run_in_threadpool(engine.shard_stats, request.path_params["ns"], shard_param(request))
         return JSONResponse(shard_stats_to_json(stats))
 
     @route("/v1/stats", "GET", "stats")
     async def stats(request: Request) -> Response:
-        found = await run_in_threadpool(engine.stats)
+        found = await run_in_threadpool(measured_stats)
         return JSONResponse(
             {
                 "adapter": found.adapter,
@@ -281,33 +257,17 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/metrics", "GET", "metrics")
     async def prometheus(request: Request) -> Response:
-        found = await run_in_threadpool(engine.stats)
+        found = await run_in_threadpool(measured_stats)
         return PlainTextResponse(render_prometheus(found, metrics), media_type="text/plain; version=0.0.4")
 
-    routes = [
-        health,
-        list_namespaces,
-        create_namespace,
-        get_namespace,
-        put_namespace,
-        delete_namespace,
-        produce_shard,
-        produce_placed,
-        fetch,
-        read_key,
-        read_tag,
-        offset_for_time,
-        segments,
-        shard_stats,
-        stats,
-        prometheus,
-    ]
+    add_lifecycle_routes(table, engine, jobs)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         # uvicorn has stopped accepting and drained in-flight requests by now.
+        jobs.stop_all()
         log.info("closing engine: flushing, fsyncing, closing RocksDB")
         await run_in_threadpool(engine.close)
 
-    return Starlette(routes=routes, middleware=[Middleware(BearerAuth, token=token)], lifespan=lifespan)
+    return Starlette(routes=table.routes, middleware=[Middleware(BearerAuth, token=token)], lifespan=lifespan)

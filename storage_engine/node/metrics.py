@@ -19,6 +19,9 @@ SHARD_GAUGES = {
     "live_count": ("lcs_shard_live_records", "Records neither expired nor deleted"),
     "size_bytes": ("lcs_shard_stored_bytes", "Bytes stored"),
     "segment_count": ("lcs_shard_segments", "Segments"),
+    "expired_records": ("lcs_shard_expired_records", "Records expired but not yet reclaimed"),
+    "expired_bytes": ("lcs_shard_expired_bytes", "Bytes of records expired but not yet reclaimed"),
+    "expired_ratio": ("lcs_shard_expired_ratio", "Expired-not-reclaimed records / stored records (0-1)"),
 }
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_:]")
 

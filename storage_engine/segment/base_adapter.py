@@ -10,8 +10,9 @@ implemented once here. A subclass only says how a shard stores its records
 from __future__ import annotations
 
 import abc
+import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from storage_engine.api import (
     AppendResult,
+    DiskStatus,
     EngineStats,
     NamespaceInfo,
     NewRecord,
@@ -36,12 +38,15 @@ from storage_engine.errors import (
     InvalidArgumentError,
     NamespaceExistsError,
     OffsetOutOfRangeError,
+    SegmentDeletedError,
     UnknownNamespaceError,
     UnknownShardError,
 )
+from storage_engine.expiry import is_expired, segment_deadline
+from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 from storage_engine.segment.counters import Counters
-from storage_engine.segment.datadir import DataDir
+from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_store import IndexStore, NamespaceRecord
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
@@ -52,9 +57,6 @@ from storage_engine.validation import (
     validate_records,
     validate_shard_count,
 )
-
-# A tag read fetches wanted offsets with one scan while they are this close together.
-_TAG_SCAN_GAP = 64
 
 
 @dataclass(slots=True)
@@ -74,7 +76,27 @@ def _check_int(name: str, value: object, minimum: int = 0) -> int:
     return value
 
 
-class IndexedLogAdapter(StorageAdapter):
+def _first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:
+    """Skip whole segments whose deadline has passed (every record expired) from ``offset``,
+    so a read at the start of a long expired stretch does not decode it record by record."""
+    for m in view.metas():
+        if m.last_offset < offset:
+            continue
+        empty = m.record_count == 0
+        deadline = segment_deadline(
+            m.record_count,
+            None if empty else m.max_timestamp,
+            None if m.max_expire_at < 0 else m.max_expire_at,
+            m.has_unbounded,
+            ttl_ms,
+        )
+        if deadline is None or deadline > now or empty:
+            break
+        offset = m.last_offset + 1
+    return offset
+
+
+class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
     """Base of the log adapters; subclasses provide the shard storage."""
 
     name = "indexed"
@@ -101,6 +123,7 @@ class IndexedLogAdapter(StorageAdapter):
             self.data_dir.release()
             raise
         self._pool = IOPool(config.io_workers, config.max_requests_per_batch, config.fsync_interval_ms, self.name)
+        self._init_lifecycle(config, clock)
 
     # -- what a subclass provides ----------------------------------------------------
     @abc.abstractmethod
@@ -200,6 +223,7 @@ class IndexedLogAdapter(StorageAdapter):
             self.store.write(wb, sync=True)
             self._remove_namespace_files(ns.record)
             self.store.compact_namespace(ns.record.ns_id)
+            self._forget_read_checks(name)
             self.counters.add("namespaces_deleted_total")
 
     def list_namespaces(self) -> list[NamespaceInfo]:
@@ -219,6 +243,7 @@ class IndexedLogAdapter(StorageAdapter):
             with log.reading() as view:
                 return AppendResult(view.end_offset, 0)
         body = encode_records(records, self.clock.now_ms())
+        self._guard_disk(body.batch_length)
         base = self._pool.submit(log, body).result()
         return AppendResult(base, len(records))
 
@@ -231,17 +256,30 @@ class IndexedLogAdapter(StorageAdapter):
             raise InvalidArgumentError("offset", "must be an integer")
         out: list[Record] = []
         size = 0
+        policy = log.policy
+        check, ttl_ms = policy.read_time_check, policy.ttl_ms
+        now = self.clock.now_ms()
         with log.reading() as view:
             if not view.log_start_offset <= offset <= view.end_offset:
                 raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
-            for r in log.iter_records(view, offset):
-                n = record_size(r)
-                if out and size + n > max_bytes:
-                    break
-                out.append(r)
-                size += n
-                if len(out) >= max_records:
-                    break
+            start = _first_visible(view, offset, ttl_ms, now) if check else offset
+            try:
+                for r in log.iter_records(view, start):
+                    if check and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
+                        self._hide(namespace, shard, r, policy)
+                        continue
+                    n = record_size(r)
+                    if out and size + n > max_bytes:
+                        break
+                    out.append(r)
+                    size += n
+                    if len(out) >= max_records:
+                        break
+            except SegmentDeletedError:  # removed under a slow reader: the log start moved past it
+                current = log.view
+                raise OffsetOutOfRangeError(
+                    namespace, shard, offset, current.log_start_offset, current.end_offset
+                ) from None
         # Nothing returned means nothing stored up to the end: the consumer is caught up.
         next_offset = out[-1].offset + 1 if out else view.end_offset
         return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
@@ -268,7 +306,13 @@ class IndexedLogAdapter(StorageAdapter):
             if offset is None or offset < view.log_start_offset:
                 return None
             r = log.record_at(offset)
-        return r if r is not None and r.key == key else None
+        if r is None or r.key != key:
+            return None
+        policy = log.policy
+        if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, self.clock.now_ms()):
+            self._hide(namespace, shard, r, policy)
+            return None
+        return r
 
     def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
         validate_read_limits(max_records, 1)
@@ -277,32 +321,28 @@ class IndexedLogAdapter(StorageAdapter):
             raise InvalidArgumentError("tag", "must be a non-empty string")
         if isinstance(offset, bool) or not isinstance(offset, int):
             raise InvalidArgumentError("offset", "must be an integer")
+        policy = log.policy
+        now = self.clock.now_ms()
+        out: list[Record] = []
         with log.reading() as view:
             cursor = max(offset, view.log_start_offset)
-            wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records)
-            out = self._fetch(log, view, wanted) if wanted else []
+            while len(out) < max_records:
+                wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records - len(out))
+                if not wanted:
+                    break
+                for r in log.fetch(view, wanted):
+                    if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
+                        self._hide(namespace, shard, r, policy)
+                    else:
+                        out.append(r)
+                cursor = wanted[-1] + 1
         next_offset = out[-1].offset + 1 if out else view.end_offset
         return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
 
-    @staticmethod
-    def _fetch(log: ShardBase, view: Any, offsets: list[int]) -> list[Record]:
-        """The records at ``offsets`` (ascending); one scan while they are close together."""
-        out: list[Record] = []
-        i = 0
-        while i < len(offsets):
-            for r in log.iter_records(view, offsets[i]):
-                while i < len(offsets) and offsets[i] < r.offset:
-                    i += 1  # gone (never expected: the index follows the data)
-                if i == len(offsets):
-                    break
-                if r.offset == offsets[i]:
-                    out.append(r)
-                    i += 1
-                if i == len(offsets) or offsets[i] - r.offset > _TAG_SCAN_GAP:
-                    break
-            else:
-                break
-        return out
+    def _hide(self, namespace: str, shard: int, r: Record, policy: NamespacePolicy) -> None:
+        """A read hid an expired record: queue the clean-up of its index entries, if any."""
+        if r.key is not None or r.tags or r.expire_at is not None:
+            self._enqueue_read_check(namespace, shard, r.offset, policy.read_check_queue_size)
 
     # -- metadata -------------------------------------------------------------------------
     def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]:
@@ -316,14 +356,43 @@ class IndexedLogAdapter(StorageAdapter):
         namespaces = [ns for _, ns in sorted(self._namespaces.items())]
         shards = tuple(log.stats() for ns in namespaces for log in ns.shards)
         counters = self.counters.snapshot()
+        counters.update(self._lifecycle_counters())
         counters["failed_shards"] = sum(1 for ns in namespaces for log in ns.shards if log.failure is not None)
         return EngineStats(adapter=self.name, namespaces=len(namespaces), shards=shards, counters=counters)
+
+    # -- lifecycle hooks (LifecycleMixin) -----------------------------------------------------
+    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[LifecycleShard]]:
+        ns = self._namespace(name)
+        return ns.record.policy, ns.shards
+
+    def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
+        self._check_open()
+        return [(ns.record.policy, ns.shards) for _, ns in sorted(self._namespaces.items())]
+
+    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
+        ns_id = self._namespace(namespace).record.ns_id
+        for expire_at, n, sh, offset, size, flags in self.store.ttl_due(now):
+            scanned[0] += 1
+            if n == ns_id and (shard is None or sh == shard):
+                yield TTLEntry(sh, offset, expire_at, size, flags)
+
+    def _measure_disk(self) -> tuple[int, int, str]:
+        root = self.data_dir.root
+        if self.config.disk_capacity_bytes is not None:
+            return tree_bytes(root), self.config.disk_capacity_bytes, "quota"
+        usage = shutil.disk_usage(root)
+        return usage.total - usage.free, usage.total, "filesystem"
+
+    def check_disk(self) -> DiskStatus:
+        self._check_open()
+        return super().check_disk()
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        self._stop_lifecycle()
         self._pool.close()  # finishes queued appends first
         for ns in self._namespaces.values():
             for log in ns.shards:

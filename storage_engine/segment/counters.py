@@ -21,6 +21,11 @@ class Counters:
             for name, amount in amounts.items():
                 self._values[name] = self._values.get(name, 0) + amount
 
+    def set_many(self, values: dict[str, float]) -> None:
+        """Set gauges (values that are not totals)."""
+        with self._lock:
+            self._values.update(values)
+
     def snapshot(self) -> dict[str, float]:
         with self._lock:
             return dict(self._values)

@@ -46,6 +46,26 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def tree_bytes(root: Path) -> int:
+    """Bytes of every file under ``root`` (disk use against a configured quota)."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
 class DataDir:
     """An opened data directory: holds ``LOCK`` for the process's lifetime.
 

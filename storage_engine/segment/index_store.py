@@ -16,8 +16,14 @@ Column families (key → value)::
                  ≤ max_timestamp" (running maximum, so keys rise with offsets)
     keys         P | key bytes                       → offset u64 (latest record with the key)
     tags         P | len u8 | tag UTF-8 | offset u64 → b""
-    ttl          expire_at u64 | ns_id u32 | shard u16 | offset u64 → b""
-                 records with an explicit expire_at, in deadline order
+    ttl          expire_at u64 | ns_id u32 | shard u16 | offset u64 → size u32 | flags u8
+                 records with an explicit expire_at, in deadline order; the value
+                 is the record's encoded size and EXPIRE_HAS_KEY/EXPIRE_HAS_TAGS,
+                 so the TTL scan reads only records whose key or tags it must
+                 unindex (an empty value, from before, means "read it")
+    dead         P | offset u64                      → b""
+                 records the TTL scan (or a read check) marked dead: expired,
+                 index entries gone, bytes not yet reclaimed
     segments     P | base_offset u64                 → SegmentMeta.pack()
     checkpoints  P                                   → Checkpoint.pack()
     namespaces   name UTF-8                          → JSON {id, shards, policy, created_at}
@@ -49,6 +55,7 @@ _NS = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 _POS = struct.Struct(">QQ")
 _TTL = struct.Struct(">QIHQ")
+_TTL_VALUE = struct.Struct(">IB")
 _CHECKPOINT = struct.Struct(">BQQQqqQ")
 _NEXT_NS_ID = b"\x00next_id"
 
@@ -61,15 +68,37 @@ CF_SEGMENTS = "segments"
 CF_CHECKPOINTS = "checkpoints"
 CF_NAMESPACES = "namespaces"
 CF_RECORDS = "records"
-INDEX_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_TTL, CF_SEGMENTS, CF_CHECKPOINTS, CF_NAMESPACES)
+CF_DEAD = "dead"
+INDEX_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_TTL, CF_SEGMENTS, CF_CHECKPOINTS, CF_NAMESPACES, CF_DEAD)
 # Families whose keys start with the shard prefix (everything but ttl and namespaces).
-_SHARD_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_RECORDS)
+_SHARD_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_RECORDS, CF_DEAD)
 # What re-indexing a shard rebuilds: everything derived from the data, never the data itself.
-INDEX_ONLY_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS)
+# Dead marks go too: re-indexing gives expired records their TTL entries back, and the
+# next scan marks them dead again.
+INDEX_ONLY_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_DEAD)
+# Families keyed P | offset, where a segment's entries are one key range.
+OFFSET_KEYED_CFS = (CF_OFFSETS, CF_RECORDS, CF_DEAD)
 
 
 def shard_prefix(ns_id: int, shard: int) -> bytes:
     return _PREFIX.pack(ns_id, shard)
+
+
+def tag_key(prefix: bytes, tag: str, offset: int) -> bytes:
+    raw = tag.encode()
+    return prefix + bytes((len(raw),)) + raw + _U64.pack(offset)
+
+
+def ttl_key(expire_at: int, ns_id: int, shard: int, offset: int) -> bytes:
+    return _TTL.pack(expire_at, ns_id, shard, offset)
+
+
+def ttl_value(size: int, flags: int) -> bytes:
+    return _TTL_VALUE.pack(min(size, 0xFFFFFFFF), flags)
+
+
+def offset_key(prefix: bytes, offset: int) -> bytes:
+    return prefix + _U64.pack(offset)
 
 
 def _end_of(prefix: bytes) -> bytes:
@@ -335,10 +364,100 @@ class IndexStore:
         found += [f"keys:{k!r}->{o}" for k, o in self.key_entries(prefix) if o >= end_offset]
         found += [f"tags:{t}->{o}" for t, o in self.tag_entries(prefix) if o >= end_offset]
         found += [f"ttl:{e}->{o}" for e, n, s, o in self.ttl_entries() if (n, s) == (ns_id, shard) and o >= end_offset]
+        found += [f"dead:{o}" for o in self.dead_offsets(prefix, end_offset)]
         checkpoint = self.checkpoint(prefix)
         if checkpoint is not None and checkpoint.next_offset > end_offset:
             found.append(f"checkpoint:{checkpoint.next_offset}")
         return found
+
+    def ttl_due(self, now: int) -> Iterator[tuple[int, int, int, int, int, int]]:
+        """TTL entries with ``expire_at ≤ now`` from the start of the index, in deadline order:
+        (expire_at, ns_id, shard, offset, size, flags); flags −1 for an entry without them.
+        The iterator's upper bound stops it at the first later entry."""
+        for k, v in self._range(CF_TTL, b"", _U64.pack(now + 1)):
+            expire_at, ns, sh, offset = _TTL.unpack(k)
+            if len(v) == _TTL_VALUE.size:
+                size, flags = _TTL_VALUE.unpack(v)
+            else:
+                size, flags = 0, -1
+            yield expire_at, ns, sh, offset, size, flags
+
+    def ttl_entries_of(self, ns_id: int, shard: int) -> list[tuple[int, int]]:
+        """(expire_at, offset) of one shard's TTL entries; walks the family (verify, recovery)."""
+        return [(e, o) for e, n, s, o in self.ttl_entries() if n == ns_id and s == shard]
+
+    def dead_offsets(self, prefix: bytes, start: int = 0, end: int = 1 << 63) -> list[int]:
+        return [
+            _U64.unpack_from(k, 6)[0]
+            for k, _ in self._range(CF_DEAD, prefix + _U64.pack(start), prefix + _U64.pack(end))
+        ]
+
+    def is_dead(self, prefix: bytes, offset: int) -> bool:
+        return self._cf[CF_DEAD].get(prefix + _U64.pack(offset)) is not None
+
+    def has_ttl(self, ns_id: int, shard: int, offset: int, expire_at: int) -> bool:
+        return self._cf[CF_TTL].get(_TTL.pack(expire_at, ns_id, shard, offset)) is not None
+
+    def drop_offset_range(self, wb: WriteBatch, prefix: bytes, start: int, end: int) -> None:
+        """Range-delete ``[start, end)`` in every family keyed by offset (a segment's sparse
+        offsets, records and dead marks)."""
+        lo, hi = prefix + _U64.pack(start), prefix + _U64.pack(end)
+        for name in OFFSET_KEYED_CFS:
+            if name in self._handles:
+                wb.delete_range(lo, hi, self._handles[name])
+
+    def drop_times_below(self, wb: WriteBatch, prefix: bytes, start: int, max_timestamp: int) -> None:
+        """Range-delete the ``times`` entries pointing below ``start`` (a new log start).
+
+        Keys (running maximum timestamps) and values (offsets) rise together, so
+        those entries are a key prefix: seek past ``max_timestamp`` (the largest
+        timestamp below ``start``) and step forward to the first entry at or after
+        ``start``; everything before it goes. An entry at ``start`` or later may
+        go too when its key is ≤ ``max_timestamp``; that only makes a time lookup
+        start a little earlier (the index is a hint).
+        """
+        it = self._cf[CF_TIMES].iter()
+        it.seek(prefix + _U64.pack(max(0, max_timestamp + 1)))
+        end = _end_of(prefix)
+        while it.valid() and it.key().startswith(prefix) and _U64.unpack(it.value())[0] < start:
+            it.next()
+        if it.valid() and it.key().startswith(prefix):
+            end = it.key()
+        wb.delete_range(prefix, end, self._handles[CF_TIMES])
+
+    def sweep_below(self, wb: WriteBatch, ns_id: int, shard: int, start: int, keep: set[int] | None = None) -> int:
+        """Delete key, tag and TTL entries pointing below ``start`` (or, with ``keep``, at
+        offsets not in it): crash recovery of an interrupted segment deletion. Walks the
+        shard's entries: a rare path."""
+        prefix = shard_prefix(ns_id, shard)
+        gone = 0
+
+        def stale(offset: int) -> bool:
+            return offset < start or (keep is not None and offset not in keep)
+
+        for key, offset in list(self.key_entries(prefix)):
+            if stale(offset):
+                wb.delete(prefix + key, self._handles[CF_KEYS])
+                gone += 1
+        for tag, offset in list(self.tag_entries(prefix)):
+            if stale(offset):
+                wb.delete(tag_key(prefix, tag, offset), self._handles[CF_TAGS])
+                gone += 1
+        for expire_at, offset in self.ttl_entries_of(ns_id, shard):
+            if stale(offset):
+                wb.delete(_TTL.pack(expire_at, ns_id, shard, offset), self._handles[CF_TTL])
+                gone += 1
+        return gone
+
+    def compact_ranges(self, prefix: bytes, ttl_upto: int | None) -> None:
+        """Ask RocksDB to drop a shard's deleted entries now (after reclamation), and the
+        TTL family's expired region."""
+        end = _end_of(prefix)
+        for name in (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_RECORDS, CF_DEAD):
+            if name in self._cf:
+                self._cf[name].compact_range(prefix, end)
+        if ttl_upto is not None:
+            self._cf[CF_TTL].compact_range(None, _U64.pack(ttl_upto + 1))
 
     def records(self, prefix: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
         """(offset, value) from the ``records`` family in ``[start, end)``."""
@@ -398,7 +517,7 @@ class ShardIndex:
         length: int,
         keys: list[tuple[int, bytes]],
         tags: list[tuple[int, str]],
-        expires: list[tuple[int, int]],
+        expires: list[tuple[int, int, int, int]],
         segment_base: int,
         position: int | None,
         first_in_segment: bool,
@@ -430,8 +549,9 @@ class ShardIndex:
                 wb.put(prefix + bytes((len(raw),)) + raw + _U64.pack(base_offset + delta), b"", h)
         if expires:
             h = handle(CF_TTL)
-            for delta, expire_at in expires:
-                wb.put(_U64.pack(expire_at) + self._ttl_tail + _U64.pack(base_offset + delta), b"", h)
+            for delta, expire_at, size, flags in expires:
+                value = _TTL_VALUE.pack(min(size, 0xFFFFFFFF), flags)
+                wb.put(_U64.pack(expire_at) + self._ttl_tail + _U64.pack(base_offset + delta), value, h)
         cp.next_offset = last_offset + 1
         cp.segment_base = segment_base
         cp.position = (position or 0) + length

@@ -16,6 +16,11 @@ Order of a group commit, which recovery relies on:
 
 So after a crash the data can be ahead of the index (a torn or unindexed tail)
 but, in ``fsync`` mode, never behind it.
+
+Lifecycle: deleting segments is :class:`~storage_engine.segment.shard.ShardBase`'s
+three-step protocol, ending here by renaming the file ``.deleted`` and
+removing it once due (:meth:`ShardLog.remove_due_files`); rewriting a segment
+without its dead records is :meth:`ShardLog.rewrite_segment`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,22 +42,41 @@ from storage_engine.codec import (
     FLAG_HAS_EXPIRE,
     FLAG_HAS_KEYS,
     FLAG_HAS_TAGS,
+    FLAG_HAS_UNBOUNDED,
+    HEADER_SIZE,
     BatchHeader,
     EncodedRecords,
     decode_records,
+    encode_batch,
+    encoded_size,
+    expire_flags,
 )
 from storage_engine.codec import (
     iter_records as iter_batch_records,
 )
 from storage_engine.errors import CorruptSegmentError
+from storage_engine.lifecycle import ShardWork
+from storage_engine.policy import NodePolicy
+from storage_engine.segment.datadir import fsync_dir
+from storage_engine.segment.index_store import CF_OFFSETS, offset_key
 from storage_engine.segment.meta import SegmentMeta
-from storage_engine.segment.segment import Segment, parse_file_name
-from storage_engine.segment.shard import ShardBase
+from storage_engine.segment.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SUFFIX,
+    SWAP_SUFFIX,
+    Segment,
+    file_name,
+    parse_file_name,
+)
+from storage_engine.segment.shard import INDEXED_FLAGS, ShardBase
 
 log = logging.getLogger(__name__)
 
 _REINDEX_COMMIT_EVERY = 4096  # batches per WriteBatch while re-indexing at open
 _READ_CHUNK = 256 * 1024
+_POS = struct.Struct(">QQ")
+_BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +107,11 @@ class ShardLog(ShardBase):
         self.directory = directory
         self._segments: list[Segment] = []
         self._next_offset = 0
+        self._layout_changed = False  # segments left or were swapped: rebuild the view's tuples
+        self._dropping: dict[int, Segment] = {}  # DELETING: out of the log, file not yet renamed
+        self._trash: list[tuple[Segment, int, int]] = []  # (.deleted file, deleted at, delay ms)
+        self._trash_lock = threading.Lock()
+        self._reindex_all = False  # a rewrite swap was finished at open: rebuild every index entry
 
     # -- opening and recovery ---------------------------------------------------------
     @classmethod
@@ -103,6 +134,9 @@ class ShardLog(ShardBase):
         self.directory.mkdir(parents=True, exist_ok=True)
         self._recover()
         self._publish()
+        if self._dropping and self.failure is None:  # a deletion was interrupted: finish it
+            metas = [seg.meta for seg in self._dropping.values()]
+            self._finish_drop(metas, self.clock.now_ms(), 0, ShardWork())
         return self
 
     def _recover(self) -> None:
@@ -130,35 +164,58 @@ class ShardLog(ShardBase):
         wb = store.batch()
         metas = {m.base_offset: m for m in store.segments(prefix)}
         files: dict[int, Path] = {}
-        for entry in os.scandir(self.directory):
+        for entry in sorted(os.scandir(self.directory), key=lambda e: e.name):
             base = parse_file_name(entry.name)
             if base is not None:
                 files[base] = Path(entry.path)
-            elif entry.name.endswith(".tmp"):
+            elif entry.name.endswith((".tmp", DELETED_SUFFIX, CLEANED_SUFFIX)):
+                # A deleted file nobody can hold any more, or an unfinished rewrite.
                 os.unlink(entry.path)
+            elif entry.name.endswith(SUFFIX + SWAP_SUFFIX):
+                # A complete rewrite whose swap was decided (see rewrite_segment): finish it,
+                # then rebuild the shard's index from the files, which are the truth.
+                target = Path(entry.path[: -len(SWAP_SUFFIX)])
+                os.replace(entry.path, target)
+                fsync_dir(self.directory)
+                files[parse_file_name(target.name) or 0] = target
+                self._reindex_all = True
+                log.warning("%s: finished the interrupted swap of %s", self.route, target.name)
         for base in sorted(set(metas) - set(files)):
             log.warning("%s: segment %d has metadata but no file; dropping the metadata", self.route, base)
             store.delete_segment(wb, prefix, base)
             del metas[base]
+        for base in sorted(b for b, m in metas.items() if m.state is SegmentState.DELETING):
+            # A deletion began (the segment left the log) and was interrupted: open() finishes it.
+            self._dropping[base] = Segment.open(files.pop(base), metas.pop(base))
+        newest_known = max(metas, default=-1)
+        for base in sorted(b for b in set(files) - set(metas) if b < newest_known):
+            # Only the newest file can lack metadata legitimately (a roll just before a crash);
+            # an older one is a deleted segment whose file was not renamed yet.
+            log.warning("%s: removing %s, deleted before a crash", self.route, files[base].name)
+            os.unlink(files.pop(base))
         cp = self.index.checkpoint
         if not files:  # never lose the end offset, even if every file is gone
             base = max([cp.next_offset, *(m.next_offset for m in metas.values())])
             meta = SegmentMeta(base, created_at=now, modified_at=now)
             self._segments = [Segment.create(self.directory, meta)]
+            metas = {}
         else:
             self._segments = [
                 Segment.open(files[b], metas.get(b) or SegmentMeta(b, created_at=now, modified_at=now))
                 for b in sorted(files)
             ]
+        known = set(metas)
 
         # Step 2: verify every batch; find where the valid data ends.
         ends: list[int] = []  # end offset of each segment's valid data
         for i, seg in enumerate(self._segments):
             expected = seg.base_offset
             try:
-                if i and seg.base_offset != ends[-1]:
+                if i and (seg.base_offset < ends[-1] or (seg.base_offset > ends[-1] and seg.base_offset not in known)):
                     # Cannot follow from a crash (a roll fsyncs the full segment before
                     # creating the next file); handled like damage so offsets stay dense.
+                    # A gap before a known segment is legal: a rewrite or a whole-segment
+                    # drop removed records there.
                     raise CorruptSegmentError(
                         str(seg.path), 0, f"base offset {seg.base_offset} does not follow offset {ends[-1] - 1}"
                     )
@@ -186,7 +243,8 @@ class ShardLog(ShardBase):
         bases = [s.base_offset for s in self._segments]
         i = bisect.bisect_right(bases, cp.segment_base) - 1
         checkpoint_ok = (
-            cp.next_offset <= self._next_offset
+            not self._reindex_all
+            and cp.next_offset <= self._next_offset
             and i >= 0
             and bases[i] == cp.segment_base
             and cp.position <= self._segments[i].size
@@ -199,7 +257,9 @@ class ShardLog(ShardBase):
                     seg.base_offset, created_at=seg.meta.created_at, modified_at=now, state=seg.meta.state
                 )
         else:
-            if cp.next_offset > self._next_offset:
+            if self._reindex_all:
+                self.counters.add("recovery_swaps_finished_total")
+            elif cp.next_offset > self._next_offset:
                 lost = cp.next_offset - self._next_offset
                 log.warning("%s: index reaches offset %d but data ends at %d", self.route, cp.next_offset, ends[-1])
                 self.counters.add("recovery_index_past_data_total", lost)
@@ -260,7 +320,7 @@ class ShardLog(ShardBase):
     ) -> None:
         keys: list[tuple[int, bytes]] = []
         tags: list[tuple[int, str]] = []
-        expires: list[tuple[int, int]] = []
+        expires: list[tuple[int, int, int, int]] = []
         if h.flags & (FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE):
             for r in decode_records(buf, off, h, path=str(seg.path)):
                 delta = r.offset - h.base_offset
@@ -268,7 +328,7 @@ class ShardLog(ShardBase):
                     keys.append((delta, r.key))
                 tags.extend((delta, t) for t in r.tags)
                 if r.expire_at is not None:
-                    expires.append((delta, r.expire_at))
+                    expires.append((delta, r.expire_at, encoded_size(r), expire_flags(r)))
         self.index.add_batch(
             wb,
             base_offset=h.base_offset,
@@ -293,6 +353,7 @@ class ShardLog(ShardBase):
             max_expire_at=h.max_expire_at,
             has_unbounded=h.has_unbounded,
             now=now,
+            flags=h.flags,
         )
 
     # -- appending (the shard's I/O worker only) -----------------------------------------
@@ -356,6 +417,7 @@ class ShardLog(ShardBase):
                 max_expire_at=body.max_expire_at,
                 has_unbounded=body.has_unbounded,
                 now=now,
+                flags=body.flags,
             )
             dirty[seg.base_offset] = seg.meta
             pos += length
@@ -397,7 +459,8 @@ class ShardLog(ShardBase):
     def _publish(self) -> None:
         active = self._segments[-1]
         old = getattr(self, "view", None)
-        if old is not None and len(old.segments) == len(self._segments) and old.segments[-1] is active:
+        changed, self._layout_changed = self._layout_changed, False
+        if not changed and old is not None and len(old.segments) == len(self._segments) and old.segments[-1] is active:
             segments, bases = old.segments, old.bases  # no roll since: reuse the tuples
         else:
             segments = tuple(self._segments)
@@ -425,19 +488,25 @@ class ShardLog(ShardBase):
         # the segment holding ``start``; without one (never expected) scan it whole.
         i = max(0, bisect.bisect_right(view.bases, start) - 1)
         floor = self.index.floor_offset(start)
-        pos = floor[2] if floor is not None and floor[1] == view.bases[i] else 0
+        # Read the floor before looking at ``replaced``: a rewrite sets it before the index
+        # gets the new file's positions, which are meaningless in the old file.
+        pos = floor[2] if floor is not None and floor[1] == view.bases[i] and not view.segments[i].replaced else 0
         try:
             for j in range(i, len(view.segments)):
                 seg = view.segments[j]
-                # No CRC on the fetch path (as in Kafka): open verified every batch, and a
-                # structurally damaged record still raises while decoding.
-                batches = seg.iter_batches(pos, view.committed_size(j), chunk=_READ_CHUNK, verify=False)
-                for _p, h, buf, off in batches:
-                    if h.last_offset < start:
-                        continue
-                    if min_timestamp is not None and h.max_timestamp < min_timestamp:
-                        continue
-                    yield from iter_batch_records(buf, off, h, path=str(seg.path), min_offset=start)
+                seg.retain()  # a deleted or replaced file stays open while this reader holds it
+                try:
+                    # No CRC on the fetch path (as in Kafka): open verified every batch, and a
+                    # structurally damaged record still raises while decoding.
+                    batches = seg.iter_batches(pos, view.committed_size(j), chunk=_READ_CHUNK, verify=False)
+                    for _p, h, buf, off in batches:
+                        if h.last_offset < start:
+                            continue
+                        if min_timestamp is not None and h.max_timestamp < min_timestamp:
+                            continue
+                        yield from iter_batch_records(buf, off, h, path=str(seg.path), min_offset=start)
+                finally:
+                    seg.release()
                 pos = 0
         except CorruptSegmentError as err:
             self.counters.add("corrupt_segments_total")
@@ -451,6 +520,236 @@ class ShardLog(ShardBase):
             return r if r.offset == offset else None
         return None
 
+    # -- lifecycle --------------------------------------------------------------------------
+    def _live_metas(self) -> list[SegmentMeta]:
+        return [s.meta for s in self._segments]
+
+    def _detach(self, metas: list[SegmentMeta]) -> None:
+        bases = {m.base_offset for m in metas}
+        for seg in self._segments:
+            if seg.base_offset in bases:
+                self._dropping[seg.base_offset] = seg
+        self._segments = [s for s in self._segments if s.base_offset not in bases]
+        self._layout_changed = True
+        self._publish()
+
+    def _segment_file(self, base: int) -> Segment | None:
+        seg = self._dropping.get(base)
+        if seg is not None:
+            return seg
+        for seg in self._segments:
+            if seg.base_offset == base:
+                return seg
+        return None
+
+    def _segment_records(self, meta: SegmentMeta, indexed_only: bool = False) -> Iterator[Record]:
+        seg = self._segment_file(meta.base_offset)
+        if seg is None:
+            return
+        seg.retain()
+        try:
+            for _pos, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
+                if indexed_only and not h.flags & INDEXED_FLAGS:
+                    continue  # decided by the header alone: nothing of this batch is indexed
+                yield from iter_batch_records(buf, off, h, path=str(seg.path))
+        finally:
+            seg.release()
+
+    def _release_dropped(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
+        """Rename deleted segments' files ``.deleted``; remove them now when there is no
+        delay and no reader, else a later :meth:`remove_due_files` does."""
+        for m in metas:
+            seg = self._dropping.pop(m.base_offset, None)
+            if seg is None:
+                continue
+            seg.rename(seg.path.with_name(file_name(m.base_offset) + DELETED_SUFFIX))
+            size = seg.size
+            if delay_ms <= 0 and seg.remove():
+                work.files_removed += 1
+                work.files_removed_bytes += size
+            else:
+                with self._trash_lock:
+                    self._trash.append((seg, now, delay_ms))
+
+    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
+        """Remove ``.deleted`` files whose delay has passed and that no reader holds; one
+        held longer than ``destroy_forcibly_after_ms`` goes anyway."""
+        work = ShardWork()
+        with self._trash_lock:
+            keep: list[tuple[Segment, int, int]] = []
+            for seg, at, delay in self._trash:
+                if now - at < delay:
+                    keep.append((seg, at, delay))
+                    continue
+                size = seg.size
+                if seg.remove():
+                    pass
+                elif now - at >= node.destroy_forcibly_after_ms:
+                    seg.remove(force=True)
+                    self.counters.add("segments_destroyed_forcibly_total")
+                    log.warning("%s: removed %s although a reader still holds it", self.route, seg.path.name)
+                else:
+                    keep.append((seg, at, delay))
+                    continue
+                work.files_removed += 1
+                work.files_removed_bytes += size
+            self._trash = keep
+        return work
+
+    def roll_empty(self, now: int) -> bool:
+        with self.write_lock:
+            self.check_usable()
+            if self._segments[-1].meta.record_count == 0:
+                return False
+            dirty: dict[int, SegmentMeta] = {}
+            self._roll(dirty, now)
+            wb = self.index.store.batch()
+            self.index.commit(wb, dirty.values())
+            self.index.store.write(wb, sync=True)
+            self._publish()
+            return True
+
+    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+        """Rewrite a sealed segment without its dead records, swapping the file atomically.
+
+        First every expired record of the segment is marked dead with its index
+        entries (:meth:`_kill_expired_in`), so the new file holds exactly the
+        records that are not dead and the index never points at a removed one.
+        Offsets never change: batches keep their records' offsets (gaps are
+        legal) and the metadata keeps the segment's last offset.
+
+        The swap, and what opening the shard does after a crash at each point:
+
+        1. write ``<base>.log.cleaned`` and fsync it (crash: ``.cleaned`` is
+           deleted on open; the old file is untouched);
+        2. rename it ``<base>.log.swap`` and fsync the directory: the swap is
+           decided (crash from here: open renames ``.swap`` over ``.log`` and
+           re-indexes the shard from its files);
+        3. under the write lock: mark the old file ``replaced`` (readers stop
+           trusting index positions in it), then one synced WriteBatch with
+           the new sparse offsets, metadata and checkpoint, dead marks of the
+           segment dropped;
+        4. rename ``.swap`` over ``.log``, fsync the directory, publish the new
+           view; the old file closes when its last reader lets go.
+        """
+        work = ShardWork()
+        with self.write_lock:
+            seg = next((s for s in self._segments[:-1] if s.base_offset == base), None)
+        if seg is None or seg.meta.state is not SegmentState.SEALED:
+            return work
+        work.add(self._kill_expired_in(seg.meta, now))
+        old = seg.meta
+        dead = set(self.index.store.dead_offsets(self.index.prefix, base, old.last_offset + 1))
+        if not dead:
+            return work
+        if len(dead) >= old.record_count:  # nothing would remain: drop it whole instead
+            return work.add(self.drop_segments([base], now, 0))
+        cleaned = seg.path.with_name(file_name(base) + CLEANED_SUFFIX)
+        swap = seg.path.with_name(file_name(base) + SWAP_SUFFIX)
+        meta = SegmentMeta(
+            base,
+            created_at=old.created_at,
+            last_offset=old.last_offset,
+            first_timestamp=old.first_timestamp,
+            min_timestamp=old.min_timestamp,
+            max_timestamp=old.max_timestamp,
+            state=SegmentState.SEALED,
+            modified_at=old.modified_at,
+        )
+        sparse: list[tuple[int, int]] = []  # (batch base offset, position) for the offsets index
+        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            pos = since_entry = 0
+            kept = 0
+            interval = self.policy.index_interval_bytes
+            seg.retain()
+            try:
+                for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
+                    records = decode_records(buf, off, h, path=str(seg.path))
+                    keep = [r for r in records if r.offset not in dead]
+                    if not keep:
+                        continue
+                    if len(keep) == len(records):
+                        data = bytes(buf[off : off + h.length])  # untouched batches are copied as they are
+                        flags, max_exp = h.flags, h.max_expire_at
+                    else:
+                        data = encode_batch(keep[0].offset, keep)
+                        flags = data[11]
+                        max_exp = max((r.expire_at for r in keep if r.expire_at is not None), default=-1)
+                    if pos == 0 or since_entry >= interval:
+                        sparse.append((keep[0].offset, pos))
+                        since_entry = 0
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.pwrite(fd, view, pos + len(data) - len(view)) :]
+                    pos += len(data)
+                    since_entry += len(data)
+                    kept += len(keep)
+                    meta.max_expire_at = max(meta.max_expire_at, max_exp)
+                    meta.has_unbounded = meta.has_unbounded or bool(flags & FLAG_HAS_UNBOUNDED)
+                    meta.content_flags |= flags
+            finally:
+                seg.release()
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        meta.record_count = meta.live_count = kept
+        meta.size_bytes = pos
+        os.rename(cleaned, swap)
+        fsync_dir(self.directory)
+        store = self.index.store
+        prefix = self.index.prefix
+        with self.write_lock:
+            self.check_usable()
+            new = Segment.open(swap, meta)
+            seg.replaced = True
+            wb = store.batch()
+            store.drop_offset_range(wb, prefix, base, old.last_offset + 1)
+            for offset, position in sparse:
+                wb.put(offset_key(prefix, offset), _POS.pack(base, position), store.handle(CF_OFFSETS))
+            store.put_segment(wb, prefix, meta)
+            cp = self.index.checkpoint
+            if cp.segment_base == base:
+                cp.position = meta.size_bytes
+                store.put_checkpoint(wb, prefix, cp)
+            store.write(wb, sync=True)
+            os.replace(swap, seg.path)
+            fsync_dir(self.directory)
+            new.path = seg.path
+            self._segments[self._segments.index(seg)] = new
+            self._layout_changed = True
+            self._publish()
+        seg.retire()
+        work.segments_rewritten += 1
+        work.records_removed += len(dead)
+        work.bytes_reclaimed += max(0, old.size_bytes - meta.size_bytes)
+        self.counters.add("segments_rewritten_total")
+        return work
+
+    def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
+        """Every sparse offset entry points at a batch with that base offset in a live segment,
+        and every non-empty segment has one for its first batch."""
+        problems: list[str] = []
+        by_base = {s.base_offset: (j, s) for j, s in enumerate(view.segments)}
+        entries = self.index.store.offset_entries(self.index.prefix)
+        first = {(seg_base, pos) for _, seg_base, pos in entries}
+        for offset, seg_base, pos in entries:
+            found = by_base.get(seg_base)
+            if found is None:
+                problems.append(f"{self.route} offsets {offset} -> segment {seg_base}, which is not live")
+                continue
+            j, seg = found
+            if pos + HEADER_SIZE > view.committed_size(j):
+                problems.append(f"{self.route} offsets {offset} -> {seg_base}@{pos} past the data")
+                continue
+            (batch_base,) = _BATCH_BASE.unpack_from(seg.read(pos + 12, 8))
+            if batch_base != offset:
+                problems.append(f"{self.route} offsets {offset} -> {seg_base}@{pos} holds batch {batch_base}")
+        for j, seg in enumerate(view.segments):
+            if view.committed_size(j) > 0 and (seg.base_offset, 0) not in first:
+                problems.append(f"{self.route} segment {seg.base_offset} has no offsets entry for its first batch")
+        return len(entries), problems
+
     # -- closing --------------------------------------------------------------------------
     def _sync_storage(self) -> None:
         self._segments[-1].sync()
@@ -458,3 +757,9 @@ class ShardLog(ShardBase):
     def _release(self) -> None:
         for seg in self._segments:
             seg.close()
+        for seg in self._dropping.values():
+            seg.close()
+        with self._trash_lock:
+            for seg, _, _ in self._trash:
+                seg.close()
+            self._trash = []

@@ -1,8 +1,8 @@
 """Per-segment metadata (DESIGN §2) and the rolling rule shared by every log adapter.
 
 A :class:`SegmentMeta` is the value stored in the index store's ``segments``
-column family, keyed ``ns_id | shard | base_offset``. Value layout (91 bytes,
-big-endian)::
+column family, keyed ``ns_id | shard | base_offset``. Value layout (100 bytes,
+big-endian; version 1 values, 91 bytes, lack the last two fields)::
 
     pos size type field
       0    1 u8   format version (1)
@@ -19,6 +19,12 @@ big-endian)::
      74    1 u8   state               index into SegmentState
      75    8 i64  created_at
      83    8 i64  modified_at
+     91    8 u64  dead_bytes          record bytes marked dead, not yet reclaimed
+     99    1 u8   content flags       codec FLAG_HAS_EXPIRE/KEYS/TAGS of any batch
+                                      (0xFF: unknown, from a version 1 value)
+
+``state`` DELETING marks a segment whose deletion has begun: it is no longer
+part of the log, and opening the shard finishes the deletion.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from storage_engine.api import SegmentInfo, SegmentState
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import should_roll
 
-_STRUCT = struct.Struct(">BQqQQQqqqqBBqq")
-_VERSION = 1
+_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQB")
+_STRUCT_V1 = struct.Struct(">BQqQQQqqqqBBqq")
+_VERSION = 2
+UNKNOWN_FLAGS = 0xFF
 _STATES = tuple(SegmentState)
 
 
@@ -50,6 +58,8 @@ class SegmentMeta:
     has_unbounded: bool = False
     state: SegmentState = SegmentState.ACTIVE
     modified_at: int = 0
+    dead_bytes: int = 0
+    content_flags: int = 0
 
     @property
     def next_offset(self) -> int:
@@ -72,6 +82,7 @@ class SegmentMeta:
         max_expire_at: int,
         has_unbounded: bool,
         now: int,
+        flags: int = 0,
     ) -> None:
         """Add one appended batch."""
         if self.record_count == 0:
@@ -87,6 +98,7 @@ class SegmentMeta:
         self.last_offset = last_offset
         self.max_expire_at = max(self.max_expire_at, max_expire_at)
         self.has_unbounded = self.has_unbounded or has_unbounded
+        self.content_flags |= flags
         self.modified_at = now
 
     def pack(self) -> bytes:
@@ -105,10 +117,15 @@ class SegmentMeta:
             _STATES.index(self.state),
             self.created_at,
             self.modified_at,
+            self.dead_bytes,
+            self.content_flags,
         )
 
     @classmethod
     def unpack(cls, raw: bytes) -> SegmentMeta:
+        if len(raw) == _STRUCT_V1.size:
+            raw = raw + struct.pack(">QB", 0, UNKNOWN_FLAGS)
+            raw = bytes([_VERSION]) + raw[1:] if raw[0] == 1 else raw
         (
             version,
             base,
@@ -124,12 +141,14 @@ class SegmentMeta:
             state,
             created,
             modified,
+            dead_bytes,
+            content_flags,
         ) = _STRUCT.unpack(raw)
         if version != _VERSION:
             raise ValueError(f"unsupported segment metadata version {version}")
         return cls(
             base, created, last, count, live, size, first_ts, min_ts, max_ts, max_exp, bool(unbounded),
-            _STATES[state], modified,
+            _STATES[state], modified, dead_bytes, content_flags,
         )  # fmt: skip
 
     def to_info(self, namespace: str, shard: int) -> SegmentInfo:

@@ -5,22 +5,39 @@ format, back to back, starting at byte 0; its name is the offset of its first
 record. Only the shard's I/O worker appends (at ``size``, with ``pwritev``);
 readers use ``pread`` and never look past the size the log has published, so
 they never see a half-written batch.
+
+Other names a segment file takes during its life (Kafka's suffixes):
+
+- ``<base>.log.deleted``: deleted from the log (retention, cleaning,
+  reclamation); removed for good once its delay has passed and no reader
+  holds it (:meth:`Segment.retain`), or forcibly after
+  ``destroy_forcibly_after_ms``. Opening a shard removes any left over.
+- ``<base>.log.cleaned``: a rewrite being written; incomplete until renamed
+  to ``.swap``. Opening a shard removes any left over.
+- ``<base>.log.swap``: a complete rewrite whose swap is decided; it replaces
+  ``<base>.log``. Opening a shard finishes the swap (see
+  :meth:`~storage_engine.segment.log.ShardLog.rewrite_segment`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from storage_engine.api import SegmentState
 from storage_engine.codec import HEADER_SIZE, BatchHeader, decode_header
-from storage_engine.errors import CorruptSegmentError
+from storage_engine.errors import CorruptSegmentError, SegmentDeletedError
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 
 SUFFIX = ".log"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 _IOV_MAX = 1024
 _LENGTH = struct.Struct(">I")
 SCAN_CHUNK = 1 << 20
@@ -46,6 +63,15 @@ class Segment:
         self.meta = meta
         self._fd = fd
         self.size = os.fstat(fd).st_size  # bytes in the file, written or not yet fsynced
+        # Reader references (RocketMQ's MappedFile reference count): a deleted or
+        # replaced file is closed only once no reader holds it.
+        self._refs = 0
+        self._ref_lock = threading.Lock()
+        self._close_when_free = False
+        self.destroyed = False
+        # Set before the index learns a rewrite's positions: a reader holding this
+        # (old) file must not use positions from the sparse index any more.
+        self.replaced = False
 
     @classmethod
     def create(cls, directory: Path, meta: SegmentMeta) -> Segment:
@@ -99,9 +125,70 @@ class Segment:
         os.fsync(self._fd)
         self.meta.state = SegmentState.SEALED
 
+    # -- reader references -------------------------------------------------------------
+    def retain(self) -> None:
+        """Hold the file open for a reader; raises SegmentDeletedError once it is gone."""
+        with self._ref_lock:
+            if self._fd < 0 or self.destroyed:
+                raise SegmentDeletedError(str(self.path))
+            self._refs += 1
+
+    def release(self) -> None:
+        with self._ref_lock:
+            self._refs -= 1
+            if self._refs == 0 and self._close_when_free:
+                self._close_locked()
+
+    @property
+    def refs(self) -> int:
+        return self._refs
+
+    def retire(self) -> None:
+        """The segment left the log (replaced by a rewrite): close it once no reader holds it."""
+        with self._ref_lock:
+            if self._refs == 0:
+                self._close_locked()
+            else:
+                self._close_when_free = True
+
+    def rename(self, path: Path) -> None:
+        os.rename(self.path, path)
+        fsync_dir(path.parent)
+        self.path = path
+
+    def remove(self, *, force: bool = False) -> bool:
+        """Unlink the file and close it. Without ``force`` only when no reader holds it
+        (returns False otherwise). With ``force`` a reader still holding it finds the
+        descriptor pointing at ``/dev/null`` (so its number is never reused under it) and
+        gets SegmentDeletedError on its next read."""
+        with self._ref_lock:
+            if self._refs and not force:
+                return False
+            if self._refs and self._fd >= 0:
+                null = os.open(os.devnull, os.O_RDONLY)
+                try:
+                    os.dup2(null, self._fd)  # atomically swaps what the descriptor refers to
+                finally:
+                    os.close(null)
+                self.destroyed = True
+                self._close_when_free = True
+            else:
+                self._close_locked()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        return True
+
+    def _close_locked(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     # -- reading --------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        data = os.pread(self._fd, size, position)
+        if self.destroyed:
+            raise SegmentDeletedError(str(self.path))
+        return data
 
     def iter_batches(
         self, start: int, end: int, *, verify: bool = True, chunk: int = SCAN_CHUNK
@@ -135,9 +222,8 @@ class Segment:
             pos += header.length
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._ref_lock:
+            self._close_locked()
 
     def __repr__(self) -> str:
         return f"Segment({self.path}, size={self.size}, state={self.meta.state})"

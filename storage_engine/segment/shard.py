@@ -1,24 +1,64 @@
 """What every shard store has, whatever holds its records: the single-writer lock,
-reader pinning, the failure state, durability scheduling and the metadata views."""
+reader pinning, the failure state, durability scheduling, the metadata views,
+and the lifecycle steps both log adapters share (DESIGN §3): marking records
+dead with their index entries (layer 2), deleting segments whole and
+verification.
+
+Deleting segments (retention, file cleaning, reclamation) is crash-safe in
+three steps, each atomic in RocksDB:
+
+1. the segments' metadata is set to DELETING (one synced WriteBatch) and they
+   leave the published view, so the log start moves at once;
+2. their key, tag and TTL entries are deleted, a chunk per WriteBatch (the
+   key entry only where it still points into the segment), found by walking
+   the segment's batches that have keys, tags or deadlines (none when every
+   record is already dead: the TTL scan removed their entries);
+3. one synced WriteBatch range-deletes the segment's offset-keyed entries
+   (sparse offsets, dead marks, the ``rocksdb`` adapter's records), the
+   ``times`` entries below a new log start and the metadata; then the
+   storage is released (the ``segment`` adapter renames the file
+   ``.deleted``).
+
+Opening a shard finds DELETING metadata after a crash in 1–3 and runs 2–3
+again (both are idempotent).
+"""
 
 from __future__ import annotations
 
 import abc
+import bisect
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from storage_engine.api import Record, SegmentInfo, ShardStats
+from storage_engine.api import Record, SegmentInfo, SegmentState, ShardStats
 from storage_engine.clock import Clock
-from storage_engine.codec import EncodedRecords
+from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
 from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.expiry import is_expired
+from storage_engine.lifecycle import ShardWork, TTLEntry, check_indexes, expired_figures
+from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.counters import Counters
-from storage_engine.segment.index_store import ShardIndex
+from storage_engine.segment.index_store import (
+    CF_DEAD,
+    CF_KEYS,
+    CF_TAGS,
+    CF_TTL,
+    ShardIndex,
+    offset_key,
+    tag_key,
+    ttl_key,
+)
 from storage_engine.segment.iopool import SyncSchedule
 from storage_engine.segment.meta import SegmentMeta
+
+INDEXED_FLAGS = FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE
+UNINDEX_CHUNK = 1000  # records whose entries one WriteBatch deletes (one hold of the write lock)
+
+
+FETCH_GAP = 64  # fetch wanted offsets with one scan while they are this close together
 
 
 class ShardBase(abc.ABC):
@@ -95,23 +135,324 @@ class ShardBase(abc.ABC):
     def record_at(self, offset: int) -> Record | None:
         """The record stored at ``offset``, or ``None``; call within :meth:`reading`."""
 
+    def fetch(self, view: Any, offsets: Sequence[int]) -> list[Record]:
+        """The records at ``offsets`` (ascending) that exist; one scan while they are close."""
+        out: list[Record] = []
+        i = 0
+        while i < len(offsets):
+            for r in self.iter_records(view, offsets[i]):
+                while i < len(offsets) and offsets[i] < r.offset:
+                    i += 1  # no record there (removed by a rewrite)
+                if i == len(offsets):
+                    break
+                if r.offset == offsets[i]:
+                    out.append(r)
+                    i += 1
+                if i == len(offsets) or offsets[i] - r.offset > FETCH_GAP:
+                    break
+            else:
+                break
+        return out
+
     # -- metadata -------------------------------------------------------------------------
     def segment_infos(self) -> list[SegmentInfo]:
         return [m.to_info(self.namespace, self.shard) for m in self.view.metas()]
 
+    def lifecycle_segments(self) -> list[SegmentInfo]:
+        return self.segment_infos()
+
     def stats(self) -> ShardStats:
         view = self.view
         metas: list[SegmentMeta] = view.metas()
+        infos = [m.to_info(self.namespace, self.shard) for m in metas]
+        records = sum(m.record_count for m in metas)
+        expired, expired_bytes = expired_figures(
+            infos, [m.dead_bytes for m in metas], self.policy.ttl_ms, self.clock.now_ms()
+        )
         return ShardStats(
             namespace=self.namespace,
             shard=self.shard,
             log_start_offset=view.log_start_offset,
             end_offset=view.end_offset,
-            record_count=sum(m.record_count for m in metas),
+            record_count=records,
             live_count=sum(m.live_count for m in metas),
             size_bytes=sum(m.size_bytes for m in metas),
             segment_count=len(metas),
+            expired_records=expired,
+            expired_bytes=expired_bytes,
+            expired_ratio=expired / records if records else 0.0,
         )
+
+    # -- lifecycle: what each store implements ---------------------------------------------
+    @abc.abstractmethod
+    def _live_metas(self) -> list[SegmentMeta]:
+        """Metadata of the live segments in offset order, the active one last (write lock held)."""
+
+    @abc.abstractmethod
+    def _publish(self) -> None:
+        """Publish a new view after the live segments or the active metadata changed."""
+
+    @abc.abstractmethod
+    def _detach(self, metas: list[SegmentMeta]) -> None:
+        """Take DELETING segments out of the live list and publish (write lock held)."""
+
+    @abc.abstractmethod
+    def _segment_records(self, meta: SegmentMeta, indexed_only: bool = False) -> Iterator[Record]:
+        """Every record of a sealed or deleting segment (with ``indexed_only``, at least
+        those with a key, tags or a deadline; batches without may be skipped)."""
+
+    @abc.abstractmethod
+    def _release_dropped(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
+        """Release the storage of deleted segments (after their metadata is gone)."""
+
+    @abc.abstractmethod
+    def roll_empty(self, now: int) -> bool:
+        """Seal a non-empty active segment and start an empty one; whether it rolled."""
+
+    @abc.abstractmethod
+    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+        """Rewrite a sealed segment without its expired and dead records."""
+
+    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
+        """Remove deleted files that are due (stores without files have none)."""
+        return ShardWork()
+
+    def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
+        """Store-specific checks (the sparse offset index of segment files)."""
+        return 0, []
+
+    # -- lifecycle: shared steps ----------------------------------------------------------------
+    def _meta_for(self, offset: int) -> SegmentMeta | None:
+        """The live segment whose offset range holds ``offset`` (write lock held)."""
+        metas = self._live_metas()
+        i = bisect.bisect_right([m.base_offset for m in metas], offset) - 1
+        if i < 0:
+            return None
+        m = metas[i]
+        return m if offset <= max(m.last_offset, m.base_offset - 1) else None
+
+    def _unindex(self, wb: Any, offset: int, key: bytes | None, tags: Sequence[str], expire_at: int | None) -> int:
+        """Put into ``wb`` the deletion of a record's tag entries, its key entry if it still
+        points at ``offset``, then its TTL entry (DESIGN §3 order); returns entries deleted."""
+        store = self.index.store
+        prefix = self.index.prefix
+        n = 0
+        if tags:
+            h = store.handle(CF_TAGS)
+            for tag in dict.fromkeys(tags):
+                wb.delete(tag_key(prefix, tag, offset), h)
+                n += 1
+        if key is not None and self.index.get_key(key) == offset:
+            wb.delete(prefix + key, store.handle(CF_KEYS))
+            n += 1
+        if expire_at is not None:
+            wb.delete(ttl_key(expire_at, self.index.ns_id, self.shard, offset), store.handle(CF_TTL))
+            n += 1
+        return n
+
+    def _mark_dead(self, wb: Any, offset: int, size: int, meta: SegmentMeta, dirty: dict[int, SegmentMeta]) -> None:
+        wb.put(offset_key(self.index.prefix, offset), b"", self.index.store.handle(CF_DEAD))
+        meta.live_count -= 1
+        meta.dead_bytes += size
+        dirty[meta.base_offset] = meta
+
+    def _commit_dead(self, wb: Any, dirty: dict[int, SegmentMeta]) -> None:
+        store = self.index.store
+        for meta in dirty.values():
+            store.put_segment(wb, self.index.prefix, meta)
+        store.write(wb)
+        if dirty:
+            self._publish()  # the active segment's live count is part of the view
+
+    def _records_map(self, offsets: Sequence[int]) -> dict[int, Record]:
+        if not offsets:
+            return {}
+        with self.reading() as view:
+            return {r.offset: r for r in self.fetch(view, sorted(offsets))}
+
+    def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
+        """Layer 2 per entry: unindex, delete the TTL entry, mark dead, in one WriteBatch per call.
+
+        Only records whose entry says they have a key or tags are read. An entry
+        whose record is gone (below the log start, in a segment being deleted)
+        just has its TTL entry deleted. This is the scan's inner loop: the common
+        entry (no key, no tags) costs two WriteBatch operations and a bisect.
+        """
+        work = ShardWork()
+        found = self._records_map([e.offset for e in entries if e.flags != 0])
+        store = self.index.store
+        prefix = self.index.prefix
+        ttl_handle, dead_handle = store.handle(CF_TTL), store.handle(CF_DEAD)
+        ns_id, shard = self.index.ns_id, self.shard
+        with self.write_lock:
+            self.check_usable()
+            metas = self._live_metas()
+            bases = [m.base_offset for m in metas]
+            wb = store.batch()
+            dirty: dict[int, SegmentMeta] = {}
+            expired = deleted = 0
+            for e in entries:
+                offset = e.offset
+                i = bisect.bisect_right(bases, offset) - 1
+                meta = metas[i] if i >= 0 and offset <= metas[i].last_offset else None
+                r = found.get(offset) if e.flags else None
+                if meta is None or (e.flags and r is None):
+                    wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
+                    deleted += 1
+                    continue
+                if r is not None:
+                    deleted += self._unindex(wb, offset, r.key, r.tags, e.expire_at)
+                else:
+                    wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
+                    deleted += 1
+                wb.put(offset_key(prefix, offset), b"", dead_handle)
+                meta.live_count -= 1
+                meta.dead_bytes += e.size if e.flags >= 0 or r is None else encoded_size(r)
+                dirty[meta.base_offset] = meta
+                expired += 1
+            self._commit_dead(wb, dirty)
+        work.expired_records = expired
+        work.index_entries_deleted = deleted
+        return work
+
+    def expire_offsets(self, offsets: Sequence[int], now: int) -> ShardWork:
+        """Read checks: mark the expired, not yet dead records at ``offsets`` dead."""
+        return self._kill(list(self._records_map(offsets).values()), now)
+
+    def _kill(self, records: Sequence[Record], now: int) -> ShardWork:
+        """Mark expired records dead with their index entries, a chunk per WriteBatch."""
+        work = ShardWork()
+        store = self.index.store
+        ttl_ms = self.policy.ttl_ms
+        for i in range(0, len(records), UNINDEX_CHUNK):
+            with self.write_lock:
+                self.check_usable()
+                wb = store.batch()
+                dirty: dict[int, SegmentMeta] = {}
+                for r in records[i : i + UNINDEX_CHUNK]:
+                    meta = self._meta_for(r.offset)
+                    if meta is None or not is_expired(r.timestamp, r.expire_at, ttl_ms, now):
+                        continue
+                    if store.is_dead(self.index.prefix, r.offset):
+                        continue
+                    work.index_entries_deleted += self._unindex(wb, r.offset, r.key, r.tags, r.expire_at)
+                    self._mark_dead(wb, r.offset, encoded_size(r), meta, dirty)
+                    work.expired_records += 1
+                self._commit_dead(wb, dirty)
+        return work
+
+    def _kill_expired_in(self, meta: SegmentMeta, now: int) -> ShardWork:
+        """Mark every expired record of a sealed segment dead (a rewrite's first step)."""
+        ttl_ms = self.policy.ttl_ms
+        dead = set(self.index.store.dead_offsets(self.index.prefix, meta.base_offset, meta.last_offset + 1))
+        expired = [
+            r
+            for r in self._segment_records(meta)
+            if r.offset not in dead and is_expired(r.timestamp, r.expire_at, ttl_ms, now)
+        ]
+        return self._kill(expired, now)
+
+    def drop_segments(self, bases: Sequence[int], now: int, delay_ms: int) -> ShardWork:
+        """Delete sealed segments whole (see the module docstring for the three steps)."""
+        work = ShardWork()
+        wanted = set(bases)
+        with self.write_lock:
+            self.check_usable()
+            metas = [m for m in self._live_metas()[:-1] if m.base_offset in wanted and m.state is SegmentState.SEALED]
+            if not metas:
+                return work
+            wb = self.index.store.batch()
+            for m in metas:
+                m.state = SegmentState.DELETING
+                self.index.store.put_segment(wb, self.index.prefix, m)
+            self.index.store.write(wb, sync=True)
+            self._detach(metas)
+        self._finish_drop(metas, now, delay_ms, work)
+        return work
+
+    def _finish_drop(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
+        """Steps 2 and 3 of a deletion (also what opening a shard runs for DELETING segments)."""
+        store = self.index.store
+        prefix = self.index.prefix
+        for m in metas:
+            if m.live_count <= 0 or not m.content_flags & INDEXED_FLAGS:
+                continue  # every record is dead (its entries went with it) or none was indexed
+            dead = set(store.dead_offsets(prefix, m.base_offset, m.last_offset + 1))
+            pending: list[Record] = []
+            for r in self._segment_records(m, indexed_only=True):
+                if r.offset not in dead and (r.key is not None or r.tags or r.expire_at is not None):
+                    pending.append(r)
+                if len(pending) >= UNINDEX_CHUNK:
+                    work.index_entries_deleted += self._unindex_chunk(pending)
+                    pending = []
+            work.index_entries_deleted += self._unindex_chunk(pending)
+        with self.write_lock:
+            wb = store.batch()
+            start = self.view.log_start_offset
+            below = [m for m in metas if m.base_offset < start]
+            for m in metas:
+                store.drop_offset_range(wb, prefix, m.base_offset, max(m.base_offset, m.last_offset + 1))
+                store.delete_segment(wb, prefix, m.base_offset)
+            if below:
+                store.drop_times_below(wb, prefix, start, max(m.max_timestamp for m in below))
+            store.write(wb, sync=True)
+        work.segments_deleted += len(metas)
+        work.records_removed += sum(m.record_count for m in metas)
+        work.bytes_reclaimed += sum(m.size_bytes for m in metas)
+        self.counters.add_many({"segments_deleted_total": len(metas)})
+        self._release_dropped(metas, now, delay_ms, work)
+
+    def _unindex_chunk(self, records: Sequence[Record]) -> int:
+        if not records:
+            return 0
+        n = 0
+        with self.write_lock:
+            wb = self.index.store.batch()
+            for r in records:
+                n += self._unindex(wb, r.offset, r.key, r.tags, r.expire_at)
+            self.index.store.write(wb)
+        return n
+
+    def compact_deleted(self) -> None:
+        self.index.store.compact_ranges(self.index.prefix, self.clock.now_ms())
+
+    # -- verification ---------------------------------------------------------------------------------
+    def verify(self, now: int) -> tuple[int, int, list[str]]:
+        """Indexes against data (see :meth:`StorageAdapter.verify`); run it on a quiet shard."""
+        store = self.index.store
+        prefix = self.index.prefix
+        with self.reading() as view:
+            metas: list[SegmentMeta] = view.metas()
+            records = {r.offset: r for r in self.iter_records(view, view.log_start_offset)}
+            storage_checked, problems = self._verify_storage(view)
+        bases = [m.base_offset for m in metas]
+
+        def segment_of(offset: int) -> int | None:
+            i = bisect.bisect_right(bases, offset) - 1
+            return bases[i] if i >= 0 and offset <= metas[i].last_offset else None
+
+        checked, found = check_indexes(
+            self.route,
+            records,
+            segment_of,
+            {m.base_offset: (m.record_count, m.live_count) for m in metas},
+            set(store.dead_offsets(prefix)),
+            store.key_entries(prefix),
+            store.tag_entries(prefix),
+            store.ttl_entries_of(self.index.ns_id, self.shard),
+            self.policy.ttl_ms,
+            now,
+        )
+        problems += found
+        start, end = view.log_start_offset, view.end_offset
+        for ts, offset in store.time_entries(prefix):
+            checked += 1
+            if not start - 1 <= offset < end:
+                problems.append(f"{self.route} times {ts} -> {offset} outside [{start}, {end})")
+        cp = store.checkpoint(prefix)
+        if cp is not None and cp.next_offset != end:
+            problems.append(f"{self.route} checkpoint at {cp.next_offset}, end offset {end}")
+        return len(records), checked + storage_checked, problems
 
     # -- durability and closing ----------------------------------------------------------------
     def sync_if_due(self) -> bool:

@@ -145,3 +145,15 @@ def test_periodic_sync_takes_the_stalest_namespaces_first(rolling_namespace, nod
     assert len(synced_once) == 1
     sync_stalest(limit=1)
     assert set(ShardStatus.objects.values_list("namespace__name", flat=True)) == {"logs", "second"}
+
+
+def test_summary_expired_ratio_counts_expired_not_yet_reclaimed(rolling_namespace, node, api_as):
+    with NodeClient(node.url, node.token) as client:
+        client.append("logs", 1, [NewRecord(value=b"old", expire_at=1)] * 6 + [NewRecord(value=b"new")] * 6)
+        client.lifecycle_step("logs", "expire-scan", shard=1, manual=True)  # marks them dead; nothing reclaimed yet
+    sync_namespace(rolling_namespace)
+    summary = api_as("viewer").get("/api/namespaces/logs/summary").json()
+    assert summary["stored_records"] == 12
+    assert summary["expired_ratio"] == 0.5
+    assert summary["shards"][1]["expired_records"] == 6
+    assert api_as("viewer").get("/api/namespaces/").json()["results"][0]["expired_ratio"] == 0.5

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,8 +62,8 @@ def open_adapter(adapter_name: str, tmp_path: Path, clock: ManualClock) -> Itera
     """Open (or reopen) the adapter under test on this test's data dir; all are closed at teardown."""
     opened: list[StorageAdapter] = []
 
-    def _open(durability: Durability = Durability.NONE) -> StorageAdapter:
-        config = EngineConfig(data_dir=tmp_path / "data", adapter=adapter_name, durability=durability)
+    def _open(durability: Durability = Durability.NONE, **overrides: Any) -> StorageAdapter:
+        config = EngineConfig(data_dir=tmp_path / "data", adapter=adapter_name, durability=durability, **overrides)
         engine = open_engine(config, clock=clock)
         opened.append(engine)
         return engine
@@ -77,3 +78,10 @@ def adapter(open_adapter: OpenAdapter) -> StorageAdapter:
     # Durability.NONE keeps the suite fast; close() still fsyncs, and the
     # persistence and concurrency tests use fsync explicitly.
     return open_adapter()
+
+
+@pytest.fixture
+def lc_adapter(open_adapter: OpenAdapter) -> StorageAdapter:
+    """An adapter for lifecycle tests: no background worker (tests drain the read-check
+    queue themselves) and a disk quota far away, so the real disk never decides."""
+    return open_adapter(lifecycle_worker=False, disk_capacity_bytes=1 << 40)

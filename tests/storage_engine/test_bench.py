@@ -34,3 +34,16 @@ def test_read_bench_prints_latencies(capsys: pytest.CaptureFixture[str]) -> None
     [line] = run(capsys, "read", "--records", "500", "--reads", "50")
     assert line.keys() >= REQUIRED
     assert (line["bench"], line["system"], line["records"], line["reads"]) == ("read", "engine-memory", 500, 50)
+
+
+def test_expire_bench_prints_each_system(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = run(
+        capsys, "expire", "--records", "400", "--expired-fraction", "0.05", "--appends", "5",
+        "--scan-entries", "300", "--segment-mib", "1",
+    )  # fmt: skip
+    systems = [line["system"] for line in lines]
+    scans = ["ttl-index", "full-scan"] * 2
+    assert systems == [*scans, "ratio", "append-idle", "append-during-scan", "segment-drop"]
+    for line in lines[:4]:
+        assert {"bench", "system", "stored", "expired", "seconds"} <= line.keys()
+    assert [(line["stored"], line["expired"]) for line in lines[:4]] == [(400, 20), (400, 20), (800, 20), (800, 20)]

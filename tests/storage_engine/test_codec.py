@@ -115,7 +115,8 @@ def test_encode_records_assigns_deltas_and_broker_time() -> None:
         2,
         [(1, b"k")],
         [(1, "t")],
-        [(1, 99)],
+        # (delta, expire_at, encoded record bytes, EXPIRE_HAS_KEY | EXPIRE_HAS_TAGS)
+        [(1, 99, 37, 3)],
     )
     assert (body.first_timestamp, body.min_timestamp, body.max_timestamp, body.max_expire_at) == (1000, 5, 1000, 99)
     _, decoded = decode_batch(body.seal(7))

@@ -50,6 +50,9 @@ class ShardStatus(models.Model):
     live_count = models.BigIntegerField(default=0)
     size_bytes = models.BigIntegerField(default=0)
     segment_count = models.IntegerField(default=0)
+    # Expired but not yet reclaimed (dead records plus records of segments past their deadline).
+    expired_records = models.BigIntegerField(default=0)
+    expired_bytes = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -24,14 +24,15 @@ def with_usage(namespaces: QuerySet[Any]) -> QuerySet[Any]:
         stored_bytes=Coalesce(Sum("shard_status__size_bytes"), 0),
         stored_records=Coalesce(Sum("shard_status__record_count"), 0),
         live_records=Coalesce(Sum("shard_status__live_count"), 0),
+        expired_records=Coalesce(Sum("shard_status__expired_records"), 0),
         segment_count=Coalesce(Sum("shard_status__segment_count"), 0),
         shards_reported=Count("shard_status"),
     )
 
 
-def expired_ratio(stored_records: int, live_records: int) -> float:
-    """Expired (or dead) but not yet reclaimed ÷ stored, 0–1 (DESIGN §4)."""
-    return (stored_records - live_records) / stored_records if stored_records else 0.0
+def expired_ratio(stored_records: int, expired_records: int) -> float:
+    """Expired but not yet reclaimed ÷ stored, 0–1 (DESIGN §4)."""
+    return min(1.0, expired_records / stored_records) if stored_records else 0.0
 
 
 def namespace_summary(namespace: Any) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
         "stored_bytes": namespace.stored_bytes,
         "stored_records": namespace.stored_records,
         "live_records": namespace.live_records,
-        "expired_ratio": expired_ratio(namespace.stored_records, namespace.live_records),
+        "expired_ratio": expired_ratio(namespace.stored_records, namespace.expired_records),
         "segment_count": namespace.segment_count,
         "backlog_messages": 0,
         "last_scan_at": last_run_at(namespace, "expiry_scan"),

@@ -41,6 +41,8 @@ class ShardStatusOutputSerializer(serializers.ModelSerializer):
             "live_count",
             "size_bytes",
             "segment_count",
+            "expired_records",
+            "expired_bytes",
             "updated_at",
         ]
         read_only_fields = fields

@@ -90,12 +90,21 @@ def sync_shard(namespace: Any, shard: int, segments: list[SegmentInfo]) -> SyncR
     return result
 
 
-STATUS_FIELDS = ["log_start_offset", "end_offset", "record_count", "live_count", "size_bytes", "segment_count"]
+STATUS_FIELDS = [
+    "log_start_offset",
+    "end_offset",
+    "record_count",
+    "live_count",
+    "size_bytes",
+    "segment_count",
+    "expired_records",
+    "expired_bytes",
+]
 
 
 def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bool:
     """Store a shard's current figures; returns whether anything changed (unchanged → no write)."""
-    values = {k: stats[k] for k in STATUS_FIELDS}
+    values = {k: stats.get(k, 0) for k in STATUS_FIELDS}
     row = ShardStatus.objects.filter(namespace=namespace, shard=shard).first()
     if row is None:
         ShardStatus.objects.create(namespace=namespace, shard=shard, **values)

@@ -93,21 +93,17 @@ UI_SERIES = tuple(UI_UNITS)
 # Engine counters (GET /v1/stats "counters") read into node series; the first key present wins.
 # The engine grows its counters; missing keys mean "absent", never zero.
 NODE_COUNTER_KEYS: dict[str, tuple[str, ...]] = {
+    # series → the engine's counter (storage_engine: EngineStats.counters, node GET /v1/stats)
     "disk_used_ratio": ("disk_used_ratio",),
     "disk_used_bytes": ("disk_used_bytes",),
-    "disk_capacity_bytes": ("disk_capacity_bytes", "disk_total_bytes"),
-    "delete_queue_length": ("delete_queue_length", "read_check_queue_length", "read_check_queue_size"),
-    "delete_queue_drops_total": ("delete_queue_drops_total", "read_check_drops_total", "read_check_dropped_total"),
-    "scan_runs_total": ("expire_scan_runs_total", "scan_runs_total", "expire_scans_total"),
-    "scan_deleted_records_total": (
-        "expire_scan_deleted_total",
-        "scan_deleted_records_total",
-        "expired_records_total",
-        "ttl_scan_deleted_total",
-    ),
-    "compaction_runs_total": ("compaction_runs_total", "compactions_total"),
-    "compaction_reclaimed_bytes_total": ("compaction_bytes_reclaimed_total", "compaction_reclaimed_bytes_total"),
-    "reclaimed_bytes_total": ("bytes_reclaimed_total", "reclaimed_bytes_total"),
+    "disk_capacity_bytes": ("disk_capacity_bytes",),
+    "delete_queue_length": ("read_check_queue_length",),
+    "delete_queue_drops_total": ("read_check_drops_total",),
+    "scan_runs_total": ("ttl_scan_runs_total",),
+    "scan_deleted_records_total": ("ttl_scan_expired_records_total",),
+    "compaction_runs_total": ("compaction_runs_total",),
+    "compaction_reclaimed_bytes_total": ("compaction_bytes_reclaimed_total",),
+    "reclaimed_bytes_total": ("reclaim_bytes_total",),
 }
 # Node HTTP routes (GET /v1/stats "http") that count as appends and as reads.
 APPEND_ROUTES = ("produce_shard", "produce_placed", "append")

@@ -58,4 +58,4 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
         read_only_fields = fields
 
     def get_expired_ratio(self, namespace: Namespace) -> float:
-        return expired_ratio(namespace.stored_records, namespace.live_records)
+        return expired_ratio(namespace.stored_records, namespace.expired_records)

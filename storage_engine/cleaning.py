@@ -1,0 +1,102 @@
+"""RocketMQ file cleaning and disk watermarks (DESIGN §3), as small named predicates.
+
+The node-level cleaner asks :func:`clean_trigger` whether this run may delete
+at all, then walks each shard's sealed segments oldest first with
+:func:`cleanable_prefix`. Hours come from the clock in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from storage_engine.api import DiskStatus, SegmentInfo, SegmentState
+from storage_engine.policy import HOUR_MS, NodePolicy
+
+DAY_HOURS = 24
+
+
+def parse_hours(spec: str | None) -> frozenset[int]:
+    """Hours of a ``;`` list (``"04"``, ``"03;04"``) with ranges (``"01-05"``, ``"22-02"`` wraps)."""
+    hours: set[int] = set()
+    if not spec:
+        return frozenset()
+    for part in spec.split(";"):
+        bounds = [int(h) for h in part.strip().split("-")]
+        start, end = bounds[0], bounds[-1]
+        h = start
+        while True:
+            hours.add(h)
+            if h == end:
+                break
+            h = (h + 1) % DAY_HOURS
+    return frozenset(hours)
+
+
+def hour_of(now_ms: int) -> int:
+    """The hour of day (UTC) of a clock reading."""
+    return (now_ms // HOUR_MS) % DAY_HOURS
+
+
+def in_delete_hours(now_ms: int, policy: NodePolicy) -> bool:
+    """The hour is one of ``delete_when``: scheduled deletion of expired files may run."""
+    return hour_of(now_ms) in parse_hours(policy.delete_when)
+
+
+def in_off_peak(now_ms: int, policy: NodePolicy) -> bool:
+    """Non-urgent scans and rewrites may run now (always, without ``off_peak_hours``)."""
+    return policy.off_peak_hours is None or hour_of(now_ms) in parse_hours(policy.off_peak_hours)
+
+
+def file_expired(segment: SegmentInfo, policy: NodePolicy, now_ms: int) -> bool:
+    """Last written at least ``file_reserved_ms`` ago (RocketMQ's ``fileReservedTime``)."""
+    return now_ms - segment.modified_at >= policy.file_reserved_ms
+
+
+def disk_status(used: int, capacity: int, policy: NodePolicy, source: str) -> DiskStatus:
+    """The watermark flags of a measurement (strict: above each ratio)."""
+    ratio = used / capacity if capacity > 0 else 0.0
+    return DiskStatus(
+        used_bytes=used,
+        capacity_bytes=capacity,
+        used_ratio=ratio,
+        source=source,
+        over_max_used=ratio > policy.disk_max_used_ratio,
+        clean_forcibly=ratio > policy.disk_clean_forcibly_ratio,
+        disk_full=ratio > policy.disk_warning_ratio,
+    )
+
+
+def forced_cleaning(status: DiskStatus, policy: NodePolicy) -> bool:
+    """Above ``disk_clean_forcibly_ratio`` (and allowed), unexpired files go too."""
+    return status.clean_forcibly and policy.clean_forcibly_enabled
+
+
+def clean_trigger(now_ms: int, status: DiskStatus, policy: NodePolicy, manual: bool) -> str | None:
+    """Why this cleaner run may delete (``"manual"``, ``"forced"``, ``"disk"``, ``"schedule"``), or ``None``."""
+    if manual:
+        return "manual"
+    if forced_cleaning(status, policy):
+        return "forced"
+    if status.over_max_used:
+        return "disk"
+    if in_delete_hours(now_ms, policy):
+        return "schedule"
+    return None
+
+
+def cleanable_prefix(
+    segments: Sequence[SegmentInfo], policy: NodePolicy, now_ms: int, forced: bool
+) -> list[SegmentInfo]:
+    """The sealed segments (oldest first) this run may delete in one shard.
+
+    Never the active segment; stops at the first segment that does not
+    qualify (expired, or anything sealed when ``forced``).
+    """
+    out: list[SegmentInfo] = []
+    for segment in segments:
+        if segment.state is not SegmentState.SEALED:
+            break
+        if not (forced or file_expired(segment, policy, now_ms)):
+            break
+        out.append(segment)
+    return out

@@ -1,0 +1,743 @@
+"""The lifecycle driver shared by every adapter (DESIGN §3).
+
+:class:`LifecycleMixin` implements the lifecycle half of the
+:class:`~storage_engine.api.StorageAdapter` contract once: it decides *what*
+to do (retention plans, file-cleaning candidates, reclamation candidates,
+pacing, off-peak rules, the disk-full flag, the read-check queue and its
+worker) from the shared rule modules (:mod:`storage_engine.expiry`,
+:mod:`storage_engine.retention`, :mod:`storage_engine.cleaning`,
+:mod:`storage_engine.pacing`). Each adapter's shards say *how* it is done on
+their storage by implementing :class:`LifecycleShard`.
+"""
+
+from __future__ import annotations
+
+import abc
+import heapq
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
+
+from storage_engine.api import (
+    DiskStatus,
+    LifecycleResult,
+    Record,
+    SegmentInfo,
+    SegmentState,
+    ShardStats,
+    VerifyReport,
+)
+from storage_engine.cleaning import (
+    clean_trigger,
+    cleanable_prefix,
+    disk_status,
+    file_expired,
+    forced_cleaning,
+    in_off_peak,
+)
+from storage_engine.clock import Clock
+from storage_engine.config import EngineConfig
+from storage_engine.errors import DiskFullError, InvalidArgumentError, UnknownShardError
+from storage_engine.expiry import is_expired, segment_expired
+from storage_engine.pacing import TokenBucket
+from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
+from storage_engine.retention import deletable_segments
+from storage_engine.segment.counters import Counters
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
+MAX_PROBLEMS = 100
+# Counters present from the start, so a console shows 0 rather than nothing.
+ZEROED_COUNTERS = (
+    "read_checks_enqueued_total",
+    "read_check_drops_total",
+    "read_check_expired_records_total",
+    "ttl_scan_runs_total",
+    "ttl_scan_entries_scanned_total",
+    "ttl_scan_expired_records_total",
+    "index_entries_deleted_total",
+    "retention_segments_deleted_total",
+    "retention_bytes_deleted_total",
+    "cleaner_runs_total",
+    "cleaner_segments_deleted_total",
+    "cleaner_bytes_deleted_total",
+    "cleaner_forced_deletes_total",
+    "files_removed_total",
+    "files_removed_bytes_total",
+    "reclaim_segments_deleted_total",
+    "reclaim_segments_rewritten_total",
+    "reclaim_bytes_total",
+    "appends_rejected_disk_full_total",
+)
+
+
+@dataclass(slots=True)
+class ShardWork:
+    """What a shard did for one lifecycle step; summed into a :class:`LifecycleResult`."""
+
+    scanned: int = 0
+    expired_records: int = 0
+    index_entries_deleted: int = 0
+    segments_deleted: int = 0
+    segments_rewritten: int = 0
+    records_removed: int = 0
+    bytes_reclaimed: int = 0
+    files_removed: int = 0
+    files_removed_bytes: int = 0
+    forced_deletes: int = 0
+    rolled: int = 0
+
+    def add(self, other: ShardWork) -> ShardWork:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class TTLEntry:
+    """One TTL-index entry: the record at ``offset`` expires at ``expire_at``.
+
+    ``size`` is the record's encoded size and ``flags`` says whether it has a
+    key (``EXPIRE_HAS_KEY``) or tags (``EXPIRE_HAS_TAGS``), so that the scan reads only records it must (−1:
+    unknown, read it).
+    """
+
+    shard: int
+    offset: int
+    expire_at: int
+    size: int
+    flags: int
+
+
+TTL_UNKNOWN = -1  # flags of an entry written before entries carried them: read the record
+
+
+class LifecycleShard(Protocol):
+    """What a shard of any adapter provides to the lifecycle driver."""
+
+    shard: int
+
+    def lifecycle_segments(self) -> list[SegmentInfo]:
+        """Live segments in offset order, the active one last."""
+        ...
+
+    def roll_empty(self, now: int) -> bool:
+        """Seal a non-empty active segment and start an empty one at the end offset."""
+        ...
+
+    def drop_segments(self, bases: Sequence[int], now: int, delay_ms: int) -> ShardWork:
+        """Delete sealed segments whole (never the active one) with their index entries;
+        files are removed once ``delay_ms`` has passed and no reader holds them."""
+        ...
+
+    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+        """Rewrite a sealed segment without its expired and dead records (offsets unchanged)."""
+        ...
+
+    def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
+        """Apply the per-entry TTL-scan step (DESIGN §3, layer 2) to due TTL-index entries."""
+        ...
+
+    def expire_offsets(self, offsets: Sequence[int], now: int) -> ShardWork:
+        """Mark expired, not yet dead records at ``offsets`` dead, with their index entries (read checks)."""
+        ...
+
+    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
+        """Remove ``.deleted`` files whose delay has passed and that no reader holds (or forcibly)."""
+        ...
+
+    def compact_deleted(self) -> None:
+        """Ask the store to drop deleted ranges now (RocksDB ``compact_range``)."""
+        ...
+
+    def verify(self, now: int) -> tuple[int, int, list[str]]:
+        """(records checked, index entries checked, problems) of this shard."""
+        ...
+
+    def stats(self) -> ShardStats: ...
+
+
+def sum_work(result: dict[str, Any], work: ShardWork) -> None:
+    for f in fields(work):
+        result[f.name] = result.get(f.name, 0) + getattr(work, f.name)
+
+
+def expired_figures(
+    segments: Iterable[SegmentInfo], dead_bytes: Iterable[int], ttl_ms: int | None, now: int
+) -> tuple[int, int]:
+    """(records, bytes) expired but not reclaimed: whole segments past their deadline, plus the
+    records the TTL scan marked dead elsewhere (shared by every adapter's stats)."""
+    records = nbytes = 0
+    for segment, dead in zip(segments, dead_bytes, strict=True):
+        if segment.record_count and segment_expired(segment, ttl_ms, now):
+            records += segment.record_count
+            nbytes += segment.size_bytes
+        else:
+            records += segment.record_count - segment.live_count
+            nbytes += dead
+    return records, nbytes
+
+
+def check_indexes(
+    route: str,
+    records: dict[int, Record],
+    segment_of: Callable[[int], int | None],
+    segment_counts: dict[int, tuple[int, int]],
+    dead: set[int],
+    keys: Iterable[tuple[bytes, int]],
+    tags: Iterable[tuple[str, int]],
+    ttl: Iterable[tuple[int, int]],
+    ttl_ms: int | None,
+    now: int,
+) -> tuple[int, list[str]]:
+    """The index/data agreement rules shared by every adapter's :meth:`verify`.
+
+    ``records``: stored records by offset; ``segment_of(offset)``: base of the
+    live segment holding an offset; ``segment_counts``: base → (record_count,
+    live_count) as the metadata says; ``dead``: offsets marked dead; ``keys``,
+    ``tags``, ``ttl``: the index entries ((key, offset), (tag, offset),
+    (expire_at, offset)). Returns (entries checked, problems).
+    """
+    problems: list[str] = []
+    checked = 0
+    for offset in sorted(dead):
+        r = records.get(offset)
+        if r is None:
+            problems.append(f"{route} dead mark at {offset} for a missing record")
+        elif not is_expired(r.timestamp, r.expire_at, ttl_ms, now):
+            problems.append(f"{route} record {offset} is marked dead but not expired")
+    latest_live: dict[bytes, int] = {}
+    tagged: set[tuple[str, int]] = set()
+    expiring: dict[int, int] = {}
+    for offset, r in records.items():
+        if offset in dead:
+            continue
+        if r.key is not None and offset > latest_live.get(r.key, -1):
+            latest_live[r.key] = offset
+        for t in r.tags:
+            tagged.add((t, offset))
+        if r.expire_at is not None:
+            expiring[offset] = r.expire_at
+    for key, offset in keys:
+        checked += 1
+        r = records.get(offset)
+        if r is None or offset in dead:
+            problems.append(f"{route} key {key!r} -> {offset}: record {'dead' if r else 'missing'}")
+        elif r.key != key:
+            problems.append(f"{route} key {key!r} -> {offset}: record has key {r.key!r}")
+        elif latest_live.get(key, -1) > offset:
+            problems.append(f"{route} key {key!r} -> {offset}: a later live record {latest_live[key]} has it")
+    seen_tags: set[tuple[str, int]] = set()
+    for tag, offset in tags:
+        checked += 1
+        seen_tags.add((tag, offset))
+        if (tag, offset) not in tagged:
+            what = "dead" if offset in dead else ("missing" if offset not in records else "without that tag")
+            problems.append(f"{route} tag {tag!r} -> {offset}: record {what}")
+    for tag, offset in sorted(tagged - seen_tags):
+        problems.append(f"{route} live record {offset} missing from the tag index ({tag!r})")
+    seen_ttl: set[int] = set()
+    for expire_at, offset in ttl:
+        checked += 1
+        seen_ttl.add(offset)
+        if expiring.get(offset) != expire_at:
+            what = "dead" if offset in dead else ("missing" if offset not in records else "with another expire_at")
+            problems.append(f"{route} ttl {expire_at} -> {offset}: record {what}")
+    for offset in sorted(set(expiring) - seen_ttl):
+        problems.append(f"{route} live record {offset} missing from the TTL index")
+    actual: dict[int, list[int]] = {}
+    for offset in records:
+        base = segment_of(offset)
+        if base is None:
+            problems.append(f"{route} record {offset} lies in no live segment")
+            continue
+        counts = actual.setdefault(base, [0, 0])
+        counts[0] += 1
+        counts[1] += offset not in dead
+    for base, (count, live) in segment_counts.items():
+        found = actual.get(base, [0, 0])
+        if (count, live) != tuple(found):
+            problems.append(
+                f"{route} segment {base}: metadata says {count} records / {live} live, data has {found[0]} / {found[1]}"
+            )
+    return checked, problems
+
+
+class LifecycleMixin(abc.ABC):
+    """The lifecycle calls of the contract, over :class:`LifecycleShard` shards."""
+
+    clock: Clock
+    config: EngineConfig
+
+    # -- what an adapter provides ------------------------------------------------------
+    @abc.abstractmethod
+    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[LifecycleShard]]:
+        """The namespace's policy and shards (raises for an unknown or closed namespace)."""
+
+    @abc.abstractmethod
+    def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
+        """Every namespace's policy and shards."""
+
+    @abc.abstractmethod
+    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
+        """TTL-index entries of the namespace with ``expire_at ≤ now``, in index order, from
+        the start; ``scanned[0]`` counts every entry looked at (other namespaces' too)."""
+
+    @abc.abstractmethod
+    def _measure_disk(self) -> tuple[int, int, str]:
+        """(used bytes, capacity bytes, source) of the data directory now."""
+
+    # -- setup and teardown ------------------------------------------------------------------
+    def _init_lifecycle(self, config: EngineConfig, clock: Clock) -> None:
+        validate_node_policy(config.node_policy)
+        self._node_policy = config.node_policy
+        self.lifecycle_counters = Counters()
+        self.lifecycle_counters.set_many(dict.fromkeys(ZEROED_COUNTERS, 0))
+        self._delete_bucket = TokenBucket(clock, self._node_policy.delete_rate_per_s)
+        self._reclaim_bucket = TokenBucket(clock, self._node_policy.reclaim_bytes_per_s)
+        self.sleep: Callable[[float], None] = time.sleep  # injectable: tests advance a clock instead
+        # Disk-full state: refreshed by check_disk() and, on the append path, when the
+        # appended bytes since the last measurement could have crossed the warning ratio.
+        self._disk_lock = threading.Lock()
+        self._disk: DiskStatus | None = None
+        self._disk_measured_at = 0
+        self._disk_pending = 0
+        # Read-time clean-up: one bounded queue per namespace, drained by a worker.
+        self._checks_lock = threading.Condition()
+        self._checks: dict[str, deque[tuple[int, int]]] = {}
+        self._checks_stop = False
+        self._checks_worker: threading.Thread | None = None
+        self._lifecycle_ops = threading.Lock()  # one lifecycle call mutates shards at a time
+        if config.lifecycle_worker:
+            self._checks_worker = threading.Thread(target=self._run_read_checks, name="read-check-worker", daemon=True)
+            self._checks_worker.start()
+
+    def _stop_lifecycle(self) -> None:
+        with self._checks_lock:
+            self._checks_stop = True
+            self._checks_lock.notify_all()
+        worker = self._checks_worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+
+    def _lifecycle_counters(self) -> dict[str, float]:
+        out = self.lifecycle_counters.snapshot()
+        with self._checks_lock:
+            out["read_check_queue_length"] = sum(len(q) for q in self._checks.values())
+        disk = self._disk
+        if disk is not None:
+            out["disk_used_bytes"] = disk.used_bytes
+            out["disk_capacity_bytes"] = disk.capacity_bytes
+            out["disk_used_ratio"] = disk.used_ratio
+            out["disk_full"] = int(disk.disk_full)
+        return out
+
+    # -- node policy -----------------------------------------------------------------------------
+    def set_node_policy(self, policy: NodePolicy) -> NodePolicy:
+        if not isinstance(policy, NodePolicy):
+            raise InvalidArgumentError("policy", "must be a NodePolicy")
+        validate_node_policy(policy)
+        self._node_policy = policy
+        self._delete_bucket.set_rate(policy.delete_rate_per_s)
+        self._reclaim_bucket.set_rate(policy.reclaim_bytes_per_s)
+        return policy
+
+    def node_policy(self) -> NodePolicy:
+        return self._node_policy
+
+    # -- disk ----------------------------------------------------------------------------------------
+    def check_disk(self) -> DiskStatus:
+        used, capacity, source = self._measure_disk()
+        status = disk_status(used, capacity, self._node_policy, source)
+        with self._disk_lock:
+            was_full = self._disk is not None and self._disk.disk_full
+            self._disk = status
+            self._disk_measured_at = self.clock.now_ms()
+            self._disk_pending = 0
+        if status.disk_full != was_full:
+            log.warning(
+                "disk %s: %.1f%% used", "full" if status.disk_full else "no longer full", 100 * status.used_ratio
+            )
+        return status
+
+    def _guard_disk(self, nbytes: int) -> None:
+        """Called before an append writes anything: raise DiskFullError above the warning ratio."""
+        policy = self._node_policy
+        now = self.clock.now_ms()
+        with self._disk_lock:
+            status = self._disk
+            self._disk_pending += nbytes
+            measure = status is None or now - self._disk_measured_at >= policy.clean_interval_ms
+            if status is not None and not measure and status.capacity_bytes > 0:
+                if status.disk_full:
+                    measure = now - self._disk_measured_at >= min(1000, policy.clean_interval_ms)
+                else:
+                    estimate = (status.used_bytes + self._disk_pending) / status.capacity_bytes
+                    measure = estimate > policy.disk_warning_ratio
+        if measure:
+            status = self.check_disk()
+        if status is not None and status.disk_full:
+            self.lifecycle_counters.add("appends_rejected_disk_full_total")
+            raise DiskFullError(status.used_ratio, policy.disk_warning_ratio)
+
+    def _disk_pressure(self) -> bool:
+        status = self._disk or self.check_disk()
+        return status.over_max_used
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _select(self, namespace: str, shard: int | None) -> tuple[NamespacePolicy, list[LifecycleShard]]:
+        policy, shards = self._lc_namespace(namespace)
+        if shard is None:
+            return policy, list(shards)
+        if isinstance(shard, bool) or not isinstance(shard, int):
+            raise InvalidArgumentError("shard", "must be an integer")
+        if not 0 <= shard < len(shards):
+            raise UnknownShardError(namespace, shard, len(shards))
+        return policy, [shards[shard]]
+
+    @staticmethod
+    def _check_limit(limit: int | None) -> None:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidArgumentError("limit", "must be an integer ≥ 1")
+
+    def _urgent(self, policy: NamespacePolicy, shards: Sequence[LifecycleShard]) -> bool:
+        """Work that may run outside off-peak hours: disk pressure or too much expired data."""
+        if self._disk_pressure():
+            return True
+        stats = [s.stats() for s in shards]
+        stored = sum(s.record_count for s in stats)
+        expired = sum(s.expired_records for s in stats)
+        return stored > 0 and expired / stored > self._node_policy.urgent_expired_ratio
+
+    @staticmethod
+    def _result(operation: str, namespace: str | None, shard: int | None, t0: float, **values: Any) -> LifecycleResult:
+        values.pop("files_removed_bytes", None)
+        return LifecycleResult(
+            operation=operation,
+            namespace=namespace,
+            shard=shard,
+            duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+            **values,
+        )
+
+    def _remove_files(self, shards: Iterable[LifecycleShard], now: int, totals: dict[str, Any]) -> None:
+        for s in shards:
+            work = s.remove_due_files(now, self._node_policy)
+            if work.files_removed:
+                self.lifecycle_counters.add_many(
+                    {"files_removed_total": work.files_removed, "files_removed_bytes_total": work.files_removed_bytes}
+                )
+            sum_work(totals, work)
+
+    # -- layer 1: read-time clean-up queue ------------------------------------------------------------
+    def _enqueue_read_check(self, namespace: str, shard: int, offset: int, queue_size: int) -> None:
+        """Called by the read path for a hidden expired record that still has index entries."""
+        with self._checks_lock:
+            q = self._checks.setdefault(namespace, deque())
+            if len(q) >= queue_size:
+                self.lifecycle_counters.add("read_check_drops_total")
+                return
+            q.append((shard, offset))
+            self._checks_lock.notify()
+        self.lifecycle_counters.add("read_checks_enqueued_total")
+
+    def _forget_read_checks(self, namespace: str) -> None:
+        with self._checks_lock:
+            self._checks.pop(namespace, None)
+
+    def _run_read_checks(self) -> None:
+        while True:
+            with self._checks_lock:
+                while not self._checks_stop and not any(self._checks.values()):
+                    self._checks_lock.wait(0.5)
+                if self._checks_stop:
+                    return
+            try:
+                self.drain_read_checks(1000)
+            except Exception:  # a deleted namespace or a failed shard: the items are dropped
+                log.debug("read-check clean-up failed", exc_info=True)
+
+    def drain_read_checks(self, limit: int | None = None) -> LifecycleResult:
+        self._check_limit(limit)
+        t0 = time.perf_counter()
+        taken: dict[tuple[str, int], list[int]] = {}
+        n = 0
+        with self._checks_lock:
+            for namespace, q in self._checks.items():
+                while q and (limit is None or n < limit):
+                    shard, offset = q.popleft()
+                    taken.setdefault((namespace, shard), []).append(offset)
+                    n += 1
+            more = any(self._checks.values())
+        totals: dict[str, Any] = {"scanned": n}
+        now = self.clock.now_ms()
+        with self._lifecycle_ops:  # kills never race each other (a record is marked dead once)
+            for (namespace, shard), offsets in taken.items():
+                try:
+                    _, shards = self._lc_namespace(namespace)
+                    if shard < len(shards):
+                        work = shards[shard].expire_offsets(sorted(set(offsets)), now)
+                        work.scanned = 0
+                        sum_work(totals, work)
+                except Exception:  # deleted or closed since: nothing left to clean
+                    log.debug("read check of %s/%d skipped", namespace, shard, exc_info=True)
+        self.lifecycle_counters.add_many(
+            {
+                "read_check_expired_records_total": totals.get("expired_records", 0),
+                "index_entries_deleted_total": totals.get("index_entries_deleted", 0),
+            }
+        )
+        return self._result("read_checks", None, None, t0, more=more, **totals)
+
+    # -- layer 2: TTL-index scan ----------------------------------------------------------------------------
+    def expire_scan(
+        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+    ) -> LifecycleResult:
+        t0 = time.perf_counter()
+        self._check_limit(limit)
+        policy, shards = self._select(namespace, shard)
+        now = self.clock.now_ms()
+        if not manual and not in_off_peak(now, self._node_policy) and not self._urgent(policy, shards):
+            return self._result("expire_scan", namespace, shard, t0, skipped="off_peak", more=True)
+        cap = policy.max_delete_per_scan if limit is None else min(limit, policy.max_delete_per_scan)
+        by_index = {s.shard: s for s in shards}
+        totals: dict[str, Any] = {}
+        scanned = [0]
+        done = 0
+        more = False
+        batch: list[TTLEntry] = []
+        with self._lifecycle_ops:
+            for entry in self._ttl_candidates(namespace, shard, now, scanned):
+                if done + len(batch) >= cap:
+                    more = True
+                    break
+                batch.append(entry)
+                if len(batch) >= policy.scan_batch_size:
+                    if not self._expire_batch(batch, by_index, now, totals):
+                        more = True
+                        break
+                    done += len(batch)
+                    batch = []
+            if batch:
+                if self._expire_batch(batch, by_index, now, totals):
+                    done += len(batch)
+                else:
+                    more = True
+        totals["scanned"] = scanned[0]
+        result = self._result("expire_scan", namespace, shard, t0, more=more, **totals)
+        seconds = result.duration_ms / 1000
+        self.lifecycle_counters.add_many(
+            {
+                "ttl_scan_runs_total": 1,
+                "ttl_scan_entries_scanned_total": result.scanned,
+                "ttl_scan_expired_records_total": result.expired_records,
+                "index_entries_deleted_total": result.index_entries_deleted,
+                "ttl_scan_duration_seconds_total": seconds,
+            }
+        )
+        self.lifecycle_counters.set_many(  # gauges of the last run
+            {
+                "ttl_scan_last_duration_seconds": seconds,
+                "ttl_scan_last_expired_records": result.expired_records,
+                "ttl_scan_last_delete_rate_per_second": result.expired_records / seconds if seconds else 0.0,
+            }
+        )
+        return result
+
+    def _expire_batch(
+        self, batch: list[TTLEntry], shards: dict[int, LifecycleShard], now: int, totals: dict[str, Any]
+    ) -> bool:
+        if not self._delete_bucket.take(len(batch)):
+            return False
+        groups: dict[int, list[TTLEntry]] = {}
+        for e in batch:
+            groups.setdefault(e.shard, []).append(e)
+        for index, entries in groups.items():
+            work = shards[index].expire_entries(entries, now)
+            work.scanned = 0
+            sum_work(totals, work)
+        time.sleep(0)  # between batches, let appends and reads have the interpreter
+        return True
+
+    # -- retention (Kafka) -------------------------------------------------------------------------------------
+    def apply_retention(self, namespace: str, shard: int | None = None) -> LifecycleResult:
+        t0 = time.perf_counter()
+        policy, shards = self._select(namespace, shard)
+        now = self.clock.now_ms()
+        totals: dict[str, Any] = {}
+        with self._lifecycle_ops:
+            self._remove_files(shards, now, totals)
+            for s in shards:
+                segments = s.lifecycle_segments()
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                plan = deletable_segments(segments, policy, now)
+                if plan.count == 0:
+                    continue
+                if plan.roll:
+                    totals["rolled"] = totals.get("rolled", 0) + int(s.roll_empty(now))
+                bases = [seg.base_offset for seg in segments[: plan.count]]
+                work = s.drop_segments(bases, now, self._node_policy.file_delete_delay_ms)
+                sum_work(totals, work)
+                self.lifecycle_counters.add_many(
+                    {
+                        "retention_segments_deleted_total": work.segments_deleted,
+                        "retention_bytes_deleted_total": work.bytes_reclaimed,
+                    }
+                )
+            self._remove_files(shards, now, totals)
+        start = shards[0].stats().log_start_offset if shard is not None else None
+        return self._result("retention", namespace, shard, t0, log_start_offset=start, **totals)
+
+    # -- file cleaning (RocketMQ) --------------------------------------------------------------------------------
+    def clean_files(self, manual: bool = False) -> LifecycleResult:
+        t0 = time.perf_counter()
+        node = self._node_policy
+        everything = [s for _, shards in self._lc_all() for s in shards]
+        totals: dict[str, Any] = {}
+        self.lifecycle_counters.add("cleaner_runs_total")
+        with self._lifecycle_ops:
+            now = self.clock.now_ms()
+            self._remove_files(everything, now, totals)
+            status = self.check_disk()
+            trigger = clean_trigger(now, status, node, manual)
+            if trigger is None:
+                return self._result("clean_files", None, None, t0, skipped="not_due", **totals)
+            forced = forced_cleaning(status, node)
+            # Oldest first across shards, each shard's candidates in offset order.
+            heap: list[tuple[int, int, int, _Chain]] = []
+            by_id: dict[int, LifecycleShard] = {}
+            for i, s in enumerate(everything):
+                segments = s.lifecycle_segments()
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                it = iter(cleanable_prefix(segments, node, now, forced=True))
+                by_id[i] = s
+                first = next(it, None)
+                if first is not None:
+                    heapq.heappush(heap, (first.modified_at, first.base_offset, i, _Chain(first, it)))
+            deleted = 0
+            while heap:
+                if deleted >= node.delete_batch_max:
+                    totals["more"] = True
+                    break
+                _, _, i, chain = heapq.heappop(heap)
+                segment = chain.head
+                now = self.clock.now_ms()
+                expired = file_expired(segment, node, now)
+                if not (expired or forced):
+                    continue  # this shard stops at its first segment that does not qualify
+                if deleted:
+                    self.sleep(node.delete_interval_ms / 1000)
+                work = by_id[i].drop_segments([segment.base_offset], now, 0)
+                if work.segments_deleted and not expired:
+                    work.forced_deletes = work.segments_deleted
+                sum_work(totals, work)
+                deleted += work.segments_deleted
+                self.lifecycle_counters.add_many(
+                    {
+                        "cleaner_segments_deleted_total": work.segments_deleted,
+                        "cleaner_bytes_deleted_total": work.bytes_reclaimed,
+                        "cleaner_forced_deletes_total": work.forced_deletes,
+                    }
+                )
+                if forced and not expired:
+                    forced = forced_cleaning(self.check_disk(), node)
+                nxt = next(chain.rest, None)
+                if nxt is not None:
+                    heapq.heappush(heap, (nxt.modified_at, nxt.base_offset, i, _Chain(nxt, chain.rest)))
+            now = self.clock.now_ms()
+            self._remove_files(everything, now, totals)
+            self.check_disk()
+        return self._result("clean_files", None, None, t0, **totals)
+
+    # -- layer 3: reclamation ---------------------------------------------------------------------------------------
+    def reclaim(
+        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+    ) -> LifecycleResult:
+        t0 = time.perf_counter()
+        self._check_limit(limit)
+        policy, shards = self._select(namespace, shard)
+        now = self.clock.now_ms()
+        if not manual and not in_off_peak(now, self._node_policy) and not self._urgent(policy, shards):
+            return self._result("reclaim", namespace, shard, t0, skipped="off_peak", more=True)
+        budget = DEFAULT_RECLAIM_SEGMENTS if limit is None else limit
+        totals: dict[str, Any] = {}
+        more = False
+        with self._lifecycle_ops:
+            self._remove_files(shards, now, totals)
+            for s in shards:
+                segments = s.lifecycle_segments()
+                sealed = [seg for seg in segments if seg.state is SegmentState.SEALED]
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                whole = [seg.base_offset for seg in sealed if segment_expired(seg, policy.ttl_ms, now)]
+                if len(whole) > budget:
+                    whole, more = whole[:budget], True
+                touched = False
+                if whole:
+                    work = s.drop_segments(whole, now, self._node_policy.file_delete_delay_ms)
+                    sum_work(totals, work)
+                    budget -= work.segments_deleted
+                    touched = True
+                    self.lifecycle_counters.add_many(
+                        {
+                            "reclaim_segments_deleted_total": work.segments_deleted,
+                            "reclaim_bytes_total": work.bytes_reclaimed,
+                        }
+                    )
+                dropped = set(whole)
+                for seg in sealed:
+                    if seg.base_offset in dropped or not seg.record_count:
+                        continue
+                    if (seg.record_count - seg.live_count) / seg.record_count <= policy.reclaim_dead_ratio:
+                        continue
+                    if budget <= 0 or not self._reclaim_bucket.take(seg.size_bytes):
+                        more = True
+                        break
+                    work = s.rewrite_segment(seg.base_offset, now)
+                    sum_work(totals, work)
+                    budget -= 1
+                    touched = True
+                    self.lifecycle_counters.add_many(
+                        {
+                            "reclaim_segments_rewritten_total": work.segments_rewritten,
+                            "reclaim_bytes_total": work.bytes_reclaimed,
+                        }
+                    )
+                if touched:
+                    s.compact_deleted()
+                if budget <= 0 and not more:
+                    more = any(
+                        segment_expired(seg, policy.ttl_ms, now)
+                        for seg in s.lifecycle_segments()
+                        if seg.state is SegmentState.SEALED
+                    )
+            self._remove_files(shards, now, totals)
+        start = shards[0].stats().log_start_offset if shard is not None else None
+        return self._result("reclaim", namespace, shard, t0, more=more, log_start_offset=start, **totals)
+
+    # -- verification -------------------------------------------------------------------------------------------------
+    def verify(self, namespace: str) -> VerifyReport:
+        _, shards = self._lc_namespace(namespace)
+        now = self.clock.now_ms()
+        records = entries = 0
+        problems: list[str] = []
+        for s in shards:
+            r, e, p = s.verify(now)
+            records += r
+            entries += e
+            problems += p
+        return VerifyReport(namespace, records, entries, len(problems), tuple(problems[:MAX_PROBLEMS]))
+
+
+class _Chain:
+    """A shard's next cleaning candidate and the rest of its candidates."""
+
+    __slots__ = ("head", "rest")
+
+    def __init__(self, head: SegmentInfo, rest: Iterator[SegmentInfo]) -> None:
+        self.head = head
+        self.rest = rest

@@ -1,0 +1,133 @@
+"""The node's lifecycle routes: one bounded engine step per call, or a job.
+
+``POST /v1/namespaces/{ns}/lifecycle/{operation}`` runs one bounded step and
+answers the engine's result (``more`` says whether to call again);
+``POST /v1/jobs`` repeats the same step on the node until done, with
+progress at ``GET /v1/jobs/{id}`` and cancellation by ``DELETE``. One table,
+:data:`OPERATIONS`, maps operation names to engine calls for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from storage_engine.api import LifecycleResult, StorageAdapter
+from storage_engine.errors import InvalidArgumentError
+from storage_engine.node.jobs import JobRegistry
+from storage_engine.node.params import json_body, only
+from storage_engine.policy import node_policy_from
+
+if TYPE_CHECKING:
+    from storage_engine.node.app import RouteTable
+
+Step = Callable[[], LifecycleResult]
+# operation → (scope, how to call the engine once)
+OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
+    "expire-scan": ("namespace", lambda e, ns, shard, limit, manual: e.expire_scan(ns, shard, limit, manual=manual)),
+    "retention": ("namespace", lambda e, ns, shard, limit, manual: e.apply_retention(ns, shard)),
+    "reclaim": ("namespace", lambda e, ns, shard, limit, manual: e.reclaim(ns, shard, limit, manual=manual)),
+    "clean-files": ("node", lambda e, ns, shard, limit, manual: e.clean_files(manual=manual)),
+}
+
+
+def _optional_int(value: Any, name: str, minimum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.lstrip("-").isdigit():
+            raise InvalidArgumentError(name, "must be an integer")
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(name, f"must be an integer ≥ {minimum}")
+    return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    if value in (None, False, "false", "0", ""):
+        return False
+    if value in (True, "true", "1"):
+        return True
+    raise InvalidArgumentError(name, "must be true or false")
+
+
+def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> tuple[Step, dict[str, Any]]:
+    """The bound engine call for ``operation`` and the target it acts on."""
+    if operation not in OPERATIONS:
+        raise InvalidArgumentError("operation", f"must be one of {', '.join(sorted(OPERATIONS))}")
+    scope, call = OPERATIONS[operation]
+    namespace = args.get("namespace")
+    if scope == "namespace" and not isinstance(namespace, str):
+        raise InvalidArgumentError("namespace", f"is required for {operation}")
+    shard = _optional_int(args.get("shard"), "shard", 0)
+    limit = _optional_int(args.get("limit"), "limit", 1)
+    manual = _flag(args.get("manual"), "manual")
+    if isinstance(namespace, str):
+        engine.get_namespace(namespace)  # unknown namespace → 404 now, not inside a job
+    target = {"namespace": namespace, "shard": shard} if scope == "namespace" else {"node": True}
+    return (lambda: call(engine, namespace, shard, limit, manual)), target
+
+
+def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobRegistry) -> None:
+    route = table.add
+
+    @route("/v1/namespaces/{ns}/lifecycle/{operation}", "POST", "lifecycle_step")
+    async def namespace_step(request: Request) -> Response:
+        args = {"namespace": request.path_params["ns"], **request.query_params}
+        step, _ = make_step(engine, request.path_params["operation"], args)
+        return JSONResponse((await run_in_threadpool(step)).to_dict())
+
+    @route("/v1/node/lifecycle/{operation}", "POST", "node_lifecycle_step")
+    async def node_step(request: Request) -> Response:
+        step, _ = make_step(engine, request.path_params["operation"], dict(request.query_params))
+        return JSONResponse((await run_in_threadpool(step)).to_dict())
+
+    @route("/v1/namespaces/{ns}/verify", "POST", "verify")
+    async def verify(request: Request) -> Response:
+        report = await run_in_threadpool(engine.verify, request.path_params["ns"])
+        return JSONResponse(report.to_dict())
+
+    @route("/v1/node/disk", "POST", "disk_check")
+    async def disk_check(request: Request) -> Response:
+        status = await run_in_threadpool(engine.check_disk)
+        return JSONResponse(status.to_dict())
+
+    @route("/v1/node/policy", "GET", "get_node_policy")
+    async def get_node_policy(request: Request) -> Response:
+        return JSONResponse(engine.node_policy().to_dict())
+
+    @route("/v1/node/policy", "PUT", "put_node_policy")
+    async def put_node_policy(request: Request) -> Response:
+        body = await json_body(request)
+        only(body, {"policy"})
+        policy = body.get("policy")
+        if not isinstance(policy, dict):
+            raise InvalidArgumentError("policy", "must be a JSON object of node policy fields")
+        await run_in_threadpool(engine.set_node_policy, node_policy_from(policy))
+        return JSONResponse(engine.node_policy().to_dict())
+
+    @route("/v1/jobs", "POST", "start_job")
+    async def start_job(request: Request) -> Response:
+        body = await json_body(request)
+        only(body, {"operation", "namespace", "shard", "limit", "manual"})
+        operation = body.get("operation")
+        if not isinstance(operation, str):
+            raise InvalidArgumentError("operation", "is required")
+        step, target = await run_in_threadpool(make_step, engine, operation, body)
+        return JSONResponse(jobs.start(operation, target, step).to_dict(), status_code=202)
+
+    @route("/v1/jobs", "GET", "list_jobs")
+    async def list_jobs(request: Request) -> Response:
+        return JSONResponse({"jobs": [j.to_dict() for j in jobs.list()]})
+
+    @route("/v1/jobs/{id}", "GET", "get_job")
+    async def get_job(request: Request) -> Response:
+        return JSONResponse(jobs.get(request.path_params["id"]).to_dict())
+
+    @route("/v1/jobs/{id}", "DELETE", "cancel_job")
+    async def cancel_job(request: Request) -> Response:
+        return JSONResponse(jobs.cancel(request.path_params["id"]).to_dict())

@@ -1,0 +1,133 @@
+"""The node's lifecycle routes over real HTTP: bounded steps, jobs, verify, disk, node policy."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
+from storage_engine.errors import (
+    AlreadyRunningError,
+    InvalidArgumentError,
+    PolicyValidationError,
+    UnknownJobError,
+    UnknownNamespaceError,
+)
+from tests.support.processes import wait_until
+
+
+@pytest.fixture
+def client(node):
+    with NodeClient(node.url, node.token) as c:
+        yield c
+
+
+def test_expire_scan_step_removes_expired_records_and_verify_is_clean(client):
+    client.create_namespace("ttl", 1)
+    client.append("ttl", 0, [NewRecord(value=b"gone", expire_at=1)] * 50 + [NewRecord(value=b"kept")])
+    result = client.lifecycle_step("ttl", "expire-scan", shard=0, manual=True)
+    assert result["operation"] and result["expired_records"] == 50 and result["more"] is False
+    assert [r.value for r in client.read("ttl", 0, 0).records] == [b"kept"]
+    report = client.verify("ttl")
+    assert report["ok"] is True and report["problem_count"] == 0
+
+
+def test_steps_are_bounded_by_limit_and_report_more(client):
+    client.create_namespace("big", 1)
+    client.append("big", 0, [NewRecord(value=b"x", expire_at=1)] * 30)
+    first = client.lifecycle_step("big", "expire-scan", shard=0, limit=10, manual=True)
+    assert first["expired_records"] == 10 and first["more"] is True
+    rest = client.lifecycle_step("big", "expire-scan", shard=0, manual=True)
+    assert rest["expired_records"] == 20 and rest["more"] is False
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/v1/namespaces/big/lifecycle/explode", "operation"),
+        ("/v1/namespaces/big/lifecycle/expire-scan?limit=0", "limit"),
+        ("/v1/namespaces/big/lifecycle/expire-scan?shard=x", "shard"),
+        ("/v1/namespaces/big/lifecycle/expire-scan?manual=maybe", "manual"),
+    ],
+)
+def test_bad_lifecycle_requests_name_the_field(client, path, field):
+    client.create_namespace("big", 1)
+    response = httpx.post(f"{client.base_url}{path}", headers=client._http.headers)
+    assert response.status_code == 400 and response.json()["field"] == field
+
+
+def test_unknown_namespace_is_404(client):
+    with pytest.raises(UnknownNamespaceError):
+        client.lifecycle_step("nope", "retention")
+
+
+def test_disk_and_node_policy(client):
+    disk = client.check_disk()
+    assert 0 <= disk["used_ratio"] <= 1 and disk["capacity_bytes"] > 0
+    assert client.node_policy()["delete_when"] == "04"
+    assert client.set_node_policy({"delete_when": "03;04", "disk_max_used_ratio": 0.7})["delete_when"] == "03;04"
+    with pytest.raises(PolicyValidationError) as bad:
+        client.set_node_policy({"disk_max_used_ratio": 0.95})
+    assert "disk_max_used_ratio" in bad.value.errors
+    assert client.node_policy()["disk_max_used_ratio"] == 0.7  # a refused policy changes nothing
+    step = client.lifecycle_step(None, "clean-files", manual=True)
+    assert step["more"] is False
+
+
+def test_a_job_repeats_steps_until_done_and_reports_progress(client):
+    client.create_namespace("job", 2)
+    for shard in (0, 1):
+        client.append("job", shard, [NewRecord(value=b"x", expire_at=1)] * 25)
+    job = client.start_job("expire-scan", namespace="job", limit=10, manual=True)
+    wait_until(lambda: client.job(job["id"])["state"] != "running", 30, "the job")
+    done = client.job(job["id"])
+    assert done["state"] == "succeeded" and done["totals"]["expired_records"] == 50 and done["steps"] >= 5
+    with pytest.raises(UnknownJobError) as unknown:
+        client.job("999999")
+    assert unknown.value.job_id == "999999"
+    with pytest.raises(InvalidArgumentError):
+        client.start_job("expire-scan")  # no namespace
+
+
+def test_one_job_per_target_and_cancel(client):
+    client.create_namespace("slow", 1)
+    client.append("slow", 0, [NewRecord(value=b"x", expire_at=1)] * 3000)
+    job = client.start_job("expire-scan", namespace="slow", limit=1, manual=True)
+    if client.job(job["id"])["state"] == "running":
+        with pytest.raises(AlreadyRunningError):
+            client.start_job("expire-scan", namespace="slow", limit=1, manual=True)
+    cancelled = client.cancel_job(job["id"])
+    assert cancelled["cancel_requested"] is True
+    wait_until(lambda: client.job(job["id"])["state"] != "running", 30, "the cancel")
+    assert client.job(job["id"])["state"] in {"cancelled", "succeeded"}
+    assert client.verify("slow")["ok"]
+
+
+def test_produce_and_fetch_keep_working_while_a_scan_job_runs(client, node):
+    client.create_namespace("busy", 1)
+    client.append("busy", 0, [NewRecord(value=b"x", expire_at=1)] * 5000)
+    errors: list[Exception] = []
+    produced = []
+
+    def produce() -> None:
+        with NodeClient(node.url, node.token) as own:
+            try:
+                for i in range(40):
+                    produced.append(own.append("busy", 0, [NewRecord(value=f"live-{i}".encode())]).base_offset)
+                    own.read("busy", 0, produced[-1])
+            except Exception as exc:  # collected and asserted below
+                errors.append(exc)
+
+    job = client.start_job("expire-scan", namespace="busy", limit=100, manual=True)
+    producer = threading.Thread(target=produce)
+    producer.start()
+    producer.join(60)
+    wait_until(lambda: client.job(job["id"])["state"] != "running", 60, "the scan job")
+    assert errors == [] and len(produced) == 40
+    assert client.job(job["id"])["totals"]["expired_records"] == 5000
+    live = client.read("busy", 0, 0, max_records=100).records
+    assert [r.value for r in live] == [f"live-{i}".encode() for i in range(40)]
+    assert client.verify("busy")["ok"]

@@ -1,0 +1,40 @@
+"""Helpers shared by the lifecycle tests (DESIGN §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage_engine.api import NewRecord, Record, StorageAdapter
+from storage_engine.policy import NamespacePolicy
+
+FAR_FUTURE = 4_000_000_000_000
+
+
+def make_ns(adapter: StorageAdapter, name: str = "ns", shards: int = 1, **policy: Any) -> str:
+    adapter.create_namespace(name, shards, NamespacePolicy(**{"retention_ms": None, **policy}))
+    return name
+
+
+def read_all(adapter: StorageAdapter, ns: str, shard: int = 0) -> list[Record]:
+    out: list[Record] = []
+    offset = adapter.shard_stats(ns, shard).log_start_offset
+    while True:
+        page = adapter.read(ns, shard, offset, max_records=997)
+        if not page.records:
+            return out
+        out.extend(page.records)
+        offset = page.next_offset
+
+
+def offsets(adapter: StorageAdapter, ns: str, shard: int = 0) -> list[int]:
+    return [r.offset for r in read_all(adapter, ns, shard)]
+
+
+def append_one(adapter: StorageAdapter, ns: str, value: bytes = b"v", shard: int = 0, **fields: Any) -> int:
+    return adapter.append(ns, shard, [NewRecord(value, **fields)]).base_offset
+
+
+def assert_verified(adapter: StorageAdapter, *namespaces: str) -> None:
+    for ns in namespaces or [n.name for n in adapter.list_namespaces()]:
+        report = adapter.verify(ns)
+        assert report.ok, report.problems
