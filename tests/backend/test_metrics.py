@@ -97,6 +97,7 @@ def test_celery_queue_depth_per_broker(db, settings, tmp_path, broker):
         settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
             "data_folder_in": str(tmp_path / "q"),
             "data_folder_out": str(tmp_path / "q"),
+            "control_folder": str(tmp_path / "control"),  # else kombu writes ./control in the checkout
             "store_processed": False,
         }
     queue, empty = f"metrics-test-{uuid.uuid4().hex[:8]}", f"metrics-empty-{uuid.uuid4().hex[:8]}"
