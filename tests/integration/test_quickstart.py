@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -18,57 +15,21 @@ from playwright.sync_api import expect, sync_playwright
 
 from backend.launcher import choose_broker, redis_answers
 from tests.support import browser
-from tests.support.processes import Proc, free_port, spawn, wait_until
+from tests.support.processes import free_port, wait_until
 from tests.support.services import port_open
+from tests.support.system import ADMIN_PASSWORD, System, health, launch
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-ADMIN_PASSWORD = "quickstart-pw-123"
-
-
-@dataclass
-class System:
-    proc: Proc
-    url: str
-    node_port: int
-
-
-def health(url: str) -> dict:
-    try:
-        return httpx.get(f"{url}api/health", timeout=5).json()
-    except (httpx.HTTPError, ValueError):
-        return {}
 
 
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
-    var_dir = tmp_path_factory.mktemp("quickstart")
-    web_port, node_port = free_port(), free_port()
-    env = {
-        "APP_ENV": "development",
-        "VAR_DIR": str(var_dir),
-        "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
-        "WEB_PORT": str(web_port),
-        "NODE_PORT": str(node_port),
-        "REDIS_URL": "redis://127.0.0.1:6379/7",
-        "CELERY_QUEUE": f"quickstart-{uuid.uuid4().hex[:8]}",  # a queue of its own: no stray workers take its tasks
-        "CELERY_BROKER_URL": "",
-        "ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "BEAT_HEARTBEAT_INTERVAL_S": "2",
-        "NODE_URL": "",
-        "NODE_TOKEN": "",
-        "SECRET_KEY": "",
-    }
-    proc = spawn([sys.executable, "-m", "backend.launcher"], var_dir / "up.log", env=env, new_session=True)
-    url = f"http://127.0.0.1:{web_port}/"
     try:
-        wait_until(lambda: health(url).get("status") == "ok" or proc.popen.poll() is not None, 150, "all green")
-    except TimeoutError:
-        proc.kill_group()
-        pytest.fail(f"health never turned green: {health(url)}\n--- log ---\n{proc.log()[-6000:]}")
-    if proc.popen.poll() is not None:
-        pytest.fail(f"launcher exited {proc.popen.returncode}\n{proc.log()[-6000:]}")
-    yield System(proc, url, node_port)
-    proc.kill_group()
+        running = launch(tmp_path_factory.mktemp("quickstart"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield running
+    running.proc.kill_group()
 
 
 def test_health_reports_every_component_green(system: System):
