@@ -153,3 +153,20 @@ def test_scheduled_runs_do_not_pile_up(orders, django_capture_on_commit_callback
         assert services.schedule_run("expiry_scan", namespace=orders) is not None
         assert services.schedule_run("expiry_scan", namespace=orders) is None
     assert TaskRun.objects.filter(kind="expiry_scan").count() == 1
+
+
+def test_a_run_whose_worker_died_is_resumed_then_failed(orders, django_capture_on_commit_callbacks):
+    run = services.create_run(kind="expiry_scan", namespace=orders)
+    holder = f"run:{run.pk}"
+    assert leases.acquire_all(leases.shard_keys(orders, None), holder, 60)
+    services.runs.mark_running(run)
+    now = timezone.now()
+    assert services.reap_stale_runs(now=now) == {"resumed": 0, "failed": 0}  # its leases are alive
+    later = now + timedelta(seconds=61)  # the worker died: nobody extended the leases
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        assert services.reap_stale_runs(now=later) == {"resumed": 1, "failed": 0}
+    assert len(queued) == 1
+    TaskRun.objects.filter(pk=run.pk).update(params={"resumes": services.MAX_RESUMES})
+    assert services.reap_stale_runs(now=later) == {"resumed": 0, "failed": 1}
+    assert TaskRun.objects.get(pk=run.pk).state == "failed"
+    assert leases.acquire_all(leases.shard_keys(orders, None), "run:other", 60, later)  # the shard is free

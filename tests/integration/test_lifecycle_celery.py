@@ -179,3 +179,34 @@ def test_a_node_down_then_up_is_retried_to_success(node, celery_env, tmp_path):
         worker.kill_group()
     assert run.state == "succeeded", run.error
     assert run.counts["expired_records"] == 10
+
+
+def test_a_worker_killed_mid_job_leaves_a_resumable_run(node, celery_env, tmp_path):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    namespace = create_namespace(name="killed-ns", shards=1, policy={"max_delete_per_scan": 50})
+    produce_expired(node, "killed-ns", expired=10_000, live=3)
+    run = lifecycle.start_action(kind="expiry_scan", actor=None, namespace=namespace)
+    worker = start_worker(celery_env, tmp_path / "worker1.log", "w1")
+    try:
+        wait_until(lambda: (run.refresh_from_db() or run.steps) >= 3, 60, "a few steps")
+    finally:
+        worker.kill_group()  # SIGKILL mid-job: the step in flight is never acknowledged
+    run.refresh_from_db()
+    assert run.state == "running"
+    # Its leases lapse; the reaper queues it again (Redis would only redeliver after an hour).
+    assert lifecycle.reap_stale_runs(now=timezone.now() + timedelta(seconds=lifecycle.LEASE_TTL_S + 1)) == {
+        "resumed": 1,
+        "failed": 0,
+    }
+    worker = start_worker(celery_env, tmp_path / "worker2.log", "w2")
+    try:
+        wait_until(lambda: finished(run), 120, "the resumed run")
+    finally:
+        worker.kill_group()
+    assert run.state == "succeeded", run.error
+    with NodeClient(node.url, node.token) as client:
+        assert [r.value for r in client.read("killed-ns", 0, 0).records] == [f"live-{i}".encode() for i in range(3)]
+        assert client.verify("killed-ns")["ok"]

@@ -280,3 +280,34 @@ def remove_namespace_schedules(namespace_name: str) -> int:
         .delete()
     )
     return deleted
+
+
+MAX_RESUMES = 3
+
+
+def reap_stale_runs(now: Any = None, limit: int = 100) -> dict[str, int]:
+    """Runs left ``running`` by a worker that died: resume them, or fail them after MAX_RESUMES.
+
+    A live run holds its leases and extends them at every step; once every lease
+    of a running run has expired (or is gone), no worker is on it. Its steps are
+    safe to repeat, so it is queued again; a run that keeps dying is failed.
+    """
+    from django.utils import timezone
+
+    from backend.apps.lifecycle.models import Lease
+
+    now = now or timezone.now()
+    resumed = failed = 0
+    for run in TaskRun.objects.filter(state=State.RUNNING).select_related("namespace", "node")[:limit]:
+        live = Lease.objects.filter(holder=f"run:{run.pk}", expires_at__gt=now).exists()
+        if live:
+            continue
+        resumes = int(run.params.get("resumes", 0))
+        if resumes >= MAX_RESUMES:
+            fail_run(run.pk, f"its worker died {resumes + 1} times; giving up")
+            failed += 1
+            continue
+        TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "resumes": resumes + 1})
+        enqueue(run)
+        resumed += 1
+    return {"resumed": resumed, "failed": failed}

@@ -46,3 +46,9 @@ def scheduled_run(kind: str, namespace_id: int | None = None, node_id: int | Non
         kind, namespace=namespace, node=node, schedule=services.schedule_name(kind, namespace=namespace, node=node)
     )
     return run.pk if run else None
+
+
+@shared_task(ignore_result=True)
+def reap_stale_runs() -> dict[str, int]:
+    """Resume (or fail) runs whose worker died; their leases have expired."""
+    return services.reap_stale_runs()
