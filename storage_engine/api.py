@@ -196,7 +196,11 @@ class LifecycleResult:
     - ``forced_deletes``: segments deleted by disk pressure although not expired;
     - ``rolled``: the active segment was rolled so every old one could go
       (retention); ``log_start_offset``: the shard's new log start when one
-      shard was named, else ``None``.
+      shard was named, else ``None``;
+    - compaction: ``scanned`` counts records read, ``records_written`` the
+      records kept in rewritten segments, ``bytes_before`` / ``bytes_after``
+      the stored bytes of the shards before and after (estimated by a dry
+      run), ``rounds`` the key-map rounds (one per map fill).
     """
 
     operation: str
@@ -216,6 +220,10 @@ class LifecycleResult:
     more: bool = False
     skipped: str | None = None
     log_start_offset: int | None = None
+    records_written: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    rounds: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -272,6 +280,52 @@ class VerifyReport:
             "problem_count": self.problem_count,
             "problems": list(self.problems),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionInfo:
+    """A named subscription of a namespace (DESIGN §2, Pulsar semantics).
+
+    ``cursors[shard]`` is the shard's mark-delete position: every offset at or
+    below it is acknowledged (-1: nothing acknowledged).
+    """
+
+    namespace: str
+    name: str
+    cursors: tuple[int, ...]
+    created_at: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "cursors": list(self.cursors),
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogInfo:
+    """A subscription's backlog on one shard.
+
+    ``messages`` is ``end_offset − cursor − 1`` counting only stored offsets
+    (at or above the log start); ``bytes`` the stored bytes of those records
+    (exact for whole segments, prorated by offset for the segment holding the
+    cursor); ``age_ms`` how old the oldest unacknowledged visible record is
+    (0 when there is none).
+    """
+
+    namespace: str
+    subscription: str
+    shard: int
+    cursor: int
+    end_offset: int
+    messages: int
+    bytes: int
+    age_ms: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 class StorageAdapter(abc.ABC):
@@ -447,6 +501,58 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
+    def compact(
+        self,
+        namespace: str,
+        shard: int | None = None,
+        *,
+        map_budget_bytes: int | None = None,
+        dry_run: bool = False,
+        manual: bool = False,
+        max_rounds: int | None = None,
+    ) -> LifecycleResult:
+        """Key compaction of a namespace (or one shard), DESIGN §3 (Kafka's log cleaner).
+
+        Only for ``cleanup_policy`` containing ``compact`` (else ``skipped="policy"``).
+        The cleanable range runs from the shard's first dirty offset (its
+        persisted cleaner checkpoint) to the first uncleanable offset (the
+        active segment, or the first segment with records newer than
+        ``min_compaction_lag_ms``). A shard is cleaned when its dirty ratio
+        exceeds ``min_cleanable_dirty_ratio`` or its dirty data is older than
+        ``max_compaction_lag_ms`` (else ``skipped="not_due"``), or always with
+        ``manual``. A key-hash → latest-offset map is built over the dirty
+        range within ``map_budget_bytes`` (default the node's
+        ``compaction_map_budget_bytes``); when it fills, what it covers is
+        cleaned and another round continues (at most ``max_rounds``, then
+        ``more``). A record is kept iff it is the latest for its key (or past
+        the map), not expired, and, if a tombstone, its delete horizon (first
+        clean time + ``delete_retention_ms``) has not passed. Offsets never
+        change; sealed segments are rewritten crash-safely, index entries of
+        removed records deleted. ``dry_run`` changes nothing and reports what
+        a compaction would do. Outside ``off_peak_hours`` only ``manual`` runs.
+        """
+
+    @abc.abstractmethod
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, object]:
+        """Dry run of a manual :meth:`compact`: ``bytes_before``, ``bytes_after``,
+        ``reclaimable_bytes``, ``records_removable`` (and ``rounds``), exactly what
+        ``compact(..., manual=True)`` with the default budget would then reclaim."""
+
+    @abc.abstractmethod
+    def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:
+        """Rewrite sealed segments of one shard keeping only the offsets an external plan
+        (Spark) names: ``keep`` maps a segment's base offset to the offsets to keep in it;
+        segments not named are untouched. No key map is built; with a plan computed by the
+        keep rule the result equals :meth:`compact`'s. Raises ``InvalidArgumentError`` for
+        a base that is not a sealed segment."""
+
+    @abc.abstractmethod
+    def compact_dirtiest(self, limit_shards: int = 1, *, map_budget_bytes: int | None = None) -> LifecycleResult:
+        """One step of the background cleaner: compact the ``limit_shards`` due shards of
+        compacted namespaces with the highest dirty ratio first (``skipped="not_due"`` when
+        none is due); ``namespace``/``shard`` name the shard when one was chosen."""
+
+    @abc.abstractmethod
     def set_node_policy(self, policy: NodePolicy) -> NodePolicy:
         """Replace the node policy (validated); returns it."""
 
@@ -468,3 +574,71 @@ class StorageAdapter(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Flush and fsync everything, stop workers, release files. Idempotent."""
+
+    # -- subscriptions (Pulsar semantics, DESIGN §2 and §3) ------------------------------------
+    # Implemented once for every adapter by storage_engine.subscriptions.SubscriptionMixin.
+
+    @abc.abstractmethod
+    def create_subscription(self, namespace: str, name: str, *, initial: str = "earliest") -> SubscriptionInfo:
+        """Create a named subscription with a cursor per shard.
+
+        ``initial="earliest"`` starts every cursor at -1 (everything stored is
+        backlog); ``"latest"`` at ``end_offset − 1`` (only new records). The
+        ``segment`` and ``rocksdb`` adapters persist cursors durably (one
+        WriteBatch, synced per durability mode) and recover them on open.
+        Raises ``SubscriptionExistsError`` for a name in use and
+        ``InvalidArgumentError`` for a bad name (``[A-Za-z0-9._-]{1,200}``) or
+        ``initial``.
+        """
+
+    @abc.abstractmethod
+    def delete_subscription(self, namespace: str, name: str) -> None:
+        """Delete a subscription and its cursors (``UnknownSubscriptionError`` if absent)."""
+
+    @abc.abstractmethod
+    def list_subscriptions(self, namespace: str) -> list[SubscriptionInfo]:
+        """The namespace's subscriptions, sorted by name."""
+
+    @abc.abstractmethod
+    def read_subscription(
+        self, namespace: str, name: str, shard: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult:
+        """Read the visible records after the cursor (from ``cursor + 1``, clamped to the log
+        start). Reading does not move the cursor: :meth:`acknowledge` does."""
+
+    @abc.abstractmethod
+    def acknowledge(self, namespace: str, name: str, shard: int, offset: int) -> int:
+        """Cumulative acknowledgement: move the mark-delete position forward to ``offset``.
+
+        Never backward (an older offset changes nothing). ``offset`` past the
+        last offset (``≥ end_offset``) or below -1 raises ``InvalidArgumentError``
+        naming it. Returns the mark-delete position after the call.
+        """
+
+    @abc.abstractmethod
+    def backlog(self, namespace: str, name: str | None = None) -> list[BacklogInfo]:
+        """Backlog per subscription (one, or all sorted by name) and shard."""
+
+    @abc.abstractmethod
+    def expire_subscriptions(
+        self, namespace: str, shard: int | None = None, *, name: str | None = None, position: int | None = None
+    ) -> LifecycleResult:
+        """Message TTL (Pulsar): move cursors forward past records that expired unacknowledged.
+
+        For each subscription (or ``name``) and shard, the cursor moves past
+        the leading unacknowledged records whose effective expiry
+        (``min(expire_at, timestamp + ttl_ms)``) is ≤ now; a sealed segment
+        last written ``ttl_ms`` ago or more is expired whole, even if producer
+        timestamps lie in the future. With ``position`` (one ``shard``
+        required) the cursor moves to that offset instead. A cursor never
+        moves backward nor past the end (a position ≥ ``end_offset`` changes
+        nothing). At most one run per subscription at a time: a concurrent
+        call for the same subscription raises ``AlreadyRunningError``.
+        ``expired_records`` counts the messages expired.
+        """
+
+    @abc.abstractmethod
+    def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
+        """The periodic backlog-quota check. With ``consumer_backlog_eviction`` the slowest
+        cursors move forward until each backlog is ≤ 90 % of the limit (``expired_records``:
+        messages evicted); other policies act on the append path only. No quota: skipped."""

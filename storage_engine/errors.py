@@ -186,3 +186,61 @@ class SegmentDeletedError(StorageError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"segment {path} was deleted while being read")
+
+
+class UnknownSubscriptionError(StorageError, KeyError):
+    """No subscription with this name in the namespace (404-like)."""
+
+    code = "unknown_subscription"
+
+    def __init__(self, namespace: str, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        super().__init__(f"subscription {name!r} does not exist in namespace {namespace!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SubscriptionExistsError(StorageError):
+    """A subscription with this name already exists in the namespace (409-like)."""
+
+    code = "subscription_exists"
+
+    def __init__(self, namespace: str, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        super().__init__(f"subscription {name!r} already exists in namespace {namespace!r}")
+
+
+class BacklogQuotaExceededError(StorageError):
+    """An append refused because a subscription's backlog is over the namespace's quota.
+
+    ``kind`` is ``"size"`` (``limit`` and ``current`` in bytes) or ``"time"``
+    (``limit`` and ``current`` in ms: the age of the oldest unacknowledged record).
+    """
+
+    code = "backlog_quota_exceeded"
+
+    def __init__(self, namespace: str, kind: str, limit: int, current: int) -> None:
+        self.namespace = namespace
+        self.kind = kind
+        self.limit = limit
+        self.current = current
+        unit = "bytes" if kind == "size" else "ms"
+        field = "backlog_quota_bytes" if kind == "size" else "backlog_quota_seconds"
+        super().__init__(
+            f"backlog of namespace {namespace!r} is over its {kind} quota: {current} {unit} > {limit} {unit} ({field})"
+        )
+
+
+class ProducerHeldTooLongError(BacklogQuotaExceededError):
+    """A held append (``producer_request_hold``) waited ``backlog_hold_timeout_ms`` and the
+    backlog was still over quota; ``waited_ms`` is how long it waited."""
+
+    code = "producer_held"
+
+    def __init__(self, namespace: str, kind: str, limit: int, current: int, waited_ms: int) -> None:
+        super().__init__(namespace, kind, limit, current)
+        self.waited_ms = waited_ms
+        self.args = (f"{self.args[0]}; the append was held {waited_ms} ms (backlog_hold_timeout_ms) and is refused",)

@@ -45,7 +45,7 @@ from storage_engine.errors import DiskFullError, InvalidArgumentError, UnknownSh
 from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
-from storage_engine.retention import deletable_segments
+from storage_engine.retention import RetentionPlan, deletable_segments
 from storage_engine.segment.counters import Counters
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,9 @@ ZEROED_COUNTERS = (
     "reclaim_segments_rewritten_total",
     "reclaim_bytes_total",
     "appends_rejected_disk_full_total",
+    "compaction_runs_total",
+    "compaction_bytes_reclaimed_total",
+    "compaction_records_removed_total",
 )
 
 
@@ -390,6 +393,12 @@ class LifecycleMixin(abc.ABC):
         return status.over_max_used
 
     # -- helpers -------------------------------------------------------------------------------------
+    def _retention_plan(
+        self, namespace: str, shard: int, policy: NamespacePolicy, segments: Sequence[SegmentInfo], plan: RetentionPlan
+    ) -> RetentionPlan:
+        """Hook: subscriptions may keep segments retention would delete (``SubscriptionMixin``)."""
+        return plan
+
     def _select(self, namespace: str, shard: int | None) -> tuple[NamespacePolicy, list[LifecycleShard]]:
         policy, shards = self._lc_namespace(namespace)
         if shard is None:
@@ -576,6 +585,7 @@ class LifecycleMixin(abc.ABC):
                 segments = s.lifecycle_segments()
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 plan = deletable_segments(segments, policy, now)
+                plan = self._retention_plan(namespace, s.shard, policy, segments, plan)
                 if plan.count == 0:
                     continue
                 if plan.roll:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
@@ -37,6 +37,7 @@ from storage_engine.api import (
     StorageAdapter,
 )
 from storage_engine.clock import Clock
+from storage_engine.compaction import CompactionMixin
 from storage_engine.config import EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
@@ -57,6 +58,7 @@ from storage_engine.lifecycle import (
 )
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_namespace_policy
 from storage_engine.rolling import should_roll
+from storage_engine.subscriptions import SubscriptionMixin
 from storage_engine.validation import (
     validate_namespace_name,
     validate_read_limits,
@@ -178,6 +180,7 @@ class _Shard:
         self.tags: dict[str, list[int]] = {}  # tag → ascending offsets
         self.ttl: dict[int, int] = {}  # offset → expire_at: the TTL index of this shard
         self.deleted = False
+        self.cleaner_state: bytes | None = None  # key compaction's checkpoint (CleanerState.pack())
 
     @property
     def log_start_offset(self) -> int:
@@ -287,8 +290,9 @@ class _Shard:
             self.bases = [seg.base_offset for seg in self.segments]
         return work
 
-    def rewrite_segment(self, base: int, now: int) -> ShardWork:
-        """Mark the segment's expired records dead, then free the slots of the dead ones."""
+    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
+        """Mark the segment's expired records dead, then free the slots of the dead ones
+        and of the live records named in ``remove`` (key compaction; their index entries go)."""
         work = ShardWork()
         ttl_ms = self.namespace.policy.ttl_ms
         with self.lock:
@@ -298,6 +302,12 @@ class _Shard:
             for r in list(seg.present()):
                 if r.offset not in seg.dead and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
                     self._mark_dead(seg, r, work)
+            if remove:
+                for offset in sorted(set(remove) - seg.dead):
+                    rec = seg.record(offset - seg.base_offset) if seg.base_offset <= offset <= seg.last_offset else None
+                    if rec is not None:
+                        work.index_entries_deleted += self._unindex(rec)
+                        seg.dead.add(offset)  # freed below with the dead ones
             if not seg.dead:
                 return work
             if len(seg.dead) < seg.stored:
@@ -314,6 +324,20 @@ class _Shard:
                 work.segments_rewritten += 1
                 return work
         return work.add(self.drop_segments([base], now, 0))
+
+    def compaction_records(self, base: int) -> list[Record]:
+        """Every stored record of segment ``base`` (key compaction reads them)."""
+        with self.lock:
+            seg = next((s for s in self.segments if s.base_offset == base), None)
+            return [] if seg is None else list(seg.present())
+
+    def compaction_removed_bytes(self, base: int, remove: Collection[int]) -> int:
+        """Bytes a rewrite of segment ``base`` without ``remove`` frees."""
+        with self.lock:
+            seg = next((s for s in self.segments if s.base_offset == base), None)
+            if seg is None:
+                return 0
+            return sum(seg.sizes[o - seg.base_offset] for o in remove if seg.base_offset <= o <= seg.last_offset)
 
     def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
         work = ShardWork()
@@ -377,7 +401,7 @@ class _Shard:
         return len(records), checked, problems
 
 
-class MemoryAdapter(LifecycleMixin, StorageAdapter):
+class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
     name = "memory"
 
     def __init__(self, config: EngineConfig, clock: Clock) -> None:
@@ -392,6 +416,7 @@ class MemoryAdapter(LifecycleMixin, StorageAdapter):
         )
         self._closed = False
         self._init_lifecycle(config, clock)
+        self._init_subscriptions()
 
     # -- helpers ----------------------------------------------------------------
     def _check_open(self) -> None:
@@ -458,6 +483,7 @@ class MemoryAdapter(LifecycleMixin, StorageAdapter):
             with s.lock:
                 s.deleted = True
         self._forget_read_checks(name)
+        self._subs_forget(name)
 
     def list_namespaces(self) -> list[NamespaceInfo]:
         self._check_open()
@@ -476,6 +502,8 @@ class MemoryAdapter(LifecycleMixin, StorageAdapter):
         batch_bytes = sum(sizes)
         if records:
             self._guard_disk(batch_bytes)
+            if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
+                self._check_backlog_quota(namespace, policy)
         expiring: list[tuple[int, int, int]] = []
         with s.lock:
             self._check_live(s)

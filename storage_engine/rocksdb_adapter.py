@@ -28,7 +28,7 @@ deleted ranges from its files.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -224,10 +224,14 @@ class RocksShard(ShardBase):
             self._publish()
             return True
 
-    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
         """Delete a sealed segment's dead records (after marking its expired ones dead), a
         chunk per WriteBatch: each chunk removes records, their dead marks and their bytes
-        from the metadata together, so any prefix of the chunks is a consistent state."""
+        from the metadata together, so any prefix of the chunks is a consistent state.
+
+        ``remove`` (key compaction) names further live records to delete; their index
+        entries (tags, TTL, the key entry only where it still points at them) go in the
+        same chunk's WriteBatch."""
         work = ShardWork()
         with self.write_lock:
             meta = next((m for m in self._metas[:-1] if m.base_offset == base), None)
@@ -236,25 +240,34 @@ class RocksShard(ShardBase):
         work.add(self._kill_expired_in(meta, now))
         prefix = self.index.prefix
         dead = set(self.store.dead_offsets(prefix, base, meta.last_offset + 1))
-        if not dead:
+        extra = set(remove) - dead
+        if not dead and not extra:
             return work
-        if len(dead) >= meta.record_count:
+        if len(dead) + len(extra) >= meta.record_count:
             return work.add(self.drop_segments([base], now, 0))
-        doomed = [(o, len(v)) for o, v in self.store.records(prefix, base, meta.last_offset + 1) if o in dead]
+        gone = dead | extra
+        doomed = [(o, v) for o, v in self.store.records(prefix, base, meta.last_offset + 1) if o in gone]
         records_handle, dead_handle = self.store.handle(CF_RECORDS), self.store.handle(CF_DEAD)
         for i in range(0, len(doomed), UNINDEX_CHUNK):
             chunk = doomed[i : i + UNINDEX_CHUNK]
             with self.write_lock:
                 self.check_usable()
                 wb = self.store.batch()
-                nbytes = 0
-                for offset, size in chunk:
+                nbytes = dead_bytes = live_removed = 0
+                for offset, value in chunk:
                     wb.delete(offset_key(prefix, offset), records_handle)
                     wb.delete(offset_key(prefix, offset), dead_handle)
-                    nbytes += size
+                    nbytes += len(value)
+                    if offset in extra:
+                        r = decode_record(value, offset)
+                        work.index_entries_deleted += self._unindex(wb, offset, r.key, r.tags, r.expire_at)
+                        live_removed += 1
+                    else:
+                        dead_bytes += len(value)
                 meta.record_count -= len(chunk)
+                meta.live_count -= live_removed
                 meta.size_bytes -= nbytes + _KEY_BYTES * len(chunk)
-                meta.dead_bytes = max(0, meta.dead_bytes - nbytes)
+                meta.dead_bytes = max(0, meta.dead_bytes - dead_bytes)
                 self.store.put_segment(wb, prefix, meta)
                 self.store.write(wb, sync=True)
                 work.records_removed += len(chunk)

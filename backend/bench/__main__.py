@@ -1,4 +1,4 @@
-"""``python -m backend.bench api [--namespaces N] [--segments M] [--database-url URL] [--json]``.
+"""``python -m backend.bench api|lifecycle [options] [--json]``.
 
 Runs against its own database (a temporary SQLite file unless ``--database-url``
 names another, e.g. a scratch PostgreSQL database), never the development one.
@@ -22,18 +22,25 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--requests", type=int, default=50, help="timed requests per endpoint")
     api.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     api.add_argument("--json", action="store_true")
+    from backend.bench import lifecycle as lifecycle_bench
+
+    lifecycle_bench.add_arguments(sub.add_parser("lifecycle", help="do the lifecycle tasks keep up under load?"))
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="api-bench-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"{args.bench}-bench-") as scratch:
         os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{Path(scratch) / 'bench.sqlite3'}"
         os.environ.setdefault("VAR_DIR", scratch)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "backend.config.settings")
         import django
 
         django.setup()
-        from backend.bench import api as api_bench
+        if args.bench == "api":
+            from backend.bench import api as api_bench
 
-        for line in api_bench.run(args):
-            api_bench.emit(line, args.json)
+            for line in api_bench.run(args):
+                api_bench.emit(line, args.json)
+        else:
+            for line in lifecycle_bench.run(args, Path(scratch)):
+                lifecycle_bench.emit(line, args.json)
     return 0
 
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 from types import ModuleType
 
-from storage_engine.bench import append, expire, read
+from storage_engine.bench import append, compact, expire, read
 from storage_engine.bench.common import add_common_arguments, data_dir, emit
 
 # Later benches (compact) register here; a ``--node URL`` target will
 # plug in where each bench opens the engine.
-BENCHES: dict[str, ModuleType] = {"append": append, "read": read, "expire": expire}
+BENCHES: dict[str, ModuleType] = {"append": append, "read": read, "expire": expire, "compact": compact}
 
 
 def main(argv: list[str] | None = None) -> int:

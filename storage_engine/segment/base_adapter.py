@@ -32,7 +32,8 @@ from storage_engine.api import (
 )
 from storage_engine.clock import Clock
 from storage_engine.codec import encode_records
-from storage_engine.config import EngineConfig
+from storage_engine.compaction import CompactionMixin
+from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
     InvalidArgumentError,
@@ -50,6 +51,7 @@ from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_store import IndexStore, NamespaceRecord
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
+from storage_engine.subscriptions import Subscription, SubscriptionMixin
 from storage_engine.validation import (
     record_size,
     validate_namespace_name,
@@ -96,7 +98,7 @@ def _first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:
     return offset
 
 
-class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
+class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
     """Base of the log adapters; subclasses provide the shard storage."""
 
     name = "indexed"
@@ -124,6 +126,7 @@ class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
             raise
         self._pool = IOPool(config.io_workers, config.max_requests_per_batch, config.fsync_interval_ms, self.name)
         self._init_lifecycle(config, clock)
+        self._init_subscriptions()
 
     # -- what a subclass provides ----------------------------------------------------
     @abc.abstractmethod
@@ -220,7 +223,9 @@ class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
             wb = self.store.batch()
             self.store.delete_namespace(wb, name)
             self.store.drop_namespace_entries(wb, ns.record.ns_id)
+            self.store.drop_cursors(wb, ns.record.ns_id)
             self.store.write(wb, sync=True)
+            self._subs_forget(name)
             self._remove_namespace_files(ns.record)
             self.store.compact_namespace(ns.record.ns_id)
             self._forget_read_checks(name)
@@ -242,6 +247,9 @@ class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
         if not records:
             with log.reading() as view:
                 return AppendResult(view.end_offset, 0)
+        policy = log.policy
+        if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
+            self._check_backlog_quota(namespace, policy)
         body = encode_records(records, self.clock.now_ms())
         self._guard_disk(body.batch_length)
         base = self._pool.submit(log, body).result()
@@ -375,6 +383,29 @@ class IndexedLogAdapter(LifecycleMixin, StorageAdapter):
             scanned[0] += 1
             if n == ns_id and (shard is None or sh == shard):
                 yield TTLEntry(sh, offset, expire_at, size, flags)
+
+    # -- subscription hooks (SubscriptionMixin): cursors live in the ``cursors`` family --------
+    def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:
+        ns = self._namespace(namespace)
+        wb = self.store.batch()
+        if deleted:
+            self.store.delete_cursors(wb, ns.record.ns_id, sub.name)
+        else:
+            self.store.put_cursors(wb, ns.record.ns_id, sub.name, sub.pack())
+        self.store.write(wb, sync=self.config.durability is Durability.FSYNC)
+
+    def _subs_restore(self) -> list[tuple[str, Subscription]]:
+        names = {ns.record.ns_id: name for name, ns in self._namespaces.items()}
+        out: list[tuple[str, Subscription]] = []
+        wb = self.store.batch()
+        for ns_id, sub_name, raw in self.store.all_cursors():
+            namespace = names.get(ns_id)
+            if namespace is None:  # left by an interrupted namespace delete
+                self.store.delete_cursors(wb, ns_id, sub_name)
+                continue
+            out.append((namespace, Subscription.unpack(sub_name, raw)))
+        self.store.write(wb, sync=True)
+        return out
 
     def _measure_disk(self) -> tuple[int, int, str]:
         root = self.data_dir.root

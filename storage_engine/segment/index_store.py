@@ -69,7 +69,19 @@ CF_CHECKPOINTS = "checkpoints"
 CF_NAMESPACES = "namespaces"
 CF_RECORDS = "records"
 CF_DEAD = "dead"
-INDEX_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_TTL, CF_SEGMENTS, CF_CHECKPOINTS, CF_NAMESPACES, CF_DEAD)
+CF_CURSORS = "cursors"  # ns_id u32 | subscription name UTF-8 → JSON {created_at, cursors}
+INDEX_CFS = (
+    CF_OFFSETS,
+    CF_TIMES,
+    CF_KEYS,
+    CF_TAGS,
+    CF_TTL,
+    CF_SEGMENTS,
+    CF_CHECKPOINTS,
+    CF_NAMESPACES,
+    CF_DEAD,
+    CF_CURSORS,
+)
 # Families whose keys start with the shard prefix (everything but ttl and namespaces).
 _SHARD_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_RECORDS, CF_DEAD)
 # What re-indexing a shard rebuilds: everything derived from the data, never the data itself.
@@ -78,6 +90,11 @@ _SHARD_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINT
 INDEX_ONLY_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKPOINTS, CF_DEAD)
 # Families keyed P | offset, where a segment's entries are one key range.
 OFFSET_KEYED_CFS = (CF_OFFSETS, CF_RECORDS, CF_DEAD)
+# Key compaction's per-shard cleaner checkpoint: P → storage_engine.compaction.CleanerState.pack()
+# (first dirty offset and cleaning passes). Kept when a shard is re-indexed (offsets never change).
+CF_CLEANER = "cleaner"
+INDEX_CFS += (CF_CLEANER,)  # type: ignore[assignment]
+_SHARD_CFS += (CF_CLEANER,)  # type: ignore[assignment]
 
 
 def shard_prefix(ns_id: int, shard: int) -> bytes:
@@ -245,6 +262,22 @@ class IndexStore:
         self.drop_prefix(wb, _NS.pack(ns_id))
         self.drop_ttl(wb, ns_id)
 
+    # -- subscription cursors (``cursors`` family) ----------------------------------------
+    def put_cursors(self, wb: WriteBatch, ns_id: int, name: str, raw: bytes) -> None:
+        wb.put(_NS.pack(ns_id) + name.encode(), raw, self._handles[CF_CURSORS])
+
+    def delete_cursors(self, wb: WriteBatch, ns_id: int, name: str) -> None:
+        wb.delete(_NS.pack(ns_id) + name.encode(), self._handles[CF_CURSORS])
+
+    def drop_cursors(self, wb: WriteBatch, ns_id: int) -> None:
+        """Every subscription of a namespace (``delete_namespace``)."""
+        prefix = _NS.pack(ns_id)
+        wb.delete_range(prefix, _end_of(prefix), self._handles[CF_CURSORS])
+
+    def all_cursors(self) -> list[tuple[int, str, bytes]]:
+        """(ns_id, subscription name, value) of every persisted subscription."""
+        return [(_NS.unpack_from(k)[0], k[4:].decode(), v) for k, v in self._range(CF_CURSORS, b"", b"\xff" * 5)]
+
     def compact_namespace(self, ns_id: int) -> None:
         self.compact_prefix(_NS.pack(ns_id))
 
@@ -394,6 +427,14 @@ class IndexStore:
 
     def is_dead(self, prefix: bytes, offset: int) -> bool:
         return self._cf[CF_DEAD].get(prefix + _U64.pack(offset)) is not None
+
+    def cleaner_checkpoint(self, prefix: bytes) -> bytes | None:
+        """A shard's cleaner checkpoint (key compaction), or ``None`` before the first clean."""
+        raw = self._cf[CF_CLEANER].get(prefix)
+        return None if raw is None else bytes(raw)
+
+    def put_cleaner_checkpoint(self, wb: WriteBatch, prefix: bytes, raw: bytes) -> None:
+        wb.put(prefix, raw, self._handles[CF_CLEANER])
 
     def has_ttl(self, ns_id: int, shard: int, offset: int, expire_at: int) -> bool:
         return self._cf[CF_TTL].get(_TTL.pack(expire_at, ns_id, shard, offset)) is not None

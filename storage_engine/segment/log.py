@@ -30,7 +30,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -609,8 +609,13 @@ class ShardLog(ShardBase):
             self._publish()
             return True
 
-    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
         """Rewrite a sealed segment without its dead records, swapping the file atomically.
+
+        ``remove`` (key compaction) names further live records to leave out:
+        their index entries (tags, TTL, the key entry only where it still
+        points at them) are deleted in the same WriteBatch as the swap's
+        metadata, so the index matches whichever file a crash leaves.
 
         First every expired record of the segment is marked dead with its index
         entries (:meth:`_kill_expired_in`), so the new file holds exactly the
@@ -640,6 +645,8 @@ class ShardLog(ShardBase):
         work.add(self._kill_expired_in(seg.meta, now))
         old = seg.meta
         dead = set(self.index.store.dead_offsets(self.index.prefix, base, old.last_offset + 1))
+        extra = set(remove) - dead
+        dead |= extra
         if not dead:
             return work
         if len(dead) >= old.record_count:  # nothing would remain: drop it whole instead
@@ -657,6 +664,7 @@ class ShardLog(ShardBase):
             modified_at=old.modified_at,
         )
         sparse: list[tuple[int, int]] = []  # (batch base offset, position) for the offsets index
+        unindex: list[Record] = []  # live records removed (``remove``): their index entries go
         fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             pos = since_entry = 0
@@ -667,6 +675,8 @@ class ShardLog(ShardBase):
                 for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
                     records = decode_records(buf, off, h, path=str(seg.path))
                     keep = [r for r in records if r.offset not in dead]
+                    if extra:
+                        unindex.extend(r for r in records if r.offset in extra)
                     if not keep:
                         continue
                     if len(keep) == len(records):
@@ -708,6 +718,8 @@ class ShardLog(ShardBase):
             for offset, position in sparse:
                 wb.put(offset_key(prefix, offset), _POS.pack(base, position), store.handle(CF_OFFSETS))
             store.put_segment(wb, prefix, meta)
+            for r in unindex:
+                work.index_entries_deleted += self._unindex(wb, r.offset, r.key, r.tags, r.expire_at)
             cp = self.index.checkpoint
             if cp.segment_base == base:
                 cp.position = meta.size_bytes
