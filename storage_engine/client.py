@@ -234,5 +234,53 @@ class NodeClient:
         result: dict[str, Any] = self._call("DELETE", f"/v1/jobs/{job_id}", idempotent=True).json()
         return result
 
+    # -- compaction -------------------------------------------------------------------
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, Any]:
+        params = {} if shard is None else {"shard": shard}
+        result: dict[str, Any] = self._call(
+            "GET", f"/v1/namespaces/{namespace}/compaction-estimate", idempotent=True, params=params
+        ).json()
+        return result
+
+    def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> dict[str, Any]:
+        body = {"shard": shard, "keep": {str(base): offsets for base, offsets in keep.items()}}
+        result: dict[str, Any] = self._call(
+            "POST", f"/v1/namespaces/{namespace}/compaction-plan", idempotent=True, json=body
+        ).json()
+        return result
+
+    # -- subscriptions ----------------------------------------------------------------
+    def create_subscription(self, namespace: str, name: str, initial: str = "earliest") -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "POST",
+            f"/v1/namespaces/{namespace}/subscriptions",
+            idempotent=False,
+            json={"name": name, "initial": initial},
+        ).json()
+        return result
+
+    def delete_subscription(self, namespace: str, name: str) -> None:
+        self._call("DELETE", f"/v1/namespaces/{namespace}/subscriptions/{name}", idempotent=True)
+
+    def list_subscriptions(self, namespace: str) -> list[dict[str, Any]]:
+        body = self._call("GET", f"/v1/namespaces/{namespace}/subscriptions", idempotent=True).json()
+        return list(body["subscriptions"])
+
+    def read_subscription(
+        self, namespace: str, name: str, shard: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult:
+        path = f"/v1/namespaces/{namespace}/subscriptions/{name}/shards/{shard}/records"
+        params = {"max_records": max_records, "max_bytes": max_bytes}
+        return read_result_from_json(self._call("GET", path, idempotent=True, params=params).json())
+
+    def acknowledge(self, namespace: str, name: str, shard: int, offset: int) -> int:
+        path = f"/v1/namespaces/{namespace}/subscriptions/{name}/shards/{shard}/ack"
+        return int(self._call("POST", path, idempotent=True, json={"offset": offset}).json()["cursor"])
+
+    def backlog(self, namespace: str, subscription: str | None = None) -> list[dict[str, Any]]:
+        params = {} if subscription is None else {"subscription": subscription}
+        body = self._call("GET", f"/v1/namespaces/{namespace}/backlog", idempotent=True, params=params).json()
+        return list(body["backlog"])
+
 
 __all__ = ["NodeClient", "StorageError"]

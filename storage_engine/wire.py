@@ -23,6 +23,9 @@ STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
     errors.NamespaceExistsError: 409,
     errors.AlreadyRunningError: 409,
     errors.UnknownJobError: 404,
+    errors.UnknownSubscriptionError: 404,
+    errors.SubscriptionExistsError: 409,
+    errors.BacklogQuotaExceededError: 429,
     errors.RecordTooLargeError: 413,
     errors.OffsetOutOfRangeError: 416,
     errors.DiskFullError: 507,
@@ -58,6 +61,10 @@ def error_body(exc: errors.StorageError) -> dict[str, Any]:
         "path",
         "position",
         "job_id",
+        "name",
+        "kind",
+        "current",
+        "waited_ms",
     ):
         if hasattr(exc, attr):
             body[attr] = getattr(exc, attr)
@@ -89,6 +96,16 @@ def error_from_body(status: int, body: dict[str, Any]) -> errors.StorageError:
             return errors.DiskFullError(body["used_ratio"], body["warning_ratio"])
         if code == "already_running":
             return errors.AlreadyRunningError(message.removesuffix(" is already running"))
+        if code == "unknown_subscription":
+            return errors.UnknownSubscriptionError(body["namespace"], body["name"])
+        if code == "subscription_exists":
+            return errors.SubscriptionExistsError(body["namespace"], body["name"])
+        if code == "producer_held":
+            return errors.ProducerHeldTooLongError(
+                body["namespace"], body["kind"], body["limit"], body["current"], body["waited_ms"]
+            )
+        if code == "backlog_quota_exceeded":
+            return errors.BacklogQuotaExceededError(body["namespace"], body["kind"], body["limit"], body["current"])
         if code == "unknown_job":
             return errors.UnknownJobError(str(body.get("job_id", "")))
     except KeyError:

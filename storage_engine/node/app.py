@@ -30,6 +30,7 @@ from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
 from storage_engine.node.params import MAX_BODY_BYTES, int_param, json_body, only, shard_param
+from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 from storage_engine.wire import (
@@ -261,6 +262,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         return PlainTextResponse(render_prometheus(found, metrics), media_type="text/plain; version=0.0.4")
 
     add_lifecycle_routes(table, engine, jobs)
+    add_subscription_routes(table, engine)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

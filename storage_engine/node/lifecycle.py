@@ -32,6 +32,10 @@ OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
     "retention": ("namespace", lambda e, ns, shard, limit, manual: e.apply_retention(ns, shard)),
     "reclaim": ("namespace", lambda e, ns, shard, limit, manual: e.reclaim(ns, shard, limit, manual=manual)),
     "clean-files": ("node", lambda e, ns, shard, limit, manual: e.clean_files(manual=manual)),
+    "compact": ("namespace", lambda e, ns, shard, limit, manual: e.compact(ns, shard, manual=manual)),
+    "compact-dirtiest": ("node", lambda e, ns, shard, limit, manual: e.compact_dirtiest(limit or 1)),
+    "subscription-ttl": ("namespace", lambda e, ns, shard, limit, manual: e.expire_subscriptions(ns, shard)),
+    "backlog-quota": ("namespace", lambda e, ns, shard, limit, manual: e.enforce_backlog_quota(ns)),
 }
 
 
@@ -85,6 +89,27 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobReg
     async def node_step(request: Request) -> Response:
         step, _ = make_step(engine, request.path_params["operation"], dict(request.query_params))
         return JSONResponse((await run_in_threadpool(step)).to_dict())
+
+    @route("/v1/namespaces/{ns}/compaction-estimate", "GET", "compaction_estimate")
+    async def compaction_estimate(request: Request) -> Response:
+        shard = _optional_int(request.query_params.get("shard"), "shard", 0)
+        return JSONResponse(await run_in_threadpool(engine.compaction_estimate, request.path_params["ns"], shard))
+
+    @route("/v1/namespaces/{ns}/compaction-plan", "POST", "compaction_plan")
+    async def compaction_plan(request: Request) -> Response:
+        """Compact one shard by a plan computed elsewhere (Spark): ``{"shard", "keep": {base: [offsets]}}``."""
+        body = await json_body(request)
+        only(body, {"shard", "keep"})
+        shard = _optional_int(body.get("shard"), "shard", 0)
+        keep = body.get("keep")
+        if shard is None or not isinstance(keep, dict):
+            raise InvalidArgumentError("keep", "is required: {segment base offset: [offsets to keep]}")
+        try:
+            plan = {int(base): [int(o) for o in offsets] for base, offsets in keep.items()}
+        except (TypeError, ValueError):
+            raise InvalidArgumentError("keep", "must map segment base offsets to lists of integer offsets") from None
+        result = await run_in_threadpool(engine.compact_with_plan, request.path_params["ns"], shard, plan)
+        return JSONResponse(result.to_dict())
 
     @route("/v1/namespaces/{ns}/verify", "POST", "verify")
     async def verify(request: Request) -> Response:

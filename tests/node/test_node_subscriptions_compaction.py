@@ -1,0 +1,81 @@
+"""Subscriptions, backlog quotas and compaction through the node's HTTP API."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
+from storage_engine.errors import (
+    BacklogQuotaExceededError,
+    InvalidArgumentError,
+    SubscriptionExistsError,
+    UnknownSubscriptionError,
+)
+from storage_engine.policy import NamespacePolicy
+
+
+@pytest.fixture
+def client(node):
+    with NodeClient(node.url, node.token) as c:
+        yield c
+
+
+def test_subscription_read_ack_and_backlog(client):
+    client.create_namespace("orders", 1)
+    client.append("orders", 0, [NewRecord(value=f"m{i}".encode()) for i in range(10)])
+    info = client.create_subscription("orders", "billing")
+    assert info["name"] == "billing" and info["cursors"] == [-1]
+    with pytest.raises(SubscriptionExistsError):
+        client.create_subscription("orders", "billing")
+    read = client.read_subscription("orders", "billing", 0, max_records=4)
+    assert [r.offset for r in read.records] == [0, 1, 2, 3]
+    assert client.acknowledge("orders", "billing", 0, 3) == 3
+    assert client.acknowledge("orders", "billing", 0, 1) == 3  # cumulative: never backward
+    assert [r.offset for r in client.read_subscription("orders", "billing", 0, max_records=2).records] == [4, 5]
+    backlog = client.backlog("orders", "billing")
+    assert backlog[0]["messages"] == 6 and backlog[0]["cursor"] == 3
+    with pytest.raises(InvalidArgumentError) as past_end:
+        client.acknowledge("orders", "billing", 0, 99)
+    assert "offset" in past_end.value.field
+    client.delete_subscription("orders", "billing")
+    with pytest.raises(UnknownSubscriptionError):
+        client.read_subscription("orders", "billing", 0)
+    assert client.list_subscriptions("orders") == []
+
+
+def test_backlog_quota_exception_is_429_with_the_numbers(client):
+    client.create_namespace(
+        "q", 1, NamespacePolicy(backlog_quota_bytes=2_000, backlog_quota_policy="producer_exception")
+    )
+    client.create_subscription("q", "slow")
+    client.append("q", 0, [NewRecord(value=b"x" * 500)] * 6)
+    with pytest.raises(BacklogQuotaExceededError) as refused:
+        client.append("q", 0, [NewRecord(value=b"more")])
+    assert refused.value.kind == "size" and refused.value.limit == 2_000 and refused.value.current > 2_000
+
+
+def test_subscription_ttl_and_quota_steps(client):
+    client.create_namespace("t", 1)
+    client.create_subscription("t", "late")
+    client.append("t", 0, [NewRecord(value=b"old", expire_at=1)] * 5 + [NewRecord(value=b"new")])
+    result = client.lifecycle_step("t", "subscription-ttl")
+    assert result["expired_records"] == 5
+    assert client.backlog("t", "late")[0]["messages"] == 1
+    assert client.lifecycle_step("t", "backlog-quota")["skipped"] == "policy"
+
+
+def test_compaction_estimate_then_compact(client):
+    client.create_namespace(
+        "kv", 1, NamespacePolicy(cleanup_policy="compact", segment_bytes=4096, min_cleanable_dirty_ratio=0.1)
+    )
+    for i in range(200):
+        client.append("kv", 0, [NewRecord(value=f"v{i}".encode() * 5, key=f"k{i % 10}".encode())])
+    estimate = client.compaction_estimate("kv", 0)
+    assert estimate["records_removable"] > 0 and estimate["reclaimable_bytes"] > 0
+    result = client.lifecycle_step("kv", "compact", shard=0, manual=True)
+    assert result["records_removed"] == estimate["records_removable"]
+    assert result["bytes_reclaimed"] == estimate["reclaimable_bytes"]
+    latest = client.read_key("kv", 0, "k3")
+    assert latest is not None and latest.value == b"v193" * 5
+    assert client.verify("kv")["ok"]
