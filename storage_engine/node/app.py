@@ -110,6 +110,23 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         engine.check_disk()  # fresh disk figures (it only measures and updates the disk-full flag)
         return engine.stats()
 
+    def subscription_backlog() -> list[dict[str, Any]]:
+        """Per namespace, subscription and shard: backlog messages, bytes and age."""
+        rows = []
+        for info in engine.list_namespaces():
+            for row in engine.backlog(info.name):
+                rows.append(
+                    {
+                        "namespace": row.namespace,
+                        "subscription": row.subscription,
+                        "shard": row.shard,
+                        "backlog_messages": row.messages,
+                        "backlog_bytes": row.bytes,
+                        "backlog_age_ms": row.age_ms,
+                    }
+                )
+        return rows
+
     route = table.add
     jobs = JobRegistry()
 
@@ -253,13 +270,16 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
                 "shards": [shard_stats_to_json(s) for s in found.shards],
                 "counters": found.counters,
                 "http": metrics.snapshot(),
+                "subscriptions": await run_in_threadpool(subscription_backlog),
             }
         )
 
     @route("/metrics", "GET", "metrics")
     async def prometheus(request: Request) -> Response:
         found = await run_in_threadpool(measured_stats)
-        return PlainTextResponse(render_prometheus(found, metrics), media_type="text/plain; version=0.0.4")
+        backlog = await run_in_threadpool(subscription_backlog)
+        text = render_prometheus(found, metrics, backlog)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     add_lifecycle_routes(table, engine, jobs)
     add_subscription_routes(table, engine)

@@ -72,7 +72,14 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_prometheus(stats: EngineStats, http: NodeMetrics) -> str:
+BACKLOG_GAUGES = {
+    "backlog_messages": ("lcs_subscription_backlog_messages", "Unacknowledged messages", 1),
+    "backlog_bytes": ("lcs_subscription_backlog_bytes", "Unacknowledged bytes", 1),
+    "backlog_age_ms": ("lcs_subscription_backlog_age_seconds", "Age of the oldest unacknowledged message", 1000),
+}
+
+
+def render_prometheus(stats: EngineStats, http: NodeMetrics, backlog: list[dict[str, object]] | None = None) -> str:
     lines = [
         "# HELP lcs_namespaces Namespaces on this node",
         "# TYPE lcs_namespaces gauge",
@@ -86,5 +93,13 @@ def render_prometheus(stats: EngineStats, http: NodeMetrics) -> str:
         name = "lcs_" + _UNSAFE.sub("_", key)
         kind = "counter" if name.endswith("_total") else "gauge"
         lines += [f"# TYPE {name} {kind}", f"{name} {value}"]
+    for key, (name, help_text, divisor) in BACKLOG_GAUGES.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        for row in backlog or []:
+            labels = (
+                f'namespace="{_label(str(row["namespace"]))}",subscription="{_label(str(row["subscription"]))}",'
+                f'shard="{row["shard"]}"'
+            )
+            lines.append(f"{name}{{{labels}}} {float(row[key]) / divisor:g}")  # type: ignore[arg-type]
     lines += http.lines()
     return "\n".join(lines) + "\n"

@@ -38,6 +38,13 @@ def test_subscription_read_ack_and_backlog(client):
     with pytest.raises(InvalidArgumentError) as past_end:
         client.acknowledge("orders", "billing", 0, 99)
     assert "offset" in past_end.value.field
+    rows = client.stats()["subscriptions"]
+    assert {"namespace": "orders", "subscription": "billing", "shard": 0, "backlog_messages": 6} == {
+        k: rows[0][k] for k in ("namespace", "subscription", "shard", "backlog_messages")
+    }
+    assert 'lcs_subscription_backlog_messages{namespace="orders",subscription="billing",shard="0"} 6' in (
+        client.metrics_text()
+    )
     client.delete_subscription("orders", "billing")
     with pytest.raises(UnknownSubscriptionError):
         client.read_subscription("orders", "billing", 0)
