@@ -71,7 +71,7 @@ def test_node_schedules_follow_the_node_policy(api_as, db):
 
 def test_bootstrap_resyncs_every_schedule(orders):
     PeriodicTask.objects.filter(name__startswith="lifecycle: ").delete()
-    assert services.sync_all_schedules() == 3 + 2  # three per namespace, two per node
+    assert services.sync_all_schedules() == 4 + 2  # scan, retention, reclaim, subscription TTL; file clean, disk
     assert schedule("expiry_scan").interval.every == 30
 
 
@@ -94,7 +94,7 @@ def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_
         ({"action": "retention", "confirm": "order"}, "confirm", "must repeat the namespace name"),
         ({"action": "explode"}, "action", "is not a valid choice"),
         ({"action": "expiry_scan", "shard": 5}, "shard", "from 0 to 1"),
-        ({"action": "expiry_scan", "dry_run": True}, "dry_run", "only compaction"),
+        ({"action": "expiry_scan", "dry_run": True}, "dry_run", "compaction-estimate"),
     ],
 )
 def test_bad_actions_name_the_field(api_as, orders, body, field, rule):
@@ -170,3 +170,41 @@ def test_a_run_whose_worker_died_is_resumed_then_failed(orders, django_capture_o
     assert services.reap_stale_runs(now=later) == {"resumed": 0, "failed": 1}
     assert TaskRun.objects.get(pk=run.pk).state == "failed"
     assert leases.acquire_all(leases.shard_keys(orders, None), "run:other", 60, later)  # the shard is free
+
+
+def test_compaction_and_quota_schedules_follow_the_cleanup_policy(api_as, orders):
+    admin = api_as("admin")
+    assert not PeriodicTask.objects.filter(name="lifecycle: compaction of namespace orders").exists()
+    admin.patch("/api/namespaces/orders/policy", {"set": {"cleanup_policy": "compact"}}, format="json")
+    assert schedule("compaction").enabled
+    assert not PeriodicTask.objects.filter(name="lifecycle: retention of namespace orders").exists()
+    admin.patch("/api/namespaces/orders/policy", {"set": {"backlog_quota_bytes": 10_000_000}}, format="json")
+    assert schedule("backlog_quota").interval.every == 300
+
+
+def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_commit_callbacks):
+    from storage_engine.api import NewRecord
+    from storage_engine.client import NodeClient
+
+    admin = api_as("admin")
+    admin.patch(
+        "/api/namespaces/orders/policy", {"set": {"cleanup_policy": "compact", "segment_bytes": 4096}}, format="json"
+    )
+    with NodeClient(node.url, node.token) as client:
+        for i in range(120):
+            client.append("orders", 0, [NewRecord(value=b"v" * 40, key=f"k{i % 4}".encode())])
+    estimate = api_as("operator").get("/api/namespaces/orders/compaction-estimate").json()
+    assert estimate["records_removable"] > 0 and estimate["reclaimable_bytes"] > 0
+    response = api_as("operator").post("/api/namespaces/orders/actions", {"action": "compaction"}, format="json")
+    assert response.status_code == 400 and "confirm" in response.json()
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_as("operator").post(
+            "/api/namespaces/orders/actions", {"action": "compaction", "confirm": "orders"}, format="json"
+        )
+    assert response.status_code == 202
+    run = TaskRun.objects.get(pk=response.json()["id"])
+    while services.run_step(run.pk) is services.StepOutcome.MORE:
+        pass
+    run.refresh_from_db()
+    assert run.state == "succeeded", run.error
+    assert run.counts["records_removed"] == estimate["records_removable"]

@@ -53,6 +53,10 @@ ACTIONS: dict[str, Action] = {
     # A manual delete request (RocketMQ's third trigger): expired files go at any hour.
     Kind.FORCE_DELETE: Action("node", "clean-files", destructive=True, manual=True),
     Kind.DISK_CHECK: Action("node", "disk-check", destructive=False),
+    Kind.COMPACTION: Action("namespace", "compact", destructive=True),
+    # Moving cursors past expired messages drops them from subscribers' backlogs.
+    Kind.SUBSCRIPTION_TTL: Action("namespace", "subscription-ttl", destructive=False),
+    Kind.BACKLOG_QUOTA: Action("namespace", "backlog-quota", destructive=False),
 }
 COUNTED = (
     "scanned",
@@ -118,7 +122,7 @@ def start_action(
 ) -> TaskRun:
     """An operator's manual action: checked, audited, queued."""
     if dry_run:
-        raise InvalidArgumentError("dry_run", "only compaction offers a dry run (its estimate)")
+        raise InvalidArgumentError("dry_run", "a dry run is GET /api/namespaces/<name>/compaction-estimate")
     action = ACTIONS.get(kind)
     if action is None or (action.scope == "namespace") != (namespace is not None):
         scope = "namespace" if namespace is not None else "node"
@@ -219,7 +223,24 @@ NAMESPACE_SCHEDULES = {  # kind → the policy field that sets its interval
     Kind.EXPIRY_SCAN: "scan_interval_ms",
     Kind.RETENTION: "scan_interval_ms",
     Kind.RECLAIM: "compaction_check_interval_ms",
+    Kind.COMPACTION: "compaction_check_interval_ms",
+    Kind.SUBSCRIPTION_TTL: "ttl_check_interval_ms",
+    Kind.BACKLOG_QUOTA: "ttl_check_interval_ms",
 }
+
+
+def scheduled_kinds(policy: Any) -> list[str]:
+    """The namespace schedules a policy calls for: compaction only when it compacts, quotas only when set."""
+    kinds = [Kind.EXPIRY_SCAN, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL]
+    if policy.deletes:
+        kinds.append(Kind.RETENTION)
+    if policy.compacts:
+        kinds.append(Kind.COMPACTION)
+    if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
+        kinds.append(Kind.BACKLOG_QUOTA)
+    return kinds
+
+
 NODE_SCHEDULES = {Kind.FILE_CLEAN: "clean_interval_ms"}
 DISK_CHECK_INTERVAL_S = 30
 
@@ -229,16 +250,19 @@ def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNo
 
 
 def sync_namespace_schedules(namespace: Namespace) -> list[PeriodicTask]:
-    """Create or update the namespace's periodic tasks from its effective policy (beat reads them at once)."""
+    """Create, update or remove the namespace's periodic tasks from its effective policy (beat reads them at once)."""
     policy = effective_namespace_policy(namespace)
+    wanted = scheduled_kinds(policy)
+    stale = [schedule_name(kind, namespace=namespace) for kind in NAMESPACE_SCHEDULES if kind not in wanted]
+    PeriodicTask.objects.filter(name__in=stale).delete()
     return [
         upsert_interval_task(
             schedule_name(kind, namespace=namespace),
             SCHEDULED_TASK,
-            max(1, getattr(policy, field) // 1000),
+            max(1, getattr(policy, NAMESPACE_SCHEDULES[kind]) // 1000),
             {"kind": str(kind), "namespace_id": namespace.pk},
         )
-        for kind, field in NAMESPACE_SCHEDULES.items()
+        for kind in wanted
     ]
 
 

@@ -5,4 +5,9 @@ from backend.apps.lifecycle import views
 urlpatterns = [
     path("namespaces/<str:name>/actions", views.NamespaceActionView.as_view(), name="namespace-actions"),
     path("nodes/<str:name>/actions", views.NodeActionView.as_view(), name="node-actions"),
+    path(
+        "namespaces/<str:name>/compaction-estimate",
+        views.CompactionEstimateView.as_view(),
+        name="namespace-compaction-estimate",
+    ),
 ]

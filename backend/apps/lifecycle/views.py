@@ -1,6 +1,6 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,6 +10,7 @@ from backend.apps.lifecycle import services
 from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.selectors import client_for
 from backend.apps.runs.serializers import TaskRunOutputSerializer
 
 
@@ -48,3 +49,21 @@ class NodeActionView(APIView):
             kind=data.validated_data["action"], actor=request.user, node=node, confirm=data.validated_data["confirm"]
         )
         return Response(TaskRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CompactionEstimateOutputSerializer(serializers.Serializer):
+    bytes_before = serializers.IntegerField()
+    bytes_after = serializers.IntegerField()
+    reclaimable_bytes = serializers.IntegerField()
+    records_removable = serializers.IntegerField()
+
+
+class CompactionEstimateView(APIView):
+    """What compacting the namespace now would reclaim (a dry run on the node; nothing changes)."""
+
+    @extend_schema(responses=CompactionEstimateOutputSerializer, tags=["actions"])
+    def get(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
+        with client_for(namespace.node) as client:
+            estimate = client.compaction_estimate(namespace.name)
+        return Response(CompactionEstimateOutputSerializer(estimate).data)
