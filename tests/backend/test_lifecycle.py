@@ -208,3 +208,17 @@ def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_
     run.refresh_from_db()
     assert run.state == "succeeded", run.error
     assert run.counts["records_removed"] == estimate["records_removable"]
+
+
+def test_a_200_character_namespace_name_gets_its_schedules(api_as, registered_node):
+    name = "n" * 200
+    response = api_as("admin").post("/api/namespaces/", {"name": name, "shards": 1}, format="json")
+    assert response.status_code == 201, response.content
+    names = list(
+        PeriodicTask.objects.filter(name__startswith="lifecycle: ", name__contains="namespace n").values_list(
+            "name", flat=True
+        )
+    )
+    assert len(names) == 4 and all(len(n) <= 200 for n in names)
+    api_as("admin").delete(f"/api/namespaces/{name}/", {"confirm": name}, format="json")
+    assert not PeriodicTask.objects.filter(name__in=names).exists()

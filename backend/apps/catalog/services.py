@@ -140,7 +140,7 @@ def sync_stalest(limit: int = 50) -> SyncResult:
 
     A namespace whose node cannot be reached is skipped until the next round.
     """
-    from django.db.models import Max
+    from django.db.models import F, Max
 
     from backend.apps.namespaces.models import Namespace, SyncState
     from storage_engine.errors import StorageError
@@ -150,7 +150,7 @@ def sync_stalest(limit: int = 50) -> SyncResult:
         Namespace.objects.filter(sync_state=SyncState.SYNCED)
         .select_related("node")
         .annotate(last_sync=Max("shard_status__updated_at"))
-        .order_by("last_sync", "name")[:limit]
+        .order_by(F("last_sync").asc(nulls_first=True), "name")[:limit]
     )
     for namespace in stalest:
         try:

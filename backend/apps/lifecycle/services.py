@@ -13,6 +13,7 @@ redelivered, and the lease expires if it is not).
 from __future__ import annotations
 
 import enum
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -245,8 +246,17 @@ NODE_SCHEDULES = {Kind.FILE_CLEAN: "clean_interval_ms"}
 DISK_CHECK_INTERVAL_S = 30
 
 
+def _short(name: str, keep: int = 120) -> str:
+    """A name that fits a periodic task's name (200 characters), still unique and readable."""
+    if len(name) <= keep:
+        return name
+    return f"{name[: keep - 10]}…{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+
+
 def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNode | None = None) -> str:
-    return f"lifecycle: {kind} of namespace {namespace.name}" if namespace else f"lifecycle: {kind} of node {node.name}"  # type: ignore[union-attr]
+    if namespace is not None:
+        return f"lifecycle: {kind} of namespace {_short(namespace.name)}"
+    return f"lifecycle: {kind} of node {_short(node.name)}"  # type: ignore[union-attr]
 
 
 def sync_namespace_schedules(namespace: Namespace) -> list[PeriodicTask]:
@@ -297,12 +307,9 @@ def sync_all_schedules() -> int:
     return count
 
 
-def remove_namespace_schedules(namespace_name: str) -> int:
-    deleted, _ = (
-        PeriodicTask.objects.filter(name__startswith="lifecycle: ")
-        .filter(name__endswith=f" of namespace {namespace_name}")
-        .delete()
-    )
+def remove_namespace_schedules(namespace: Namespace) -> int:
+    names = [schedule_name(kind, namespace=namespace) for kind in NAMESPACE_SCHEDULES]
+    deleted, _ = PeriodicTask.objects.filter(name__in=names).delete()
     return deleted
 
 

@@ -105,5 +105,5 @@ def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
         audit.record(
             actor=actor, action="namespace.delete", target_type="namespace", target=namespace.name, before=before
         )
-        lifecycle.remove_namespace_schedules(namespace.name)
+        lifecycle.remove_namespace_schedules(namespace)
         namespace.delete()

@@ -52,5 +52,9 @@ def delete_node(*, actor: Any, node: StorageNode) -> None:
     audit.record(actor=actor, action="node.delete", target_type="node", target=node.name, before={"url": node.url})
     from django_celery_beat.models import PeriodicTask
 
-    PeriodicTask.objects.filter(name__endswith=f" of node {node.name}").delete()
+    from backend.apps.lifecycle.services import NODE_SCHEDULES, schedule_name
+    from backend.apps.runs.models import Kind
+
+    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, Kind.DISK_CHECK]]
+    PeriodicTask.objects.filter(name__in=names).delete()
     node.delete()
