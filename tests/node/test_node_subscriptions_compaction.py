@@ -39,8 +39,11 @@ def test_subscription_read_ack_and_backlog(client):
         client.acknowledge("orders", "billing", 0, 99)
     assert "offset" in past_end.value.field
     rows = client.stats()["subscriptions"]
-    assert {"namespace": "orders", "subscription": "billing", "shard": 0, "backlog_messages": 6} == {
-        k: rows[0][k] for k in ("namespace", "subscription", "shard", "backlog_messages")
+    assert {k: rows[0][k] for k in ("namespace", "subscription", "shard", "backlog_messages")} == {
+        "namespace": "orders",
+        "subscription": "billing",
+        "shard": 0,
+        "backlog_messages": 6,
     }
     assert 'lcs_subscription_backlog_messages{namespace="orders",subscription="billing",shard="0"} 6' in (
         client.metrics_text()

@@ -46,8 +46,20 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
         "live_records": namespace.live_records,
         "expired_ratio": expired_ratio(namespace.stored_records, namespace.expired_records),
         "segment_count": namespace.segment_count,
-        "backlog_messages": 0,
+        "backlog_messages": _backlog_messages(namespace),
         "last_scan_at": last_run_at(namespace, "expiry_scan"),
         "last_compaction_at": last_run_at(namespace, "compaction"),
         "shards": list(shard_statuses(namespace)),
     }
+
+
+def _backlog_messages(namespace: Any) -> int | None:
+    """Unacknowledged messages over every subscription and shard, live from the node (None if unreachable)."""
+    from backend.apps.namespaces.selectors import subscriptions_with_backlog
+
+    if not namespace.subscriptions.exists():
+        return 0
+    rows, error = subscriptions_with_backlog(namespace)
+    if error:
+        return None
+    return sum(b["messages"] for row in rows for b in row["backlog"] or [])

@@ -55,7 +55,7 @@ class NamespaceSummaryOutputSerializer(serializers.Serializer):
     live_records = serializers.IntegerField()
     expired_ratio = serializers.FloatField()
     segment_count = serializers.IntegerField()
-    backlog_messages = serializers.IntegerField()
+    backlog_messages = serializers.IntegerField(allow_null=True, help_text="null when the node cannot be reached")
     last_scan_at = serializers.DateTimeField(allow_null=True)
     last_compaction_at = serializers.DateTimeField(allow_null=True)
     shards = ShardStatusOutputSerializer(many=True)

@@ -28,3 +28,20 @@ class Namespace(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Subscription(models.Model):
+    """A named cursor per shard on a namespace; the node keeps the cursors, this row the intent."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="subscriptions")
+    name = models.CharField(max_length=200)
+    initial = models.CharField(max_length=10, default="earliest")  # earliest | latest
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["namespace_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="subscription_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}/{self.name}"

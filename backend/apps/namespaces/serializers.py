@@ -59,3 +59,33 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
 
     def get_expired_ratio(self, namespace: Namespace) -> float:
         return expired_ratio(namespace.stored_records, namespace.expired_records)
+
+
+class SubscriptionInputSerializer(serializers.Serializer):
+    name = serializers.RegexField(
+        NAMESPACE_NAME,
+        max_length=200,
+        error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
+    )
+    initial = serializers.ChoiceField(choices=["earliest", "latest"], default="earliest")
+
+
+class ShardBacklogSerializer(serializers.Serializer):
+    shard = serializers.IntegerField()
+    cursor = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+    age_ms = serializers.IntegerField(allow_null=True)
+
+
+class SubscriptionOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    initial = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    backlog = ShardBacklogSerializer(many=True, allow_null=True)
+
+
+class SubscriptionListOutputSerializer(serializers.Serializer):
+    results = SubscriptionOutputSerializer(many=True)
+    node_error = serializers.CharField(allow_blank=True)

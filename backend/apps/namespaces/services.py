@@ -4,6 +4,7 @@ node with its effective policy; if the node cannot take it now, it stays
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -107,3 +108,46 @@ def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
         )
         lifecycle.remove_namespace_schedules(namespace)
         namespace.delete()
+
+
+def create_subscription(*, namespace: Namespace, name: str, initial: str, actor: Any) -> Any:
+    """Create the cursor on the node, then the row (the node refuses what it cannot hold)."""
+    from backend.apps.namespaces.models import Subscription
+    from storage_engine.errors import SubscriptionExistsError
+
+    # Created on the node before (a retry): the row below records it.
+    with client_for(namespace.node) as client, contextlib.suppress(SubscriptionExistsError):
+        client.create_subscription(namespace.name, name, initial)
+    with transaction.atomic():
+        subscription = Subscription.objects.create(
+            namespace=namespace,
+            name=name,
+            initial=initial,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        audit.record(
+            actor=actor,
+            action="subscription.create",
+            target_type="subscription",
+            target=f"{namespace.name}/{name}",
+            after={"initial": initial},
+        )
+    return subscription
+
+
+def delete_subscription(*, subscription: Any, actor: Any) -> None:
+    """Destructive: the cursor positions are lost. Node first, then the row; audited."""
+    from storage_engine.errors import UnknownSubscriptionError
+
+    namespace = subscription.namespace
+    with client_for(namespace.node) as client, contextlib.suppress(UnknownSubscriptionError):
+        client.delete_subscription(namespace.name, subscription.name)
+    with transaction.atomic():
+        audit.record(
+            actor=actor,
+            action="subscription.delete",
+            target_type="subscription",
+            target=f"{namespace.name}/{subscription.name}",
+            before={"initial": subscription.initial},
+        )
+        subscription.delete()
