@@ -189,10 +189,13 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
 
         settings.NODE_URL, settings.NODE_TOKEN = url, token
         StorageNode.objects.create(name="node-1", url=url, token=token)
+        # Segments roll at the TTL so that whole expired segments can be reclaimed (layer 3).
         policy = {
             "scan_interval_ms": args.scan_interval_ms,
             "compaction_check_interval_ms": args.scan_interval_ms,
-            "segment_bytes": 256 * 1024,
+            "segment_bytes": 16 * 1024,
+            "segment_ms": args.ttl_ms,
+            "ttl_ms": args.ttl_ms,
         }
         names = [f"bench-{i:03d}" for i in range(args.namespaces)]
         for name in names:
