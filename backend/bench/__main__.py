@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix=f"{args.bench}-bench-") as scratch:
         os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{Path(scratch) / 'bench.sqlite3'}"
+        if args.bench == "lifecycle":
+            os.environ["CELERY_BROKER_URL"] = args.redis_url  # the bench reads the queues its worker uses
         os.environ.setdefault("VAR_DIR", scratch)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "backend.config.settings")
         import django
