@@ -29,6 +29,8 @@ class Segment(models.Model):
         ]
         indexes = [
             models.Index(fields=["state", "id"]),
+            # A state filter walking the list's ordering (namespace, shard, base offset) without a sort.
+            models.Index(fields=["state", "namespace", "shard", "base_offset", "id"], name="segment_state_position"),
             models.Index(fields=["size_bytes", "id"]),
             models.Index(fields=["max_timestamp", "id"]),
             models.Index(fields=["expired_ratio", "id"]),
