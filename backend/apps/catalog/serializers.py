@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.catalog.services import SYNCED_FIELDS
 
 
 class SegmentOutputSerializer(serializers.ModelSerializer):
@@ -8,25 +9,8 @@ class SegmentOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Segment
-        fields = [
-            "id",
-            "namespace",
-            "shard",
-            "base_offset",
-            "last_offset",
-            "record_count",
-            "live_count",
-            "size_bytes",
-            "min_timestamp",
-            "max_timestamp",
-            "max_expire_at",
-            "has_unbounded",
-            "state",
-            "created_at_ms",
-            "modified_at_ms",
-            "expired_ratio",
-            "synced_at",
-        ]
+        # The position, then exactly the fields a sync copies from the node.
+        fields = ["id", "namespace", "shard", "base_offset", *SYNCED_FIELDS, "synced_at"]
         read_only_fields = fields
 
 
