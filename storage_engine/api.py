@@ -547,6 +547,36 @@ class StorageAdapter(abc.ABC):
         a base that is not a sealed segment."""
 
     @abc.abstractmethod
+    def ttl_index_info(self, namespace: str) -> dict[str, object]:
+        """What an external writer of TTL-index entries for ``namespace`` needs (for
+        :meth:`ingest_ttl_index`): ``{"namespace", "ns_id", "shards", "end_offsets"}``. Keys are
+        ``expire_at u64 | ns_id u32 | shard u16 | offset u64``, big-endian
+        (:func:`storage_engine.segment.index_store.ttl_key`); the memory adapter has no namespace
+        ids and answers ``ns_id`` 0."""
+
+    @abc.abstractmethod
+    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+        """Bulk-load TTL-index entries for ``namespace`` from the SST file at ``path`` (a path the
+        engine can read; the file is copied, never moved or changed).
+
+        The file is an SST written with ``rocksdict.SstFileWriter`` in raw mode, keys ascending:
+        key ``ttl_key(expire_at, ns_id, shard, offset)``, value ``ttl_value(size, flags)`` or
+        ``b""`` (size and key/tag flags unknown: the TTL scan reads the record). Every key is
+        validated first: a key of another namespace id, a shard outside ``0..shards-1``, an offset
+        at or past the shard's end or a malformed key or value refuses the whole file with
+        ``ForeignTTLEntryError`` (code ``foreign_ttl_entry``, HTTP 400) and nothing is loaded; a
+        missing or non-SST file is ``InvalidArgumentError`` on ``path``. Entries for records
+        already gone (below the log start) or dead are left out. The rest become visible to the
+        next :meth:`expire_scan` at once and atomically (RocksDB ``ingest_external_file`` for the
+        log adapters; the memory adapter inserts them, keeping an offset's existing entry).
+
+        Returns ``{"namespace", "path", "entries", "ingested", "skipped", "min_expire_at",
+        "max_expire_at", "duration_ms"}``. An entry only makes the scan mark its record dead (and
+        reclamation then remove it); reads decide visibility from the record's own
+        ``expire_at`` and the namespace TTL.
+        """
+
+    @abc.abstractmethod
     def compact_dirtiest(self, limit_shards: int = 1, *, map_budget_bytes: int | None = None) -> LifecycleResult:
         """One step of the background cleaner: compact the ``limit_shards`` due shards of
         compacted namespaces with the highest dirty ratio first (``skipped="not_due"`` when

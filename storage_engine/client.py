@@ -249,6 +249,19 @@ class NodeClient:
         ).json()
         return result
 
+    def ttl_index_info(self, namespace: str) -> dict[str, Any]:
+        """The namespace id, shard count and end offsets a TTL-index SST writer needs."""
+        result: dict[str, Any] = self._call("GET", f"/v1/namespaces/{namespace}/ttl-index", idempotent=True).json()
+        return result
+
+    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, Any]:
+        """Ask the node to bulk-load the TTL-index SST file at ``path`` (a path on the node's host).
+        Idempotent: loading the same file twice puts the same keys twice."""
+        result: dict[str, Any] = self._call(
+            "POST", f"/v1/namespaces/{namespace}/ttl-index/ingest", idempotent=True, json={"path": path}
+        ).json()
+        return result
+
     # -- subscriptions ----------------------------------------------------------------
     def create_subscription(self, namespace: str, name: str, initial: str = "earliest") -> dict[str, Any]:
         result: dict[str, Any] = self._call(

@@ -37,6 +37,7 @@ from storage_engine.api import (
     StorageAdapter,
 )
 from storage_engine.clock import Clock
+from storage_engine.codec import RecordColumns
 from storage_engine.compaction import CompactionMixin
 from storage_engine.config import EngineConfig
 from storage_engine.errors import (
@@ -49,12 +50,15 @@ from storage_engine.errors import (
 )
 from storage_engine.expiry import is_expired
 from storage_engine.lifecycle import (
+    KEEP,
     LifecycleMixin,
     LifecycleShard,
+    Removal,
     ShardWork,
     TTLEntry,
     check_indexes,
     expired_figures,
+    removal_rule,
 )
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_namespace_policy
 from storage_engine.rolling import should_roll
@@ -290,11 +294,13 @@ class _Shard:
             self.bases = [seg.base_offset for seg in self.segments]
         return work
 
-    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
         """Mark the segment's expired records dead, then free the slots of the dead ones
-        and of the live records named in ``remove`` (key compaction; their index entries go)."""
+        and of the live records ``remove`` names (key compaction: offsets or a
+        :data:`~storage_engine.lifecycle.RemovalRule`; their index entries go)."""
         work = ShardWork()
         ttl_ms = self.namespace.policy.ttl_ms
+        rule = removal_rule(remove)
         with self.lock:
             seg = next((s for s in self.segments[:-1] if s.base_offset == base), None)
             if seg is None:
@@ -302,12 +308,12 @@ class _Shard:
             for r in list(seg.present()):
                 if r.offset not in seg.dead and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
                     self._mark_dead(seg, r, work)
-            if remove:
-                for offset in sorted(set(remove) - seg.dead):
-                    rec = seg.record(offset - seg.base_offset) if seg.base_offset <= offset <= seg.last_offset else None
-                    if rec is not None:
-                        work.index_entries_deleted += self._unindex(rec)
-                        seg.dead.add(offset)  # freed below with the dead ones
+            if rule is not None:
+                live = [r for r in seg.present() if r.offset not in seg.dead]
+                for r, d in zip(live, rule(RecordColumns.of_records(live)), strict=True):
+                    if d != KEEP:
+                        work.index_entries_deleted += self._unindex(r)
+                        seg.dead.add(r.offset)  # freed below with the dead ones
             if not seg.dead:
                 return work
             if len(seg.dead) < seg.stored:
@@ -399,6 +405,9 @@ class _Shard:
                 now,
             )
         return len(records), checked, problems
+
+
+MEMORY_NS_ID = 0  # the namespace id TTL-index keys carry for this adapter (it has no ids)
 
 
 class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
@@ -687,6 +696,58 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             if ns.shards[sh].ttl.get(offset) != expire_at:
                 continue  # gone since (stale heap entry)
             yield TTLEntry(sh, offset, expire_at, 0, 0)
+
+    # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -----------------------------------
+    def ttl_index_info(self, namespace: str) -> dict[str, object]:
+        ns = self._namespace(namespace)
+        return {
+            "namespace": namespace,
+            "ns_id": MEMORY_NS_ID,
+            "shards": len(ns.shards),
+            "end_offsets": [s.end_offset for s in ns.shards],
+        }
+
+    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+        """Insert the SST file's entries into the shards' TTL dicts and the namespace heap (no
+        namespace ids here: keys carry ``MEMORY_NS_ID``). An offset that already has an entry, a
+        record that is gone or dead keeps what it has (counted as skipped)."""
+        import tempfile
+        import time
+        from pathlib import Path
+
+        from storage_engine.segment.index_store import open_sst, validated_ttl_entries
+
+        t0 = time.perf_counter()
+        ns = self._namespace(namespace)
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
+        file = Path(path)
+        with self._lifecycle_ops, open_sst(file, Path(tempfile.gettempdir())) as db:
+            ends = [s.end_offset for s in ns.shards]
+            entries = list(validated_ttl_entries(db, file, MEMORY_NS_ID, ends))  # all checked before any goes in
+            added: list[tuple[int, int, int]] = []
+            for e in entries:
+                s = ns.shards[e.shard]
+                with s.lock:
+                    segment = s.segment_at(e.offset)
+                    r = None if segment is None else segment.record(e.offset - segment.base_offset)
+                    if r is None or segment is None or e.offset in segment.dead or e.offset in s.ttl:
+                        continue
+                    s.ttl[e.offset] = e.expire_at
+                added.append((e.expire_at, e.shard, e.offset))
+            with ns.ttl_lock:
+                for item in added:
+                    heapq.heappush(ns.ttl_heap, item)
+        return {
+            "namespace": namespace,
+            "path": path,
+            "entries": len(entries),
+            "ingested": len(added),
+            "skipped": len(entries) - len(added),
+            "min_expire_at": min((a[0] for a in added), default=None),
+            "max_expire_at": max((a[0] for a in added), default=None),
+            "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
+        }
 
     def _measure_disk(self) -> tuple[int, int, str]:
         with self._lock:

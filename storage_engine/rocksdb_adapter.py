@@ -28,17 +28,26 @@ deleted ranges from its files.
 from __future__ import annotations
 
 import struct
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from storage_engine.api import Record, SegmentState
 from storage_engine.clock import Clock
-from storage_engine.codec import EncodedRecords, decode_record, iter_record_slices
+from storage_engine.codec import EncodedRecords, RecordColumns, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
-from storage_engine.lifecycle import ShardWork
+from storage_engine.errors import InvalidArgumentError
+from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.segment.base_adapter import IndexedLogAdapter
-from storage_engine.segment.index_store import CF_DEAD, CF_RECORDS, NamespaceRecord, ShardIndex, offset_key
+from storage_engine.segment.index_store import (
+    CF_DEAD,
+    CF_RECORDS,
+    NamespaceRecord,
+    ShardIndex,
+    ingest_ttl_file,
+    offset_key,
+)
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.shard import UNINDEX_CHUNK, ShardBase
 
@@ -224,57 +233,88 @@ class RocksShard(ShardBase):
             self._publish()
             return True
 
-    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
         """Delete a sealed segment's dead records (after marking its expired ones dead), a
         chunk per WriteBatch: each chunk removes records, their dead marks and their bytes
         from the metadata together, so any prefix of the chunks is a consistent state.
 
-        ``remove`` (key compaction) names further live records to delete; their index
-        entries (tags, TTL, the key entry only where it still points at them) go in the
-        same chunk's WriteBatch."""
+        ``remove`` (key compaction) names further live records to delete, as offsets or a
+        :data:`~storage_engine.lifecycle.RemovalRule` asked per chunk while the records
+        stream; their index entries (tags, TTL, the key entry only where it still points
+        at them) go in the same chunk's WriteBatch. A segment left without records is
+        dropped whole."""
         work = ShardWork()
         with self.write_lock:
             meta = next((m for m in self._metas[:-1] if m.base_offset == base), None)
         if meta is None or meta.state is not SegmentState.SEALED:
             return work
         work.add(self._kill_expired_in(meta, now))
+        rule = removal_rule(remove)
         prefix = self.index.prefix
-        dead = set(self.store.dead_offsets(prefix, base, meta.last_offset + 1))
-        extra = set(remove) - dead
-        if not dead and not extra:
+        has_dead = meta.live_count < meta.record_count
+        if not has_dead and rule is None:
             return work
-        if len(dead) + len(extra) >= meta.record_count:
+        chunk: list[tuple[int, bytes]] = []
+        touched = False
+        for offset, value in self.store.records(prefix, base, meta.last_offset + 1):
+            chunk.append((offset, value))
+            if len(chunk) >= UNINDEX_CHUNK:
+                touched |= self._remove_chunk(chunk, meta, rule, has_dead, work)
+                chunk = []
+        if chunk:
+            touched |= self._remove_chunk(chunk, meta, rule, has_dead, work)
+        if not touched:
+            return work
+        if meta.record_count <= 0:
             return work.add(self.drop_segments([base], now, 0))
-        gone = dead | extra
-        doomed = [(o, v) for o, v in self.store.records(prefix, base, meta.last_offset + 1) if o in gone]
-        records_handle, dead_handle = self.store.handle(CF_RECORDS), self.store.handle(CF_DEAD)
-        for i in range(0, len(doomed), UNINDEX_CHUNK):
-            chunk = doomed[i : i + UNINDEX_CHUNK]
-            with self.write_lock:
-                self.check_usable()
-                wb = self.store.batch()
-                nbytes = dead_bytes = live_removed = 0
-                for offset, value in chunk:
-                    wb.delete(offset_key(prefix, offset), records_handle)
-                    wb.delete(offset_key(prefix, offset), dead_handle)
-                    nbytes += len(value)
-                    if offset in extra:
-                        r = decode_record(value, offset)
-                        work.index_entries_deleted += self._unindex(wb, offset, r.key, r.tags, r.expire_at)
-                        live_removed += 1
-                    else:
-                        dead_bytes += len(value)
-                meta.record_count -= len(chunk)
-                meta.live_count -= live_removed
-                meta.size_bytes -= nbytes + _KEY_BYTES * len(chunk)
-                meta.dead_bytes = max(0, meta.dead_bytes - dead_bytes)
-                self.store.put_segment(wb, prefix, meta)
-                self.store.write(wb, sync=True)
-                work.records_removed += len(chunk)
-                work.bytes_reclaimed += nbytes + _KEY_BYTES * len(chunk)
         work.segments_rewritten += 1
         self.counters.add("segments_rewritten_total")
         return work
+
+    def _remove_chunk(
+        self,
+        chunk: list[tuple[int, bytes]],
+        meta: SegmentMeta,
+        rule: RemovalRule | None,
+        has_dead: bool,
+        work: ShardWork,
+    ) -> bool:
+        """Delete the dead records of ``chunk`` and those ``rule`` removes, in one WriteBatch."""
+        prefix = self.index.prefix
+        dead = set(self.store.dead_offsets(prefix, chunk[0][0], chunk[-1][0] + 1)) if has_dead else set()
+        records = [decode_record(v, o) for o, v in chunk if o not in dead] if rule is not None else []
+        decided: dict[int, int] = {}
+        if rule is not None:
+            decided = dict(zip([r.offset for r in records], rule(RecordColumns.of_records(records)), strict=True))
+        doomed = [(o, v) for o, v in chunk if o in dead or decided.get(o, KEEP) != KEEP]
+        if not doomed:
+            return False
+        by_offset = {r.offset: r for r in records}
+        records_handle, dead_handle = self.store.handle(CF_RECORDS), self.store.handle(CF_DEAD)
+        with self.write_lock:
+            self.check_usable()
+            wb = self.store.batch()
+            nbytes = dead_bytes = live_removed = 0
+            for offset, value in doomed:
+                wb.delete(offset_key(prefix, offset), records_handle)
+                wb.delete(offset_key(prefix, offset), dead_handle)
+                nbytes += len(value)
+                if offset in dead:
+                    dead_bytes += len(value)
+                    continue
+                r = by_offset[offset]
+                key = None if decided[offset] == SUPERSEDED else r.key
+                work.index_entries_deleted += self._unindex(wb, offset, key, r.tags, r.expire_at)
+                live_removed += 1
+            meta.record_count -= len(doomed)
+            meta.live_count -= live_removed
+            meta.size_bytes -= nbytes + _KEY_BYTES * len(doomed)
+            meta.dead_bytes = max(0, meta.dead_bytes - dead_bytes)
+            self.store.put_segment(wb, prefix, meta)
+            self.store.write(wb, sync=True)
+        work.records_removed += len(doomed)
+        work.bytes_reclaimed += nbytes + _KEY_BYTES * len(doomed)
+        return True
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         below = [o for o, _ in self.store.records(self.index.prefix, 0, view.log_start_offset)]
@@ -306,3 +346,24 @@ class RocksDBAdapter(IndexedLogAdapter):
             "counters": self.counters,
         }
         return RocksShard.create(**kwargs) if create else RocksShard.open(**kwargs)
+
+    # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -------------------------------------
+    def ttl_index_info(self, namespace: str) -> dict[str, object]:
+        ns = self._namespace(namespace)
+        return {
+            "namespace": namespace,
+            "ns_id": ns.record.ns_id,
+            "shards": ns.record.shards,
+            "end_offsets": [s.view.end_offset for s in ns.shards],
+        }
+
+    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+        """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
+        (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
+        ns = self._namespace(namespace)
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
+        with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
+            bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
+            result = ingest_ttl_file(self.store, Path(path), ns.record.ns_id, bounds, self.data_dir.trash_dir)
+        return {"namespace": namespace, **result}

@@ -111,6 +111,23 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobReg
         result = await run_in_threadpool(engine.compact_with_plan, request.path_params["ns"], shard, plan)
         return JSONResponse(result.to_dict())
 
+    @route("/v1/namespaces/{ns}/ttl-index", "GET", "ttl_index_info")
+    async def ttl_index_info(request: Request) -> Response:
+        """What a writer of TTL-index SST files for this namespace needs: its id, shards, ends."""
+        return JSONResponse(await run_in_threadpool(engine.ttl_index_info, request.path_params["ns"]))
+
+    @route("/v1/namespaces/{ns}/ttl-index/ingest", "POST", "ttl_index_ingest")
+    async def ttl_index_ingest(request: Request) -> Response:
+        """Bulk-load TTL-index entries from an SST file: ``{"path": "/abs/file.sst"}``, a path on the
+        node's own filesystem (the writer runs on the same machine or a shared mount; the node copies
+        the file and leaves it). No upload: SST files can be large, and ingestion needs a file."""
+        body = await json_body(request)
+        only(body, {"path"})
+        path = body.get("path")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidArgumentError("path", "is required: the absolute path of an SST file the node can read")
+        return JSONResponse(await run_in_threadpool(engine.ingest_ttl_index, request.path_params["ns"], path))
+
     @route("/v1/namespaces/{ns}/verify", "POST", "verify")
     async def verify(request: Request) -> Response:
         report = await run_in_threadpool(engine.verify, request.path_params["ns"])
