@@ -103,6 +103,14 @@ BEAT_HEARTBEAT_STALE_S = int(env("BEAT_HEARTBEAT_STALE_S", "60") or 60)
 
 SPARK_MASTER = env("SPARK_MASTER", "local[*]")
 LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))
+# Spark jobs run by Celery (backend/apps/reports): the node's data dir they read, where the report job posts
+# back to, their hard time limit, and how often beat starts the lake export and the lifecycle report.
+NODE_DATA_DIR = Path(env("NODE_DATA_DIR", str(DATA_DIR / "node")) or DATA_DIR / "node")
+CONTROL_PLANE_URL = env("CONTROL_PLANE_URL", f"http://127.0.0.1:{os.environ.get('WEB_PORT') or 8000}")
+SPARK_JOB_TIME_LIMIT_S = int(env("SPARK_JOB_TIME_LIMIT_S", "3600") or 3600)
+SPARK_REPORT_SOURCE = env("SPARK_REPORT_SOURCE", "segments")  # lifecycle-report input: segments or lake
+SPARK_LAKE_EXPORT_INTERVAL_S = int(env("SPARK_LAKE_EXPORT_INTERVAL_S", "86400") or 86400)
+SPARK_LIFECYCLE_REPORT_INTERVAL_S = int(env("SPARK_LIFECYCLE_REPORT_INTERVAL_S", "86400") or 86400)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -127,6 +135,7 @@ INSTALLED_APPS = [
     "backend.apps.lifecycle",
     "backend.apps.metrics",
     "backend.apps.alerts",
+    "backend.apps.reports",
 ]
 
 MIDDLEWARE = [

@@ -17,6 +17,7 @@ api = [
     path("", include("backend.apps.lifecycle.urls")),
     path("", include("backend.apps.metrics.urls")),
     path("", include("backend.apps.alerts.urls")),
+    path("", include("backend.apps.reports.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     re_path(r"^.*$", api_not_found),

@@ -28,6 +28,14 @@ PLATFORM_SCHEDULES: dict[str, tuple[str, int]] = {
     ),
     "platform: downsample metrics": ("backend.apps.metrics.tasks.downsample_metrics", 300),
     "platform: evaluate alerts": ("backend.apps.alerts.tasks.evaluate_alerts", 60),
+    "platform: spark lake-export": (
+        "backend.apps.reports.tasks.scheduled_lake_export",
+        int(getattr(settings, "SPARK_LAKE_EXPORT_INTERVAL_S", 86400)),
+    ),
+    "platform: spark lifecycle-report": (
+        "backend.apps.reports.tasks.scheduled_lifecycle_report",
+        int(getattr(settings, "SPARK_LIFECYCLE_REPORT_INTERVAL_S", 86400)),
+    ),
 }
 
 

@@ -1,0 +1,258 @@
+"""Lifecycle reports posted by Spark, read per namespace; Spark jobs started by hand and by beat."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django_celery_beat.models import PeriodicTask
+from rest_framework.test import APIClient
+
+from backend.apps.audit.models import AuditEntry
+from backend.apps.core.services import ensure_platform_defaults
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+from backend.apps.reports import services, tasks
+from backend.apps.reports.models import LifecycleReportRow
+from backend.apps.runs.models import TaskRun
+
+URL = "/api/reports/lifecycle"
+
+
+def row(namespace: str = "orders", date: str = "2024-01-01", **changes: Any) -> dict[str, Any]:
+    """One row as ``python -m spark_jobs lifecycle-report`` posts it."""
+    base = {
+        "namespace": namespace,
+        "date": date,
+        "records": 100,
+        "bytes": 10_000,
+        "expired_records": 25,
+        "expired_bytes": 2_000,
+        "expired_ratio": 0.25,
+        "expired_bytes_ratio": 0.2,
+        "unbounded_records": 10,
+        "lifetime_p50_ms": 3_600_000,
+        "lifetime_p90_ms": 18_000_000,
+        "lifetime_p99_ms": 86_400_000,
+        "lifetime_histogram": {"le_1m": 5, "le_1h": 40, "le_1d": 40, "le_7d": 5, "le_30d": 0, "gt_30d": 0},
+        "overdue_p50_ms": 1_000,
+        "overdue_p90_ms": 60_000,
+        "overdue_p99_ms": 600_000,
+        "overdue_max_ms": 700_000,
+        "keyed_records": 80,
+        "superseded_records": 20,
+        "superseded_bytes": 1_500,
+        "duplicate_key_ratio": 0.25,
+        "now_ms": 1_704_153_600_000,
+    }
+    return {**base, **changes}
+
+
+def report(*rows: dict[str, Any], generated_at: str = "2024-01-02T00:00:00Z") -> dict[str, Any]:
+    return {"generated_at": generated_at, "rows": list(rows)}
+
+
+@pytest.fixture
+def namespaces(db):
+    node = StorageNode.objects.create(name="node-1", url="http://127.0.0.1:9")
+    return {name: Namespace.objects.create(name=name, node=node, shards=2) for name in ("orders", "audit")}
+
+
+@pytest.fixture
+def service_client(db) -> APIClient:
+    """Authenticated as Spark jobs are: the service user's token, no session, no CSRF."""
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {services.ensure_service_token()}")
+    return client
+
+
+def test_a_posted_report_is_stored_per_namespace_and_day_and_read_newest_first(api_as, service_client, namespaces):
+    body = report(
+        row(date="2023-12-31", records=90),
+        row(date="2024-01-01", records=100),
+        row("audit", records=7, expired_records=0, unbounded_records=0, keyed_records=0, superseded_records=0),
+    )
+    response = service_client.post(URL, body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "generated_at": "2024-01-02T00:00:00Z",
+        "stored": 3,
+        "stale": 0,
+        "unknown_namespaces": [],
+    }
+    rows = api_as("viewer").get("/api/namespaces/orders/reports/lifecycle").json()
+    assert [(r["day"], r["records"]) for r in rows] == [("2024-01-01", 100), ("2023-12-31", 90)]
+    expected = {k: v for k, v in row().items() if k not in ("namespace", "date")}
+    assert {k: rows[0][k] for k in expected} == expected
+    assert rows[0]["namespace"] == "orders" and rows[0]["generated_at"] == "2024-01-02T00:00:00Z"
+    limited = api_as("viewer").get("/api/namespaces/orders/reports/lifecycle?days=1").json()
+    assert [r["day"] for r in limited] == ["2024-01-01"]
+
+
+def test_a_repost_replaces_the_day_but_an_older_report_does_not(service_client, namespaces):
+    service_client.post(URL, report(row(records=100)), format="json")
+    response = service_client.post(URL, report(row(records=120), generated_at="2024-01-03T00:00:00Z"), format="json")
+    assert response.json()["stored"] == 1
+    stored = LifecycleReportRow.objects.get()
+    assert stored.records == 120 and stored.generated_at.day == 3
+    late = service_client.post(URL, report(row(records=90), generated_at="2024-01-02T12:00:00Z"), format="json")
+    assert late.json()["stored"] == 0 and late.json()["stale"] == 1
+    assert LifecycleReportRow.objects.get().records == 120
+
+
+def test_rows_of_unknown_namespaces_are_skipped_and_named(service_client, namespaces):
+    response = service_client.post(URL, report(row(), row("gone")), format="json")
+    assert response.json()["stored"] == 1 and response.json()["unknown_namespaces"] == ["gone"]
+
+
+def test_a_post_is_audited_as_a_write_by_the_service_user(service_client, namespaces):
+    service_client.post(URL, report(row()), format="json")
+    entry = AuditEntry.objects.get(action="report.lifecycle")
+    assert entry.actor_name == services.SERVICE_USERNAME
+    assert entry.after["stored"] == 1 and entry.after["namespaces"] == ["orders"]
+
+
+def test_posting_needs_a_token_or_session_and_the_operator_role(api_as, namespaces):
+    assert APIClient().post(URL, report(row()), format="json").status_code == 401
+    assert api_as("viewer").post(URL, report(row()), format="json").status_code == 403
+    assert api_as("operator").post(URL, report(row()), format="json").status_code == 200
+    assert APIClient().get("/api/namespaces/orders/reports/lifecycle").status_code == 401
+
+
+def _broken(field: str, value: Any) -> dict[str, Any]:
+    body = report(row())
+    target = body["rows"][0]
+    if "." in field:
+        outer, inner = field.split(".")
+        target = target[outer]
+        field = inner
+    if value is KeyError:
+        del target[field]
+    else:
+        target[field] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("records", KeyError, "required"),
+        ("records", -1, "greater than or equal to 0"),
+        ("bytes", "lots", "valid integer"),
+        ("expired_ratio", 1.5, "less than or equal to 1"),
+        ("duplicate_key_ratio", -0.1, "greater than or equal to 0"),
+        ("date", "2024-13-01", "Date has wrong format"),
+        ("namespace", "", "may not be blank"),
+        ("overdue_max_ms", -5, "greater than or equal to 0"),
+        ("now_ms", None, "may not be null"),
+        ("lifetime_histogram.le_1h", KeyError, "required"),
+        ("lifetime_histogram", [1, 2], "Expected a dictionary"),
+        ("expired_records", 101, "must not exceed records"),
+        ("superseded_records", 81, "must not exceed keyed_records"),
+        ("superseded_bytes", 10_001, "must not exceed bytes"),
+    ],
+)
+def test_a_bad_row_is_refused_naming_the_field(service_client, namespaces, field, value, rule):
+    response = service_client.post(URL, _broken(field, value), format="json")
+    assert response.status_code == 400
+    error = response.json()["rows"]["0"]  # DRF keys a list's errors by the index of the bad item
+    for part in field.split("."):
+        error = error[part]
+    assert rule in str(error)
+    assert not LifecycleReportRow.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        ({"rows": []}, "generated_at", "required"),
+        (report(row(), generated_at="yesterday"), "generated_at", "Datetime has wrong format"),
+        ({"generated_at": "2024-01-02T00:00:00Z"}, "rows", "required"),
+        (report(row(), row()), "rows", "orders on 2024-01-01 appears twice"),
+    ],
+)
+def test_a_bad_report_is_refused_naming_the_field(service_client, namespaces, body, field, rule):
+    response = service_client.post(URL, copy.deepcopy(body), format="json")
+    assert response.status_code == 400
+    assert rule in str(response.json()[field])
+
+
+@pytest.mark.parametrize(("query", "rule"), [("days=0", "greater than or equal to 1"), ("days=x", "valid integer")])
+def test_bad_days_are_refused(api_as, namespaces, query, rule):
+    response = api_as("viewer").get(f"/api/namespaces/orders/reports/lifecycle?{query}")
+    assert response.status_code == 400 and rule in response.json()["days"][0]
+
+
+def test_an_unknown_namespace_has_no_report(api_as, namespaces):
+    assert api_as("viewer").get("/api/namespaces/nope/reports/lifecycle").status_code == 404
+    assert api_as("viewer").get("/api/namespaces/orders/reports/lifecycle").json() == []
+
+
+# -- starting Spark jobs ---------------------------------------------------------------------
+
+
+def test_an_operator_starts_a_spark_job_as_an_audited_run(api_as, namespaces, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = api_as("operator").post(
+            "/api/spark-jobs", {"job": "lifecycle-report", "namespace": "orders"}, format="json"
+        )
+    assert response.status_code == 202, response.content
+    run = TaskRun.objects.get(pk=response.json()["id"])
+    assert (run.kind, run.state, run.namespace.name, run.started_by.username) == (
+        "lifecycle_report",
+        "queued",
+        "orders",
+        "user-operator",
+    )
+    assert run.params["job"] == "lifecycle-report"
+    entry = AuditEntry.objects.get(action="spark_job.lifecycle-report")
+    assert entry.after == {"run": run.pk, "namespace": "orders"}
+    assert len(queued) == 1  # the task is queued once the transaction commits
+    again = api_as("operator").post("/api/spark-jobs", {"job": "lifecycle-report"}, format="json")
+    assert again.status_code == 400 and f"already queued (run {run.pk})" in again.json()["job"][0]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        ({"job": "explode"}, "job", "must be one of"),
+        ({}, "job", "required"),
+        ({"job": "lake-export", "namespace": "nope"}, "namespace", "no namespace is named 'nope'"),
+    ],
+)
+def test_bad_spark_job_requests_name_the_field(api_as, namespaces, body, field, rule):
+    response = api_as("operator").post("/api/spark-jobs", body, format="json")
+    assert response.status_code == 400
+    assert rule in response.json()[field][0]
+    assert not TaskRun.objects.exists()
+
+
+def test_starting_a_spark_job_needs_the_operator_role(api_as, namespaces):
+    assert APIClient().post("/api/spark-jobs", {"job": "lake-export"}, format="json").status_code == 401
+    assert api_as("viewer").post("/api/spark-jobs", {"job": "lake-export"}, format="json").status_code == 403
+
+
+def test_any_registered_job_with_a_run_kind_is_offered():
+    from backend.apps.reports import jobs
+
+    offered = jobs.registered_jobs()
+    assert {"lake-export", "lifecycle-report"} <= set(offered)
+    assert "demo-parquet" not in offered  # no task run kind: not something the control plane runs
+
+
+def test_beat_starts_the_export_and_the_report_daily_unless_one_is_active(db, django_capture_on_commit_callbacks):
+    ensure_platform_defaults()
+    for job, every in (
+        ("lake-export", settings.SPARK_LAKE_EXPORT_INTERVAL_S),
+        ("lifecycle-report", settings.SPARK_LIFECYCLE_REPORT_INTERVAL_S),
+    ):
+        task = PeriodicTask.objects.get(name=f"platform: spark {job}")
+        assert task.interval.every == every == 86_400 and task.enabled
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        first = tasks.scheduled_lifecycle_report()
+        second = tasks.scheduled_lifecycle_report()
+    assert first is not None and second is None and len(queued) == 1
+    run = TaskRun.objects.get(pk=first)
+    assert (run.kind, run.schedule, run.started_by) == ("lifecycle_report", "platform: spark lifecycle-report", None)
