@@ -11,7 +11,19 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.schema import DATE, EXPIRE_AT, HEADERS, KEY, NAMESPACE, OFFSET, SHARD, TAGS, TIMESTAMP, VALUE
+from spark_jobs.schema import (
+    DATE,
+    EXPIRE_AT,
+    HEADERS,
+    KEY,
+    NAMESPACE,
+    OFFSET,
+    SEGMENT_BASE,
+    SHARD,
+    TAGS,
+    TIMESTAMP,
+    VALUE,
+)
 
 SUPERSEDED = "superseded"
 
@@ -211,3 +223,84 @@ def lifecycle_report(df: DataFrame, now_ms: int, ttls: Mapping[str, int] | None 
 def lifecycle_namespace_totals(df: DataFrame, now_ms: int, ttls: Mapping[str, int] | None = None) -> DataFrame:
     """:func:`lifecycle_aggregates` per namespace (percentiles over all its days)."""
     return lifecycle_aggregates(df, (NAMESPACE,), now_ms, ttls or {})
+
+
+# -- compaction plan and TTL backfill (issue 10) -----------------------------------------------------------
+
+KEEP = "keep"  # compaction plan: the record survives the keep rule
+KEPT_OFFSETS = "keep_offsets"  # compaction plan: per segment, the offsets to keep, ascending
+
+
+def with_compaction_keep(df: DataFrame, now_ms: int, ttl_ms: int | None = None) -> DataFrame:
+    """Add ``keep``: the engine's compaction keep rule (DESIGN §3, ``storage_engine.compaction``) for a
+    record, judged over every record of ``df`` (all the sealed segments of the shards it holds).
+
+    A record is kept iff it is not expired at ``now_ms`` (effective expiry with the namespace
+    ``ttl_ms``) and it is the latest for its key in its shard (records without a key are always the
+    latest). A latest tombstone is kept: its delete horizon starts at the time the node first cleans
+    it, which the segment files do not say, so the node's own compaction drops it later. Never null:
+    a row without an offset is not kept.
+    """
+    if SUPERSEDED not in df.columns:
+        df = with_superseded(df)
+    keep = ~is_expired(now_ms, ttl_ms) & ~F.col(SUPERSEDED) & F.col(OFFSET).isNotNull()
+    return df.withColumn(KEEP, F.coalesce(keep, F.lit(False)))
+
+
+def compaction_plan(df: DataFrame, now_ms: int, ttl_ms: int | None = None) -> DataFrame:
+    """Per ``namespace``, ``shard`` and ``segment_base``: ``keep_offsets`` (ascending offsets to keep,
+    empty when nothing survives), ``records`` and ``kept``. Input: segment records
+    (:data:`~spark_jobs.schema.SEGMENT_RECORD_SCHEMA`, at least its record columns and
+    ``segment_base``); every segment present in the input has a row. Unordered."""
+    kept = with_compaction_keep(df, now_ms, ttl_ms)
+    return kept.groupBy(NAMESPACE, SHARD, SEGMENT_BASE).agg(
+        F.sort_array(F.collect_list(F.when(F.col(KEEP), F.col(OFFSET)))).alias(KEPT_OFFSETS),
+        F.count(F.lit(1)).alias("records"),
+        F.count_if(F.col(KEEP)).cast("long").alias("kept"),
+    )
+
+
+def backfill_match(tag: str | None = None, key_prefix: bytes | None = None) -> Column:
+    """The TTL-backfill rule as a condition: records carrying ``tag``, or whose key starts with
+    ``key_prefix`` (exactly one of them). Never null: no tags / no key do not match."""
+    if (tag is None) == (key_prefix is None):
+        raise ValueError("give exactly one of tag and key_prefix")
+    if tag is not None:
+        return F.coalesce(F.array_contains(F.col(TAGS), F.lit(tag)), F.lit(False))
+    assert key_prefix is not None
+    head = F.substring(F.col(KEY), 1, len(key_prefix)) if key_prefix else F.col(KEY)
+    matched = head == F.lit(key_prefix) if key_prefix else F.col(KEY).isNotNull()
+    return F.coalesce(matched, F.lit(False))
+
+
+def ttl_backfill(
+    df: DataFrame,
+    ttl_ms: int,
+    *,
+    tag: str | None = None,
+    key_prefix: bytes | None = None,
+    namespace_ttl_ms: int | None = None,
+) -> DataFrame:
+    """TTL-index entries to add when a rule gives records an explicit TTL after they were written:
+    ``namespace``, ``shard``, ``offset``, ``expire_at`` = ``timestamp + ttl_ms`` for every record that
+    matches the rule (:func:`backfill_match`) and has no earlier effective expiry.
+
+    Left out: records with an explicit ``expire_at`` (they have their one TTL-index entry already; a
+    second would have the scan count the record dead twice), every record when the namespace TTL
+    already expires it no later (``namespace_ttl_ms ≤ ttl_ms``), and rows without a timestamp, shard
+    or offset. Unordered.
+    """
+    if ttl_ms < 1:
+        raise ValueError(f"ttl_ms must be a positive integer, got {ttl_ms}")
+    if namespace_ttl_ms is not None and namespace_ttl_ms <= ttl_ms:
+        return df.select(NAMESPACE, SHARD, OFFSET, (F.col(TIMESTAMP) + F.lit(ttl_ms)).alias(EXPIRE_AT)).limit(0)
+    wanted = (
+        backfill_match(tag, key_prefix)
+        & F.col(EXPIRE_AT).isNull()
+        & F.col(TIMESTAMP).isNotNull()
+        & F.col(SHARD).isNotNull()
+        & F.col(OFFSET).isNotNull()
+    )
+    return df.where(wanted).select(
+        NAMESPACE, SHARD, OFFSET, (F.col(TIMESTAMP) + F.lit(ttl_ms)).cast("long").alias(EXPIRE_AT)
+    )
