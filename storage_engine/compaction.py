@@ -13,91 +13,241 @@ the latest record. The rules live here, once for every adapter:
   min_cleanable_dirty_ratio`` (segments wholly below the first dirty offset
   are clean, the others up to the first uncleanable offset dirty), or dirty
   data older than ``max_compaction_lag_ms``. ``manual`` runs a pass anyway.
-- **Key map.** :class:`KeyMap` maps a 16-byte blake2b digest of the key to
-  the latest offset seen, within a memory budget in bytes
-  (``NodePolicy.compaction_map_budget_bytes`` or per call). A round fills it
-  over the dirty range from the first dirty offset; when it is full the round
-  cleans what it covers and the next round continues from there.
+- **Key map.** :class:`KeyMap` maps a key to the latest offset seen, within a
+  memory budget in bytes (``NodePolicy.compaction_map_budget_bytes`` or per
+  call): an open-addressing table (double hashing, a prime number of slots,
+  filled to ``LOAD_FACTOR``) in three preallocated arrays, ``SLOT_BYTES`` = 16
+  bytes a slot: the key's 64-bit hash (CPython's per-process keyed SipHash),
+  its CRC-32 and the offset as a 32-bit delta from the round's first offset.
+  The 96 key bits stand for the key (Kafka keeps a 16-byte MD5): a false
+  "superseded" needs two keys of one round to collide, probability about
+  n²/2⁹⁷ for n keys (~10⁻¹⁷ for a million). A round fills the map over the
+  dirty range from the first dirty offset; when it is full (or the round spans
+  2³² − 1 offsets) the round cleans what it covers and the next round
+  continues from there. The map is built from keys alone
+  (:func:`storage_engine.codec.batch_keys`: no value, tag or header is decoded).
 - **Keep rule.** Within ``[log start, map end)`` a record is kept iff it is
   the latest for its key (records past the map end and records without a key
   are kept), it is not expired (:mod:`storage_engine.expiry`), and, if a
   tombstone, its delete horizon (the time its offset was first cleaned +
   ``delete_retention_ms``) has not passed.
 - **Rewrite.** Through each adapter's ``rewrite_segment(base, now,
-  remove=...)``: the ``segment`` adapter's crash-safe ``.cleaned`` → ``.swap``
-  → ``.log`` swap, the ``rocksdb`` adapter's WriteBatch deletes followed by
-  ``compact_range``, the memory adapter's slot removal. Offsets never change;
-  a segment left without records is dropped whole.
+  remove=rule)``: the rule (:data:`storage_engine.lifecycle.RemovalRule`) is
+  asked per batch while the segment streams through, so nothing of a segment
+  is collected first. The ``segment`` adapter's crash-safe ``.cleaned`` →
+  ``.swap`` → ``.log`` swap copies unchanged batches as they are and rebuilds
+  the others from their encoded records (only the header and offset deltas
+  change); the ``rocksdb`` adapter deletes a chunk per WriteBatch followed by
+  ``compact_range``; the memory adapter removes slots. Offsets never change; a
+  segment left without records is dropped whole.
 
-Memory: the map holds at most ``budget // ENTRY_BYTES`` entries, where
-``ENTRY_BYTES`` is the measured cost of one entry of a CPython ``dict`` from a
-16-byte ``bytes`` digest to an ``int`` offset, table growth included (~153 B
-measured with tracemalloc, rounded up to 160). So the map stays within the
-budget; the fixed overhead beyond it is the records of one segment batch
-being decoded plus the per-segment removal set (at most one segment's
-offsets).
+Memory: the map takes ``SLOT_BYTES`` × its slots ≤ the budget (the slots are
+the largest prime ≤ budget / 16, but at least ``MIN_MAP_SLOTS`` whatever the
+budget), allocated once per compaction call and reused by every round. The
+fixed overhead beyond it does not grow with the segment or the record count:
+the columns of one batch (offsets, keys, attributes, timestamps, positions:
+~0.3 KB per record of the largest batch, 1,000 records in the bench), one
+read chunk and one 1 MiB output buffer of the rewrite, a chunk of at most
+``UNINDEX_CHUNK`` expired records, and the new sparse offset index of the
+segment being rewritten (one entry per ``index_interval_bytes``: bounded by
+``segment_bytes``). ``MAP_OVERHEAD_BYTES`` (4 MiB) is the stated bound with
+the bench's 1,000-record batches, checked with tracemalloc by the tests.
+Two things are not constant: index deletions of removed records that carry
+tags or a deadline, or are their key's latest entry (a tombstone past its
+horizon), ride in the swap's single WriteBatch (crash safety needs them in
+one write; none for plain superseded records), and a dry run keeps one bit
+per offset of the segments it would change (what earlier simulated rounds
+removed).
 """
 
 from __future__ import annotations
 
 import struct
 import time
-from bisect import bisect_right
+import zlib
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from hashlib import blake2b
 from typing import Any, Protocol, cast
 
 from storage_engine.api import LifecycleResult, Record, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
+from storage_engine.codec import ATTR_EXPIRE, ATTR_VALUE, HEADER_SIZE, RecordColumns, batch_columns, batch_keys
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.expiry import is_expired
-from storage_engine.lifecycle import LifecycleMixin, ShardWork
+from storage_engine.lifecycle import (
+    KEEP,
+    REMOVE,
+    SUPERSEDED,
+    LifecycleMixin,
+    Removal,
+    RemovalRule,
+    ShardWork,
+)
 from storage_engine.policy import NamespacePolicy
 
-DIGEST_BYTES = 16
-ENTRY_BYTES = 160  # bytes one KeyMap entry costs at most (see the module docstring)
-MIN_MAP_ENTRIES = 16
+SLOT_BYTES = 16  # one KeyMap slot: 8-byte hash, 4-byte CRC-32, 4-byte offset delta
+LOAD_FACTOR = 0.9  # entries per slot a map is filled to (as Kafka's dedupe buffer)
+MIN_MAP_SLOTS = 19  # a prime: whatever the budget, a map holds at least 17 keys
+MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
+MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
 DEFAULT_MAX_ROUNDS = 1_000
 _STATE_HEAD = struct.Struct(">BQH")
 _PASS = struct.Struct(">QQ")
+_COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
 
 
-def key_digest(key: bytes) -> bytes:
-    """The fixed-size hash the map is keyed on (16-byte blake2b, as Kafka's 16-byte MD5)."""
-    return blake2b(key, digest_size=DIGEST_BYTES).digest()
+def _prime_at_most(n: int) -> int:
+    n = max(n, MIN_MAP_SLOTS)
+    while True:
+        if n % 2 and all(n % d for d in range(3, int(n**0.5) + 1, 2)):
+            return n
+        n -= 1
 
 
 class KeyMap:
-    """Key digest → latest offset, bounded by a memory budget in bytes."""
+    """Key → latest offset, in a table of ``SLOT_BYTES``-byte slots within a budget in bytes
+    (see the module docstring). Offsets must lie in ``[base, base + MAX_ROUND_SPAN)``."""
 
-    __slots__ = ("_map", "budget_bytes", "capacity")
+    __slots__ = ("_crcs", "_deltas", "_hashes", "_n", "base", "budget_bytes", "capacity", "slots")
 
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, base: int = 0) -> None:
         self.budget_bytes = budget_bytes
-        self.capacity = max(MIN_MAP_ENTRIES, budget_bytes // ENTRY_BYTES)
-        self._map: dict[bytes, int] = {}
+        self.slots = _prime_at_most(budget_bytes // SLOT_BYTES)
+        self.capacity = int(self.slots * LOAD_FACTOR)
+        self._hashes = array("q", bytes(8 * self.slots))
+        self._crcs = array("I", bytes(4 * self.slots))
+        self._deltas = array("I", bytes(4 * self.slots))
+        assert self._hashes.itemsize == 8 and self._crcs.itemsize == 4
+        self._n = 0
+        self.base = base
 
-    def put(self, digest: bytes, offset: int) -> bool:
-        """Record ``offset`` as the latest for ``digest``; ``False`` (nothing stored) when the
-        map is full and the digest is new."""
-        m = self._map
-        if digest not in m and len(m) >= self.capacity:
-            return False
-        m[digest] = offset
-        return True
+    def clear(self, base: int) -> None:
+        """Empty the map for a round whose offsets start at ``base`` (no reallocation)."""
+        if self._n:
+            self._hashes[:] = array("q", bytes(8 * self.slots))
+        self._n = 0
+        self.base = base
 
-    def get(self, digest: bytes) -> int | None:
-        return self._map.get(digest)
+    def put_many(self, offsets: Sequence[int], keys: Sequence[bytes]) -> int:
+        """Record ``offsets[i]`` (ascending) as the latest for ``keys[i]``; returns how many
+        pairs went in: fewer than given when the map is full at a new key, or at an offset
+        past the round's span."""
+        hs, cs, ds = self._hashes, self._crcs, self._deltas
+        slots = self.slots
+        m1 = slots - 1
+        n, cap, base = self._n, self.capacity, self.base
+        limit = base + MAX_ROUND_SPAN
+        crc32 = zlib.crc32
+        done = 0
+        for o, k in zip(offsets, keys, strict=True):
+            if o >= limit:
+                break
+            h = hash(k) or 1
+            c = crc32(k)
+            i = h % slots
+            t = hs[i]
+            if t and (t != h or cs[i] != c):
+                step = 1 + c % m1
+                while True:
+                    i += step
+                    if i >= slots:
+                        i -= slots
+                    t = hs[i]
+                    if not t or (t == h and cs[i] == c):
+                        break
+            if not t:
+                if n >= cap:
+                    break
+                hs[i] = h
+                cs[i] = c
+                n += 1
+            ds[i] = o - base
+            done += 1
+        self._n = n
+        return done
+
+    def latest_many(self, keys: Sequence[bytes | None]) -> list[int]:
+        """The latest offset of each key, ``-1`` where the key is ``None`` or not in the map."""
+        hs, cs, ds = self._hashes, self._crcs, self._deltas
+        slots = self.slots
+        m1 = slots - 1
+        base = self.base
+        crc32 = zlib.crc32
+        out: list[int] = []
+        put = out.append
+        for k in keys:
+            if k is None:
+                put(-1)
+                continue
+            h = hash(k) or 1
+            c = crc32(k)
+            i = h % slots
+            t = hs[i]
+            if t and (t != h or cs[i] != c):
+                step = 1 + c % m1
+                while True:
+                    i += step
+                    if i >= slots:
+                        i -= slots
+                    t = hs[i]
+                    if not t or (t == h and cs[i] == c):
+                        break
+            put(ds[i] + base if t else -1)
+        return out
+
+    def put(self, key: bytes, offset: int) -> bool:
+        """Record ``offset`` as the latest for ``key``; ``False`` (nothing stored) when the
+        map is full and the key is new."""
+        return self.put_many([offset], [key]) == 1
+
+    def get(self, key: bytes) -> int | None:
+        latest = self.latest_many([key])[0]
+        return None if latest < 0 else latest
 
     def __len__(self) -> int:
-        return len(self._map)
+        return self._n
 
     @property
     def memory_bytes(self) -> int:
-        """Upper estimate of the bytes the map holds now."""
-        return len(self._map) * ENTRY_BYTES
+        """Bytes the map's table takes (allocated once: full or empty, the same)."""
+        return self.slots * SLOT_BYTES
+
+
+class OffsetBits:
+    """A set of offsets of one segment as a bitmap (a dry run's simulated removals)."""
+
+    __slots__ = ("_bits", "_n", "base")
+
+    def __init__(self, base: int, last: int) -> None:
+        self.base = base
+        self._bits = bytearray((last - base) // 8 + 1)
+        self._n = 0
+
+    def add(self, offset: int) -> None:
+        i = offset - self.base
+        mask = 1 << (i & 7)
+        if not self._bits[i >> 3] & mask:
+            self._bits[i >> 3] |= mask
+            self._n += 1
+
+    def __contains__(self, offset: object) -> bool:
+        if not isinstance(offset, int):
+            return False
+        i = offset - self.base
+        return 0 <= i < 8 * len(self._bits) and bool(self._bits[i >> 3] & (1 << (i & 7)))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[int]:
+        for j, byte in enumerate(self._bits):
+            if byte:
+                for b in range(8):
+                    if byte & (1 << b):
+                        yield self.base + 8 * j + b
 
 
 @dataclass(slots=True)
@@ -200,22 +350,37 @@ def cleanable_range(
     return CleanableRange(log_start, first_dirty, first_uncleanable, clean, dirty, dirty_min, tuple(cleanable))
 
 
-def keep_record(
-    r: Record,
-    kmap: KeyMap | None,
-    map_end: int,
-    clean_time: int,
-    policy: NamespacePolicy,
-    now: int,
-) -> bool:
-    """The keep rule of one record below the map end (see the module docstring)."""
-    if is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
-        return False
-    if r.key is not None and kmap is not None and r.offset < map_end:
-        latest = kmap.get(key_digest(r.key))
-        if latest is not None and latest > r.offset:
-            return False
-    return not (r.value is None and clean_time + policy.delete_retention_ms <= now)
+def cleaning_rule(
+    kmap: KeyMap, map_end: int, first_dirty: int, state: CleanerState, policy: NamespacePolicy, now: int
+) -> RemovalRule:
+    """The keep rule (see the module docstring) as the rule ``rewrite_segment`` asks per batch;
+    expiry is the adapter's own step of every rewrite, so it is not repeated here."""
+    ends = [e for e, _ in state.passes]
+    times = [t for _, t in state.passes]
+    retention = policy.delete_retention_ms
+
+    def clean_time(offset: int) -> int:
+        if offset >= first_dirty:
+            return now
+        i = bisect_right(ends, offset)
+        return times[i] if i < len(times) else now
+
+    def rule(cols: RecordColumns) -> list[int]:
+        out: list[int] = []
+        put = out.append
+        latest = kmap.latest_many(cols.keys)
+        for o, a, last in zip(cols.offsets, cols.attrs, latest, strict=True):
+            if o >= map_end:
+                put(KEEP)
+            elif last > o:
+                put(SUPERSEDED)
+            elif not a & ATTR_VALUE and clean_time(o) + retention <= now:
+                put(REMOVE)
+            else:
+                put(KEEP)
+        return out
+
+    return rule
 
 
 # -- what a shard of any adapter provides ----------------------------------------------------------
@@ -224,7 +389,7 @@ class CompactableShard(Protocol):
 
     def lifecycle_segments(self) -> list[SegmentInfo]: ...
 
-    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork: ...
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork: ...
 
     def compact_deleted(self) -> None: ...
 
@@ -239,6 +404,66 @@ def segment_records(shard: Any, base: int) -> Iterator[Record]:
         if m.base_offset == base:
             yield from shard._segment_records(m)
             return
+
+
+def _keep_only(wanted: frozenset[int]) -> RemovalRule:
+    return lambda cols: [KEEP if o in wanted else REMOVE for o in cols.offsets]
+
+
+def _segment_file(shard: Any, base: int) -> Any:
+    """The segment adapter's file of segment ``base`` (``None`` for other adapters)."""
+    if getattr(shard, "compaction_records", None) is not None:
+        return None
+    lookup = getattr(shard, "_segment_file", None)
+    return None if lookup is None else lookup(base)
+
+
+def segment_keys(shard: Any, base: int) -> Iterator[tuple[list[int], list[bytes], int]]:
+    """``(offsets, keys, records read)`` of the keyed records of a sealed segment, a batch
+    (or a chunk) at a time, in offset order; from files only keys and offsets are decoded."""
+    seg = _segment_file(shard, base)
+    if seg is None:
+        for chunk in _chunks(segment_records(shard, base)):
+            keyed = [r for r in chunk if r.key is not None]
+            yield [r.offset for r in keyed], [r.key for r in keyed if r.key is not None], len(chunk)
+        return
+    seg.retain()
+    try:
+        for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
+            offsets, keys = batch_keys(buf, off, h, path=str(seg.path))
+            yield offsets, keys, h.record_count
+    finally:
+        seg.release()
+
+
+def segment_columns(shard: Any, base: int) -> Iterator[tuple[RecordColumns, list[int]]]:
+    """``(columns, stored size of each record)`` of a sealed segment, a batch (or a chunk)
+    at a time; the sizes are what a segment file spends on each record."""
+    seg = _segment_file(shard, base)
+    if seg is None:
+        from storage_engine.codec import encoded_size
+
+        for chunk in _chunks(segment_records(shard, base)):
+            yield RecordColumns.of_records(chunk), [encoded_size(r) for r in chunk]
+        return
+    seg.retain()
+    try:
+        for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
+            cols = batch_columns(buf, off, h, path=str(seg.path))
+            yield cols, [e - s for s, e in zip(cols.starts, cols.ends, strict=True)]
+    finally:
+        seg.release()
+
+
+def _chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
+    chunk: list[Record] = []
+    for r in records:
+        chunk.append(r)
+        if len(chunk) >= _COLUMN_CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def load_state(shard: Any) -> CleanerState:
@@ -270,29 +495,24 @@ def reclaimable_bytes(shard: Any, info: SegmentInfo, remove: Collection[int]) ->
     hook = getattr(shard, "compaction_removed_bytes", None)
     if hook is not None:  # memory adapter
         return int(hook(info.base_offset, remove))
-    segment_file = getattr(shard, "_segment_file", None)
-    if segment_file is None:  # rocksdb adapter: one key + value per record
+    seg = _segment_file(shard, info.base_offset)
+    if seg is None:  # rocksdb adapter: one key + value per record
         from storage_engine.rocksdb_adapter import _KEY_BYTES
 
         store, prefix = shard.index.store, shard.index.prefix
         return sum(
             len(v) + _KEY_BYTES for o, v in store.records(prefix, info.base_offset, info.last_offset + 1) if o in remove
         )
-    from storage_engine.codec import decode_records, encode_batch
-
-    seg = segment_file(info.base_offset)
-    if seg is None:
-        return 0
     size = 0
     seg.retain()
     try:
         for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-            records = decode_records(buf, off, h, path=str(seg.path))
-            keep = [r for r in records if r.offset not in remove]
-            if len(keep) == len(records):
+            cols = batch_columns(buf, off, h, path=str(seg.path))
+            kept = [e - s for o, s, e in zip(cols.offsets, cols.starts, cols.ends, strict=True) if o not in remove]
+            if len(kept) == len(cols.offsets):
                 size += h.length
-            elif keep:
-                size += len(encode_batch(keep[0].offset, keep))
+            elif kept:
+                size += HEADER_SIZE + sum(kept)
     finally:
         seg.release()
     return max(0, info.size_bytes - size)
@@ -414,56 +634,33 @@ class CompactionMixin(LifecycleMixin):
             return False
         before = sum(seg.size_bytes for seg in segments)
         totals.bytes_before += before
-        removed_sim: dict[int, set[int]] = {}  # dry run: what earlier rounds removed, per segment
+        removed_sim: dict[int, OffsetBits] = {}  # dry run: what earlier rounds removed, per segment
         first_dirty, end = rng.first_dirty, rng.first_uncleanable
         cleanable = list(rng.segments)
         rounds = 0
         reclaimed = 0
+        kmap = KeyMap(budget, first_dirty)
         while True:
-            kmap = KeyMap(budget)
-            map_end = end
-            gone_all = set().union(*removed_sim.values()) if removed_sim else set()
-            for seg in cleanable:
-                if seg.last_offset < first_dirty or map_end != end:
-                    continue
-                for r in segment_records(s, seg.base_offset):
-                    if r.offset < first_dirty or r.offset in gone_all:
-                        continue
-                    if r.offset >= end:
-                        break
-                    totals.scanned += 1
-                    if r.key is not None and not kmap.put(key_digest(r.key), r.offset):
-                        map_end = r.offset
-                        break
+            kmap.clear(first_dirty)
+            map_end = self._fill_map(s, kmap, cleanable, first_dirty, end, totals)
+            rule = cleaning_rule(kmap, map_end, first_dirty, state, policy, now)
             touched = False
             for seg in cleanable:
                 if seg.base_offset >= map_end:
                     break
-                gone_before = removed_sim.get(seg.base_offset, set())
-                remove: list[int] = []
-                kept = 0
-                for r in segment_records(s, seg.base_offset):
-                    if r.offset in gone_before:
-                        continue
-                    totals.scanned += 1
-                    cleaned_at = now if r.offset >= first_dirty else (state.clean_time(r.offset) or now)
-                    if r.offset >= map_end or keep_record(r, kmap, map_end, cleaned_at, policy, now):
-                        kept += 1
-                    else:
-                        remove.append(r.offset)
-                if not remove:
-                    continue
-                totals.records_written += kept
                 if dry_run:
-                    removed_sim.setdefault(seg.base_offset, set()).update(remove)
+                    self._simulate(s, seg, rule, policy, now, removed_sim, totals)
                     continue
                 if not self._reclaim_bucket.take(seg.size_bytes) and not manual:
                     totals.more = True
                     break
-                work = s.rewrite_segment(seg.base_offset, now, remove=frozenset(remove))
+                work = s.rewrite_segment(seg.base_offset, now, remove=rule)
+                totals.scanned += seg.record_count
+                if work.records_removed and not work.segments_deleted:
+                    totals.records_written += max(0, seg.record_count - work.records_removed)
                 reclaimed += work.bytes_reclaimed
                 totals.add_work(work)
-                touched = True
+                touched |= bool(work.segments_rewritten or work.segments_deleted)
             if totals.more:
                 break
             rounds += 1
@@ -492,6 +689,61 @@ class CompactionMixin(LifecycleMixin):
             totals.bytes_after += sum(seg.size_bytes for seg in s.lifecycle_segments())
         return True
 
+    @staticmethod
+    def _fill_map(
+        s: CompactableShard, kmap: KeyMap, cleanable: list[SegmentInfo], first_dirty: int, end: int, totals: _Totals
+    ) -> int:
+        """Fill ``kmap`` with the keys of ``[first_dirty, end)``; returns the map end: ``end``,
+        or the first offset that did not fit."""
+        for seg in cleanable:
+            if seg.last_offset < first_dirty:
+                continue
+            for offsets, keys, count in segment_keys(s, seg.base_offset):
+                totals.scanned += count
+                n = len(offsets)
+                lo = bisect_left(offsets, first_dirty) if n and offsets[0] < first_dirty else 0
+                hi = bisect_left(offsets, end) if n and offsets[-1] >= end else n
+                if lo or hi < n:
+                    offsets, keys = offsets[lo:hi], keys[lo:hi]
+                done = kmap.put_many(offsets, keys)
+                if done < len(offsets):
+                    return offsets[done]
+                if hi < n:
+                    return end
+        return end
+
+    @staticmethod
+    def _simulate(
+        s: CompactableShard,
+        seg: SegmentInfo,
+        rule: RemovalRule,
+        policy: NamespacePolicy,
+        now: int,
+        removed_sim: dict[int, OffsetBits],
+        totals: _Totals,
+    ) -> None:
+        """A dry run's rewrite of ``seg``: what the adapter would remove (expired records and
+        what ``rule`` says), added to ``removed_sim``."""
+        gone = removed_sim.get(seg.base_offset)
+        ttl_ms = policy.ttl_ms
+        kept = removed = 0
+        new = gone if gone is not None else OffsetBits(seg.base_offset, seg.last_offset)
+        for cols, _sizes in segment_columns(s, seg.base_offset):
+            decisions = rule(cols)
+            for i, o in enumerate(cols.offsets):
+                if gone is not None and o in gone:  # removed by an earlier round
+                    continue
+                totals.scanned += 1
+                expire_at = cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None
+                if decisions[i] != KEEP or is_expired(cols.timestamps[i], expire_at, ttl_ms, now):
+                    new.add(o)
+                    removed += 1
+                else:
+                    kept += 1
+        if removed:
+            totals.records_written += kept
+            removed_sim[seg.base_offset] = new
+
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:
         t0 = time.perf_counter()
         if isinstance(shard, bool) or not isinstance(shard, int):
@@ -514,17 +766,14 @@ class CompactionMixin(LifecycleMixin):
             state = load_state(s)
             touched = False
             for base in sorted(keep):
-                wanted = set(keep[base])
-                remove: list[int] = []
-                for r in segment_records(s, base):
-                    totals.scanned += 1
-                    if r.offset in wanted:
-                        totals.records_written += 1
-                    else:
-                        remove.append(r.offset)
-                if remove:
-                    totals.add_work(s.rewrite_segment(base, now, remove=frozenset(remove)))
-                    touched = True
+                wanted = frozenset(keep[base])
+                seg = by_base[base]
+                work = s.rewrite_segment(base, now, remove=_keep_only(wanted))
+                totals.scanned += seg.record_count
+                if work.records_removed and not work.segments_deleted:
+                    totals.records_written += max(0, seg.record_count - work.records_removed)
+                totals.add_work(work)
+                touched |= bool(work.segments_rewritten or work.segments_deleted)
             if keep:
                 state.record_pass(by_base[max(keep)].last_offset + 1, now)
                 save_state(s, state)

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from storage_engine.cleaning import (
     in_off_peak,
 )
 from storage_engine.clock import Clock
+from storage_engine.codec import RecordColumns
 from storage_engine.config import EngineConfig
 from storage_engine.errors import DiskFullError, InvalidArgumentError, UnknownShardError
 from storage_engine.expiry import is_expired, segment_expired
@@ -99,6 +100,30 @@ class ShardWork:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
+
+
+# What a removal rule (key compaction's ``rewrite_segment(..., remove=rule)``) says per record.
+KEEP = 0
+REMOVE = 1  # leave it out; it may be its key's latest record (its key entry is checked)
+SUPERSEDED = 2  # leave it out; a later record of its key exists, so its key entry points elsewhere
+
+RemovalRule = Callable[[RecordColumns], Sequence[int]]
+"""Called with the columns of a run of stored live records (one batch, or a chunk), in
+offset order; returns ``KEEP``/``REMOVE``/``SUPERSEDED`` for each. Deciding while the
+rewrite streams keeps the caller's memory independent of the segment's size."""
+
+Removal = Collection[int] | RemovalRule
+"""What ``rewrite_segment`` removes besides dead and expired records: offsets, or a rule."""
+
+
+def removal_rule(remove: Removal) -> RemovalRule | None:
+    """``remove`` as a rule (``None`` when it removes nothing)."""
+    if callable(remove):
+        return remove
+    if not remove:
+        return None
+    wanted = remove if isinstance(remove, (set, frozenset)) else frozenset(remove)
+    return lambda cols: [REMOVE if o in wanted else KEEP for o in cols.offsets]
 
 
 @dataclass(frozen=True, slots=True)

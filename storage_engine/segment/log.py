@@ -30,7 +30,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from rocksdict import WriteBatch
 
 from storage_engine.api import Record, SegmentState
 from storage_engine.codec import (
+    ATTR_EXPIRE,
     FLAG_HAS_EXPIRE,
     FLAG_HAS_KEYS,
     FLAG_HAS_TAGS,
@@ -46,16 +47,19 @@ from storage_engine.codec import (
     HEADER_SIZE,
     BatchHeader,
     EncodedRecords,
+    batch_columns,
+    decode_record,
     decode_records,
-    encode_batch,
     encoded_size,
     expire_flags,
+    rebuild_batch,
 )
 from storage_engine.codec import (
     iter_records as iter_batch_records,
 )
 from storage_engine.errors import CorruptSegmentError
-from storage_engine.lifecycle import ShardWork
+from storage_engine.expiry import is_expired
+from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_store import CF_OFFSETS, offset_key
@@ -69,7 +73,7 @@ from storage_engine.segment.segment import (
     file_name,
     parse_file_name,
 )
-from storage_engine.segment.shard import INDEXED_FLAGS, ShardBase
+from storage_engine.segment.shard import INDEXED_FLAGS, UNINDEX_CHUNK, ShardBase
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,7 @@ _REINDEX_COMMIT_EVERY = 4096  # batches per WriteBatch while re-indexing at open
 _READ_CHUNK = 256 * 1024
 _POS = struct.Struct(">QQ")
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
+_TAG_COUNT = struct.Struct(">H")  # a record's tag_count, at byte 29
 
 
 @dataclass(frozen=True, slots=True)
@@ -609,19 +614,31 @@ class ShardLog(ShardBase):
             self._publish()
             return True
 
-    def rewrite_segment(self, base: int, now: int, remove: Collection[int] = ()) -> ShardWork:
-        """Rewrite a sealed segment without its dead records, swapping the file atomically.
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
+        """Rewrite a sealed segment without its dead and expired records, swapping the file
+        atomically.
 
-        ``remove`` (key compaction) names further live records to leave out:
-        their index entries (tags, TTL, the key entry only where it still
-        points at them) are deleted in the same WriteBatch as the swap's
-        metadata, so the index matches whichever file a crash leaves.
+        ``remove`` (key compaction) names further live records to leave out: a
+        collection of offsets, or a :data:`~storage_engine.lifecycle.RemovalRule`
+        asked once per batch while the segment streams through (so memory does not
+        grow with the segment). Their tag and TTL entries, and their key entry
+        where it still points at them, are deleted in the same WriteBatch as the
+        swap's metadata, so the index matches whichever file a crash leaves.
 
-        First every expired record of the segment is marked dead with its index
-        entries (:meth:`_kill_expired_in`), so the new file holds exactly the
-        records that are not dead and the index never points at a removed one.
-        Offsets never change: batches keep their records' offsets (gaps are
-        legal) and the metadata keeps the segment's last offset.
+        Expired records are marked dead with their index entries as the walk meets
+        them, a chunk per WriteBatch (as the TTL scan does), so the new file holds
+        exactly the records that are not dead and the index never points at a
+        removed one. Offsets never change: a batch that loses records keeps its
+        records' offsets (gaps are legal; the header is rebuilt, the records are
+        copied as encoded) and the metadata keeps the segment's last offset. The
+        ``.cleaned`` file is only started at the first batch that changes (the
+        unchanged prefix is copied then); a segment where nothing goes is left
+        alone without writing anything.
+
+        Memory: one read chunk and one output buffer (1 MiB), one batch's
+        columns, a chunk of expired records, the new sparse offset entries (one
+        per ``index_interval_bytes`` of output) and, for removed records that
+        carry tags, a deadline or their key's latest entry, their index deletions.
 
         The swap, and what opening the shard does after a crash at each point:
 
@@ -642,15 +659,15 @@ class ShardLog(ShardBase):
             seg = next((s for s in self._segments[:-1] if s.base_offset == base), None)
         if seg is None or seg.meta.state is not SegmentState.SEALED:
             return work
-        work.add(self._kill_expired_in(seg.meta, now))
+        rule = removal_rule(remove)
         old = seg.meta
-        dead = set(self.index.store.dead_offsets(self.index.prefix, base, old.last_offset + 1))
-        extra = set(remove) - dead
-        dead |= extra
-        if not dead:
+        store = self.index.store
+        prefix = self.index.prefix
+        ttl_ms = self.policy.ttl_ms
+        can_expire = ttl_ms is not None or old.max_expire_at >= 0
+        has_dead = old.live_count < old.record_count
+        if rule is None and not can_expire and not has_dead:
             return work
-        if len(dead) >= old.record_count:  # nothing would remain: drop it whole instead
-            return work.add(self.drop_segments([base], now, 0))
         cleaned = seg.path.with_name(file_name(base) + CLEANED_SUFFIX)
         swap = seg.path.with_name(file_name(base) + SWAP_SUFFIX)
         meta = SegmentMeta(
@@ -663,35 +680,71 @@ class ShardLog(ShardBase):
             state=SegmentState.SEALED,
             modified_at=old.modified_at,
         )
+        path = str(seg.path)
         sparse: list[tuple[int, int]] = []  # (batch base offset, position) for the offsets index
-        unindex: list[Record] = []  # live records removed (``remove``): their index entries go
-        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        wb = store.batch()  # the swap's WriteBatch: tag/TTL deletions of removed records go in now
+        check_keys: list[tuple[int, bytes]] = []  # removed records whose key entry may point at them
+        expired: list[Record] = []
+        removed = kept = 0
+        pos = since_entry = 0
+        interval = self.policy.index_interval_bytes
+        fd = -1
+        out = bytearray()
         try:
-            pos = since_entry = 0
-            kept = 0
-            interval = self.policy.index_interval_bytes
             seg.retain()
             try:
-                for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-                    records = decode_records(buf, off, h, path=str(seg.path))
-                    keep = [r for r in records if r.offset not in dead]
-                    if extra:
-                        unindex.extend(r for r in records if r.offset in extra)
+                for file_pos, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
+                    cols = batch_columns(buf, off, h, path=path)
+                    drop = rule(cols) if rule is not None else [KEEP] * len(cols.offsets)
+                    dead = set(store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)) if has_dead else ()
+                    keep: list[int] = []
+                    for i, o in enumerate(cols.offsets):
+                        if dead and o in dead:
+                            continue
+                        if can_expire and is_expired(
+                            cols.timestamps[i],
+                            cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
+                            ttl_ms,
+                            now,
+                        ):
+                            expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
+                            continue
+                        d = drop[i]
+                        if d == KEEP:
+                            keep.append(i)
+                            continue
+                        removed += 1
+                        attrs = cols.attrs[i]
+                        if attrs & ATTR_EXPIRE or _has_tags(buf, cols.starts[i]):
+                            r = decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o)
+                            work.index_entries_deleted += self._unindex(wb, o, None, r.tags, r.expire_at)
+                        key = cols.keys[i]
+                        if d != SUPERSEDED and key is not None:
+                            check_keys.append((o, key))
+                    if len(expired) >= UNINDEX_CHUNK:
+                        work.add(self._kill(expired, now))
+                        expired = []
+                    n = len(cols.offsets)
+                    if len(keep) < n and fd < 0:  # the first batch that changes: start the new file
+                        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                        _copy_range(seg, fd, file_pos)
                     if not keep:
                         continue
-                    if len(keep) == len(records):
-                        data = bytes(buf[off : off + h.length])  # untouched batches are copied as they are
+                    if len(keep) == n:
+                        data: bytes | memoryview = memoryview(buf)[off : off + h.length]
                         flags, max_exp = h.flags, h.max_expire_at
                     else:
-                        data = encode_batch(keep[0].offset, keep)
+                        data = rebuild_batch(buf, cols, keep)
                         flags = data[11]
-                        max_exp = max((r.expire_at for r in keep if r.expire_at is not None), default=-1)
+                        max_exp = max((cols.expire_ats[i] for i in keep if cols.attrs[i] & ATTR_EXPIRE), default=-1)
                     if pos == 0 or since_entry >= interval:
-                        sparse.append((keep[0].offset, pos))
+                        sparse.append((cols.offsets[keep[0]], pos))
                         since_entry = 0
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.pwrite(fd, view, pos + len(data) - len(view)) :]
+                    if fd >= 0:
+                        out += data
+                        if len(out) >= _WRITE_CHUNK:
+                            _write_all(fd, out, pos + len(data) - len(out))
+                            out.clear()
                     pos += len(data)
                     since_entry += len(data)
                     kept += len(keep)
@@ -700,26 +753,35 @@ class ShardLog(ShardBase):
                     meta.content_flags |= flags
             finally:
                 seg.release()
-            os.fsync(fd)
+            if expired:
+                work.add(self._kill(expired, now))
+            if fd >= 0:
+                if out:
+                    _write_all(fd, out, pos - len(out))
+                os.fsync(fd)
         finally:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
+        if fd < 0:  # every batch kept every record: nothing to do
+            return work
+        gone = old.record_count - kept
+        if kept == 0:  # nothing remains: drop it whole instead (its entries go with it)
+            cleaned.unlink()
+            return work.add(self.drop_segments([base], now, 0))
         meta.record_count = meta.live_count = kept
         meta.size_bytes = pos
         os.rename(cleaned, swap)
         fsync_dir(self.directory)
-        store = self.index.store
-        prefix = self.index.prefix
         with self.write_lock:
             self.check_usable()
             new = Segment.open(swap, meta)
             seg.replaced = True
-            wb = store.batch()
             store.drop_offset_range(wb, prefix, base, old.last_offset + 1)
             for offset, position in sparse:
                 wb.put(offset_key(prefix, offset), _POS.pack(base, position), store.handle(CF_OFFSETS))
             store.put_segment(wb, prefix, meta)
-            for r in unindex:
-                work.index_entries_deleted += self._unindex(wb, r.offset, r.key, r.tags, r.expire_at)
+            for offset, key in check_keys:
+                work.index_entries_deleted += self._unindex(wb, offset, key, (), None)
             cp = self.index.checkpoint
             if cp.segment_base == base:
                 cp.position = meta.size_bytes
@@ -733,7 +795,7 @@ class ShardLog(ShardBase):
             self._publish()
         seg.retire()
         work.segments_rewritten += 1
-        work.records_removed += len(dead)
+        work.records_removed += gone
         work.bytes_reclaimed += max(0, old.size_bytes - meta.size_bytes)
         self.counters.add("segments_rewritten_total")
         return work
@@ -775,3 +837,28 @@ class ShardLog(ShardBase):
             for seg, _, _ in self._trash:
                 seg.close()
             self._trash = []
+
+
+_WRITE_CHUNK = 1 << 20  # bytes a rewrite buffers before one pwrite
+
+
+def _has_tags(buf: bytes | memoryview, record_pos: int) -> bool:
+    return bool(_TAG_COUNT.unpack_from(buf, record_pos + 29)[0])
+
+
+def _write_all(fd: int, data: bytes | bytearray, pos: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, pos)
+        view, pos = view[n:], pos + n
+
+
+def _copy_range(seg: Segment, fd: int, end: int) -> None:
+    """Copy bytes ``[0, end)`` of ``seg`` to the start of ``fd`` (the unchanged prefix)."""
+    pos = 0
+    while pos < end:
+        chunk = seg.read(pos, min(_WRITE_CHUNK, end - pos))
+        if not chunk:
+            raise CorruptSegmentError(str(seg.path), pos, "segment shorter than its batches")
+        _write_all(fd, chunk, pos)
+        pos += len(chunk)

@@ -9,7 +9,7 @@ import pytest
 
 from storage_engine.api import NewRecord, Record, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.compaction import ENTRY_BYTES, CleanerState, KeyMap, key_digest
+from storage_engine.compaction import LOAD_FACTOR, SLOT_BYTES, CleanerState, KeyMap
 from storage_engine.policy import DAY_MS, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
 
@@ -58,13 +58,21 @@ def engine(lc_adapter: StorageAdapter, clock: ManualClock) -> StorageAdapter:
 
 
 def test_keymap_budget() -> None:
-    m = KeyMap(100 * ENTRY_BYTES)
-    assert m.capacity == 100
-    for i in range(100):
-        assert m.put(key_digest(b"%d" % i), i)
-    assert not m.put(key_digest(b"new"), 1000)
-    assert m.put(key_digest(b"5"), 2000)  # an existing key still updates
-    assert m.get(key_digest(b"5")) == 2000 and len(m) == 100
+    m = KeyMap(120 * SLOT_BYTES)
+    assert m.slots == 113  # the largest prime within the budget
+    assert m.capacity == int(113 * LOAD_FACTOR) == 101
+    assert m.memory_bytes == 113 * SLOT_BYTES <= 120 * SLOT_BYTES
+    for i in range(m.capacity):
+        assert m.put(b"%d" % i, i)
+    assert not m.put(b"new", 1000)
+    assert m.get(b"new") is None
+    assert m.put(b"5", 2000)  # an existing key still updates
+    assert m.get(b"5") == 2000 and len(m) == m.capacity
+    assert all(m.get(b"%d" % i) == (2000 if i == 5 else i) for i in range(m.capacity))
+    m.clear(10_000)
+    assert len(m) == 0 and m.get(b"5") is None
+    assert m.put_many([10_000, 10_001, 10_002], [b"a", b"b", b"a"]) == 3
+    assert m.latest_many([b"a", b"b", b"c", None]) == [10_002, 10_001, -1, -1]
 
 
 def test_cleaner_state_roundtrip() -> None:
@@ -86,7 +94,7 @@ def test_one_record_per_key_in_several_rounds(engine: StorageAdapter) -> None:
     expected = [o for o in reference([r for r in before if r.offset < sealed_end])] + [
         r.offset for r in before if r.offset >= sealed_end
     ]
-    result = engine.compact(ns, 0, map_budget_bytes=10 * ENTRY_BYTES, manual=True)
+    result = engine.compact(ns, 0, map_budget_bytes=10 * SLOT_BYTES, manual=True)
     assert result.rounds > 3
     assert not result.more
     after = read_all(engine, ns)
