@@ -1,0 +1,237 @@
+"""``ttl-backfill``: give already-written records an explicit TTL from a rule, by bulk-loading TTL-index
+entries into the node, so the next TTL scans expire them.
+
+When a namespace gains per-record TTLs from a rule (``--tag T`` or ``--key-prefix P``, with ``--ttl``:
+``1h``, ``30m``, ``45s``, ``500ms``, ``2d`` or plain milliseconds) after data was written, Spark reads the
+namespace's sealed segment files from ``--data-dir`` (decoded on the executors with the engine's codec)
+and computes, for every matching record without an earlier effective expiry,
+``expire_at = timestamp + ttl`` (:func:`spark_jobs.transforms.ttl_backfill`: records that carry an
+explicit ``expire_at`` keep their own entry, and nothing is added when the namespace TTL is no longer
+than the rule's). Records of the active segment are not covered: run again once it is sealed.
+
+The entries are the TTL index's own keys, encoded by the engine's
+:func:`storage_engine.segment.index_store.ttl_key` (``expire_at u64 | ns_id u32 | shard u16 | offset
+u64``, big-endian), sorted by key in Spark and written by the driver, streaming the sorted partitions in
+order, into one SST file with ``rocksdict.SstFileWriter`` (raw mode, as the index store). Values are
+empty, which the TTL scan reads as "size and flags unknown: read the record": a backfilled record
+carries no ``expire_at`` of its own, so if compaction or retention removes it first its entry stays
+behind, and the scan must see that the record is gone rather than mark a missing offset dead.
+
+The file is ``--output`` (default ``<lake path>/ttl-backfill/<namespace>/ttl-<now ms>.sst``, a local
+path). With ``--node-url`` (bearer token from ``$NODE_TOKEN``) the job asks the node for the namespace id
+(``GET /v1/namespaces/{ns}/ttl-index``) and its TTL, then has it ingest the file
+(``POST /v1/namespaces/{ns}/ttl-index/ingest`` with the file's path: the node reads it from its own
+filesystem, so the job runs on the node's machine or writes to a mount the node shares). The node
+validates every key, skips records already gone or dead, and loads the rest atomically with RocksDB's
+``ingest_external_file``. Without ``--node-url``, ``--ns-id`` names the namespace id and the file is
+left for ``StorageAdapter.ingest_ttl_index``.
+
+What an ingested entry does: the next ``expire-scan`` after its ``expire_at`` marks the record dead (its
+tag and key entries go) and ``reclaim`` then removes it from its segment. Reads judge visibility by the
+record's own ``expire_at`` and the namespace TTL, so a backfilled record stays readable until reclaimed.
+Running the job again with the same rule is harmless (same keys); with a different ``--ttl`` it adds a
+second entry per record, so change a rule's TTL only after the first one's entries have fired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType
+from rocksdict import SstFileWriter
+
+from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments
+from spark_jobs.jobs.lake_export import DEFAULT_DATA_DIR, ENV_DATA_DIR
+from spark_jobs.registry import register
+from spark_jobs.schema import EXPIRE_AT, OFFSET, SHARD
+from spark_jobs.segments import list_segment_files, segment_records
+from spark_jobs.session import session_for
+from spark_jobs.transforms import ttl_backfill
+from storage_engine.errors import StorageError
+from storage_engine.segment.index_store import sst_options, ttl_key
+
+JOB_NAME = "ttl-backfill"
+ENV_NODE_TOKEN = "NODE_TOKEN"
+TTL_KEY = "ttl_key"
+TTL_VALUE = b""  # "read the record" (see the module docstring)
+EXIT_NODE_FAILED = 3
+NODE_TIMEOUT_S = 600.0
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """``"1h"`` → 3600000; units ms, s, m, h, d; a bare number is milliseconds; must be ≥ 1 ms."""
+    match = _DURATION.match(text)
+    value = int(match.group(1)) * _UNITS[match.group(2) or "ms"] if match else 0
+    if value < 1:
+        raise ConfigError(f"--ttl takes a positive duration such as 1h, 30m, 45s, 500ms or 3600000, got {text!r}")
+    return value
+
+
+def ttl_index_entries(entries: DataFrame, ns_id: int) -> DataFrame:
+    """``ttl_key`` (the engine's encoding of each ``(expire_at, ns_id, shard, offset)``) next to the
+    entries of :func:`~spark_jobs.transforms.ttl_backfill`, sorted by it (byte order, as RocksDB)."""
+
+    # A plain Python UDF (no pandas needed) around the engine's encoder, so the format lives in one place.
+    encode = F.udf(lambda at, shard, offset: ttl_key(at, ns_id, shard, offset), BinaryType(), useArrow=False)
+    key = encode(F.col(EXPIRE_AT), F.col(SHARD), F.col(OFFSET))
+    return entries.withColumn(TTL_KEY, key).orderBy(TTL_KEY)
+
+
+def write_sst(sorted_keys: DataFrame, path: Path) -> int:
+    """Stream the sorted ``ttl_key`` column to the driver, partition after partition, into an SST file
+    at ``path``; returns the entries written (0: no file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    writer: SstFileWriter | None = None
+    written = 0
+    try:
+        for row in sorted_keys.select(TTL_KEY).toLocalIterator():
+            if writer is None:
+                writer = SstFileWriter(options=sst_options())
+                writer.open(str(tmp))
+            writer[bytes(row[0])] = TTL_VALUE
+            written += 1
+        if writer is not None:
+            writer.finish()
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return written
+
+
+def run_backfill(
+    spark: SparkSession,
+    data_dir: str | Path,
+    namespace: str,
+    ns_id: int,
+    ttl_ms: int,
+    output: Path,
+    *,
+    tag: str | None = None,
+    key_prefix: bytes | None = None,
+    namespace_ttl_ms: int | None = None,
+) -> dict[str, Any]:
+    """Compute the entries of ``namespace``'s sealed segments and write the SST file ``output``."""
+    started = time.perf_counter()
+    segments = [s for s in list_segment_files(data_dir) if s.namespace == namespace]
+    entries = ttl_backfill(
+        segment_records(spark, segments), ttl_ms, tag=tag, key_prefix=key_prefix, namespace_ttl_ms=namespace_ttl_ms
+    )
+    keyed = ttl_index_entries(entries, ns_id).cache()
+    try:
+        bounds = keyed.agg(F.min(EXPIRE_AT).alias("lo"), F.max(EXPIRE_AT).alias("hi")).first()
+        written = write_sst(keyed, output)
+    finally:
+        keyed.unpersist()
+    return {
+        "job": JOB_NAME,
+        "namespace": namespace,
+        "ns_id": ns_id,
+        "ttl_ms": ttl_ms,
+        "rule": {"tag": tag} if tag is not None else {"key_prefix": (key_prefix or b"").decode(errors="replace")},
+        "segments": len(segments),
+        "entries": written,
+        "min_expire_at": bounds["lo"] if bounds else None,
+        "max_expire_at": bounds["hi"] if bounds else None,
+        "sst": str(output) if written else None,
+        "sst_bytes": output.stat().st_size if written else 0,
+        "seconds": round(time.perf_counter() - started, 3),
+        "ingested": None,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m spark_jobs {JOB_NAME}",
+        description="Give already-written records of a namespace an explicit TTL by a rule: compute their "
+        "TTL-index entries from the sealed segments, write them as an SST file and (with --node-url) have "
+        "the node ingest it, so the next TTL scans expire them. Prints a JSON summary.",
+    )
+    parser.add_argument("--namespace", required=True, help="the namespace to backfill")
+    rule = parser.add_mutually_exclusive_group(required=True)
+    rule.add_argument("--tag", help="records carrying this tag")
+    rule.add_argument("--key-prefix", help="records whose key starts with this (UTF-8) prefix")
+    parser.add_argument("--ttl", required=True, help="the rule's TTL: 1h, 30m, 45s, 500ms, 2d or milliseconds")
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
+        help=f"the node's data directory (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument("--ns-id", type=int, help="the namespace id (default: asked from --node-url)")
+    parser.add_argument("--namespace-ttl-ms", type=int, help="the namespace TTL (default: the node's policy)")
+    parser.add_argument("--output", help="the SST file (default <lake path>/ttl-backfill/<ns>/ttl-<now>.sst)")
+    parser.add_argument("--node-url", help=f"have this node ingest the file (token from env {ENV_NODE_TOKEN})")
+    add_common_arguments(parser)
+    return parser
+
+
+@register(JOB_NAME, "Backfill explicit TTLs by tag or key prefix: TTL-index entries as an SST the node ingests.")
+def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
+    from storage_engine.client import NodeClient
+
+    args = build_parser().parse_args(argv)
+    config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
+    ttl_ms = parse_duration_ms(args.ttl)
+    token = os.environ.get(ENV_NODE_TOKEN, "").strip()
+    if args.node_url and not token:
+        raise ConfigError(f"--node-url needs the node's token in {ENV_NODE_TOKEN}")
+    if not args.node_url and args.ns_id is None:
+        raise ConfigError("give --ns-id, or --node-url to ask the node for it")
+    data_dir = Path(args.data_dir).expanduser().resolve()
+    if not (data_dir / "segments").is_dir():
+        print(f"python -m spark_jobs {JOB_NAME}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
+        return 2
+    output_text = str(
+        args.output or config.lake_path / "ttl-backfill" / args.namespace / f"ttl-{int(time.time() * 1000)}.sst"
+    )
+    if "://" in output_text or output_text.startswith("file:"):
+        raise ConfigError(f"--output must be a local file the node can read, got {output_text!r}")
+    output = Path(output_text).expanduser().resolve()
+
+    ns_id, namespace_ttl_ms = args.ns_id, args.namespace_ttl_ms
+    client = NodeClient(args.node_url, token, timeout_s=NODE_TIMEOUT_S) if args.node_url else None
+    try:
+        if client is not None:
+            node_id = int(client.ttl_index_info(args.namespace)["ns_id"])
+            if ns_id is not None and ns_id != node_id:
+                raise ConfigError(f"--ns-id {ns_id} is not the node's id {node_id} for {args.namespace!r}")
+            ns_id = node_id
+            if namespace_ttl_ms is None:
+                namespace_ttl_ms = client.get_namespace(args.namespace).policy.ttl_ms
+        with session_for(config, spark) as session:
+            summary = run_backfill(
+                session,
+                data_dir,
+                args.namespace,
+                ns_id,
+                ttl_ms,
+                output,
+                tag=args.tag,
+                key_prefix=args.key_prefix.encode() if args.key_prefix is not None else None,
+                namespace_ttl_ms=namespace_ttl_ms,
+            )
+        exit_code = 0
+        if client is not None and summary["sst"]:
+            try:
+                summary["ingested"] = client.ingest_ttl_index(args.namespace, summary["sst"])
+            except StorageError as exc:
+                print(f"python -m spark_jobs {JOB_NAME}: error: the node refused the file: {exc}", file=sys.stderr)
+                summary["ingested"] = False
+                exit_code = EXIT_NODE_FAILED
+    finally:
+        if client is not None:
+            client.close()
+    print(json.dumps(summary, sort_keys=True), flush=True)
+    return exit_code
