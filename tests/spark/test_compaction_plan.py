@@ -209,3 +209,37 @@ def test_node_url_needs_a_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_missing_data_dir_is_a_usage_error(tmp_path: Path, spark: SparkSession) -> None:
     assert main(["--namespace", NS, "--data-dir", str(tmp_path / "nope")], spark=spark) == 2
+
+
+def test_plan_submitted_to_a_real_node(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from storage_engine.client import NodeClient
+    from tests.support.processes import start_node
+
+    node = start_node(tmp_path / "node-data", adapter="segment")
+    try:
+        with NodeClient(node.url, node.token) as client:
+            client.create_namespace(
+                NS, 1, NamespacePolicy(cleanup_policy="compact", segment_bytes=1024, retention_ms=None)
+            )
+            written: list[tuple[int, bytes]] = []
+            for i in range(60):
+                key = f"k{i % 7}".encode()
+                offset = client.append(NS, 0, [NewRecord(value=b"v" * 40, key=key)]).base_offset
+                written.append((offset, key))
+            active_base = client.list_segments(NS, 0)[-1].base_offset
+            sealed = [(o, k) for o, k in written if o < active_base]
+            latest = {k: o for o, k in sealed}
+            expected = sorted({o for o, k in sealed if latest[k] == o} | {o for o, _ in written if o >= active_base})
+
+            monkeypatch.setenv("NODE_TOKEN", node.token)
+            argv = ["--namespace", NS, "--data-dir", str(node.data_dir), "--node-url", node.url]
+            assert main([*argv, "--output", str(tmp_path / "plan"), "--lake-path", str(tmp_path)], spark=spark) == 0
+            summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+            assert summary["applied"]["0"]["records_removed"] == len(sealed) - len(latest)
+            assert sorted(stored(node.data_dir)[0]) == expected
+            start = client.shard_stats(NS, 0)["log_start_offset"]
+            assert [r.offset for r in client.read(NS, 0, start, max_records=1000).records] == expected
+    finally:
+        node.stop()
