@@ -13,6 +13,7 @@ import type {
   CursorPage,
   FieldErrors,
   Health,
+  LifecycleReportRow,
   LoginRequest,
   MessagePage,
   MessageQuery,
@@ -28,6 +29,7 @@ import type {
   PolicyChangeRequest,
   PolicyScope,
   PolicyView,
+  SparkJobRequest,
   StorageNode,
   SyncResult,
   TaskRun,
@@ -509,6 +511,19 @@ export function cancelRun(id: number): Promise<TaskRun> {
 }
 
 // Segments, runs, audit entries and alerts are fetched page by page with getPage().
+
+// ---------------------------------------------------------------------------
+// Lifecycle reports and Spark jobs
+
+/** The namespace's `days` most recent report days, newest first. */
+export function getLifecycleReport(name: string, days: number, signal?: AbortSignal): Promise<LifecycleReportRow[]> {
+  return request<LifecycleReportRow[]>(withQuery(`/api/namespaces/${enc(name)}/reports/lifecycle`, { days }), { signal });
+}
+
+/** Start a Spark job (operator); answers the task run to poll. */
+export function startSparkJob(body: SparkJobRequest): Promise<TaskRun> {
+  return request<TaskRun>("/api/spark-jobs", { method: "POST", body });
+}
 
 // ---------------------------------------------------------------------------
 // Metrics

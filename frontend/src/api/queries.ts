@@ -12,6 +12,7 @@ import {
   deleteNode,
   getCompactionEstimate,
   getHealth,
+  getLifecycleReport,
   getMe,
   getMetricSeries,
   getMetricsSummary,
@@ -19,6 +20,7 @@ import {
   getNamespaceSummary,
   getPage,
   getPolicy,
+  getRun,
   browseMessages,
   listAlertChannels,
   listAlertRules,
@@ -31,6 +33,7 @@ import {
   silenceAlert,
   startNamespaceAction,
   startNodeAction,
+  startSparkJob,
   syncNamespace,
   updatePolicy,
 } from "./client";
@@ -49,6 +52,7 @@ import type {
   PolicyChangeRequest,
   PolicyScope,
   PolicyView,
+  SparkJobRequest,
   TaskRun,
   User,
 } from "./types";
@@ -70,6 +74,8 @@ export const queryKeys = {
     ["metrics", "series", series, range, extra] as const,
   alertRules: ["alert-rules"] as const,
   alertChannels: ["alert-channels"] as const,
+  lifecycleReport: (name: string, days: number) => ["reports", "lifecycle", name, days] as const,
+  run: (id: number) => ["runs", "detail", id] as const,
 };
 
 /** Active runs are polled this often. */
@@ -287,6 +293,16 @@ export function useRunsPage(url: string) {
   });
 }
 
+/** One run, polled every 2 s while it is queued or running. */
+export function useRun(id: number | null) {
+  return useQuery({
+    queryKey: queryKeys.run(id ?? 0),
+    queryFn: ({ signal }) => getRun(id!, signal),
+    enabled: id !== null,
+    refetchInterval: (q) => (q.state.status === "error" || (q.state.data && !isActiveRun(q.state.data)) ? false : RUN_POLL_MS),
+  });
+}
+
 export function useCancelRun() {
   const qc = useQueryClient();
   return useMutation({
@@ -391,3 +407,20 @@ export function useDeleteAlertChannel() {
   });
 }
 
+// ---- Lifecycle reports and Spark jobs ----------------------------------------
+
+export function useLifecycleReport(name: string, days: number) {
+  return useQuery({
+    queryKey: queryKeys.lifecycleReport(name, days),
+    queryFn: ({ signal }) => getLifecycleReport(name, days, signal),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useStartSparkJob() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: SparkJobRequest) => startSparkJob(body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
+  });
+}

@@ -397,3 +397,54 @@ export type AlertChannelInput = Omit<AlertChannel, "id" | "has_secret">;
 
 /** DRF field errors: {"field": ["message", ...], "non_field_errors": [...]}. */
 export type FieldErrors = Record<string, string[]>;
+
+// ---- Lifecycle reports and Spark jobs ------------------------------------------
+
+/** Records per lifetime bucket (effective expiry − timestamp; upper bounds inclusive). */
+export interface LifetimeHistogram {
+  le_1m: number;
+  le_1h: number;
+  le_1d: number;
+  le_7d: number;
+  le_30d: number;
+  gt_30d: number;
+}
+
+/** One day of a namespace's lifecycle report (`python -m spark_jobs lifecycle-report`). */
+export interface LifecycleReportRow {
+  namespace: string;
+  /** UTC day of the records' timestamps, YYYY-MM-DD */
+  day: string;
+  records: number;
+  bytes: number;
+  /** expired at the report's "now" but not yet reclaimed */
+  expired_records: number;
+  expired_bytes: number;
+  expired_ratio: number | null;
+  expired_bytes_ratio: number | null;
+  /** records without any expiry */
+  unbounded_records: number;
+  lifetime_p50_ms: number | null;
+  lifetime_p90_ms: number | null;
+  lifetime_p99_ms: number | null;
+  lifetime_histogram: LifetimeHistogram;
+  /** how long expired records have survived past their expiry */
+  overdue_p50_ms: number | null;
+  overdue_p90_ms: number | null;
+  overdue_p99_ms: number | null;
+  overdue_max_ms: number | null;
+  keyed_records: number;
+  /** not the latest for their key: compaction drops them */
+  superseded_records: number;
+  /** what compaction would reclaim */
+  superseded_bytes: number;
+  duplicate_key_ratio: number | null;
+  now_ms: number;
+  generated_at: string;
+  received_at: string;
+}
+
+export interface SparkJobRequest {
+  job: string;
+  namespace?: string | null;
+}

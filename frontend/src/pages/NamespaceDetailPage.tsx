@@ -1,17 +1,39 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { errorMessage, isNotFound } from "../api/client";
-import { useDeleteNamespace, useMe, useNamespace, useNamespaceSummary, useSyncNamespace } from "../api/queries";
+import {
+  isActiveRun,
+  useDeleteNamespace,
+  useLifecycleReport,
+  useMe,
+  useNamespace,
+  useNamespaceSummary,
+  useRun,
+  useStartSparkJob,
+  useSyncNamespace,
+} from "../api/queries";
 import { canAdminister, canOperate } from "../auth/roles";
 import { NamespaceActions } from "../components/Actions";
 import { ConfirmByName } from "../components/ConfirmByName";
 import { PolicyPanel } from "../components/PolicyEditor";
 import { RunsList } from "../components/Runs";
 import { SegmentsList } from "../components/Segments";
-import { Badge, EmptyState, ErrorState, LoadingState } from "../components/States";
+import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
-import { formatBytes, formatCount, formatPercent } from "../lib/format";
+import type { LifecycleReportRow } from "../api/types";
+import { formatBytes, formatCount, formatDateTime, formatPercent } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
+import {
+  expiredTone,
+  formatPercentiles,
+  formatReportDay,
+  formatReportDuration,
+  lifetimeDistribution,
+  REPORT_COMMAND,
+  REPORT_DAY_CHOICES,
+  REPORT_JOB,
+  reportTotals,
+} from "../lib/reports";
 import { SYNC_TONE, TimeCell } from "./NamespacesPage";
 
 const TABS = [
@@ -19,6 +41,7 @@ const TABS = [
   { value: "policy", label: "Policy" },
   { value: "segments", label: "Segments" },
   { value: "runs", label: "Runs" },
+  { value: "report", label: "Lifecycle report" },
   { value: "actions", label: "Actions" },
 ] as const;
 type Tab = (typeof TABS)[number]["value"];
@@ -115,6 +138,7 @@ export default function NamespaceDetailPage() {
           <SegmentsList filters={{ namespace: n.name, ordering: "-max_timestamp", page_size: 50 }} emptyHint="No segments in the catalog yet: sync the namespace." />
         )}
         {tab === "runs" && <RunsList filters={{ namespace: n.name }} emptyHint="No lifecycle runs for this namespace yet." />}
+        {tab === "report" && <LifecycleReportPanel name={n.name} />}
         {tab === "actions" && <NamespaceActions name={n.name} />}
       </div>
     </div>
@@ -238,5 +262,177 @@ function SummaryPanel({ name }: { name: string }) {
         </div>
       )}
     </>
+  );
+}
+
+function LifecycleReportPanel({ name }: { name: string }) {
+  const [days, setDays] = useState<number>(30);
+  const report = useLifecycleReport(name, days);
+  const { data: user } = useMe();
+  const operator = canOperate(user);
+  const rows = report.data ?? [];
+
+  let content;
+  if (report.isPending) content = <LoadingState label="Loading the lifecycle report…" />;
+  else if (report.isError && !report.data) {
+    content = isNotFound(report.error) ? (
+      <NotAvailableState feature="Lifecycle reports" testId="report-unavailable" />
+    ) : (
+      <div data-testid="report-error">
+        <ErrorState title="Could not load the lifecycle report" error={report.error} onRetry={() => void report.refetch()} />
+      </div>
+    );
+  } else if (rows.length === 0) {
+    content = (
+      <div data-testid="report-empty">
+        <EmptyState title="No lifecycle report for this namespace yet">
+          <p>
+            The report is computed by a Spark job{operator ? ": start it with Run report below" : " (an operator can start it here)"}, by
+            the daily schedule, or on the command line with <code>{REPORT_COMMAND}</code> (add{" "}
+            <code>--post-url</code> pointing at <code>/api/reports/lifecycle</code> to send it here).
+          </p>
+        </EmptyState>
+      </div>
+    );
+  } else content = <ReportTable rows={rows} />;
+
+  return (
+    <section data-testid="lifecycle-report">
+      <div className="toolbar">
+        <label htmlFor="report-days">Days</label>
+        <select id="report-days" value={days} onChange={(e) => setDays(Number(e.target.value))} data-testid="report-days">
+          {REPORT_DAY_CHOICES.map((d) => (
+            <option key={d} value={d}>
+              last {d}
+            </option>
+          ))}
+        </select>
+        {rows[0] && (
+          <span className="muted small" data-testid="report-generated">
+            {" "}
+            Generated {formatDateTime(rows[0].generated_at)}
+          </span>
+        )}
+      </div>
+      {content}
+      {operator && <RunReportButton name={name} onDone={() => void report.refetch()} />}
+    </section>
+  );
+}
+
+function ReportTable({ rows }: { rows: LifecycleReportRow[] }) {
+  const totals = reportTotals(rows);
+  const lifetimes = lifetimeDistribution(rows);
+  return (
+    <>
+      <div className="stat-grid" data-testid="report-totals">
+        <Stat label={`Records (${totals.days} days)`} value={formatCount(totals.records)} testId="report-total-records" />
+        <Stat label="Stored" value={formatBytes(totals.bytes)} testId="report-total-bytes" />
+        <Stat label="Expired, not reclaimed" value={formatPercent(totals.expiredRatio)} testId="report-total-expired-ratio" />
+        <Stat label="Duplicate keys" value={formatPercent(totals.duplicateKeyRatio)} testId="report-total-duplicate-ratio" />
+        <Stat label="Compaction would reclaim" value={formatBytes(totals.reclaimableBytes)} testId="report-total-reclaimable" />
+      </div>
+      <div className="table-wrap">
+        <table className="table table-compact" data-testid="report-table">
+          <thead>
+            <tr>
+              <th scope="col">Day (UTC)</th>
+              <th scope="col" className="num">
+                Records
+              </th>
+              <th scope="col" className="num">
+                Stored
+              </th>
+              <th scope="col" className="num" title="Expired at report time but still stored">
+                Expired, not reclaimed
+              </th>
+              <th scope="col" className="num" title="How long expired records have outlived their expiry: p50 / max">
+                Past expiry p50 / max
+              </th>
+              <th scope="col" className="num" title="Effective expiry − timestamp, for records that expire">
+                Lifetime p50 / p90 / p99
+              </th>
+              <th scope="col" className="num" title="Keyed records that a later record with the same key supersedes">
+                Duplicate keys
+              </th>
+              <th scope="col" className="num">
+                Reclaimable by compaction
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.day} data-testid={`report-row-${r.day}`}>
+                <th scope="row">{formatReportDay(r.day)}</th>
+                <td className="num">{formatCount(r.records)}</td>
+                <td className="num">{formatBytes(r.bytes)}</td>
+                <td className="num">
+                  <Badge tone={expiredTone(r.expired_ratio)}>{formatPercent(r.expired_ratio)}</Badge>{" "}
+                  <span className="muted small">({formatCount(r.expired_records)})</span>
+                </td>
+                <td className="num">
+                  {formatReportDuration(r.overdue_p50_ms)} / {formatReportDuration(r.overdue_max_ms)}
+                </td>
+                <td className="num">{formatPercentiles([r.lifetime_p50_ms, r.lifetime_p90_ms, r.lifetime_p99_ms])}</td>
+                <td className="num">{formatPercent(r.duplicate_key_ratio)}</td>
+                <td className="num">{formatBytes(r.superseded_bytes)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <h2 className="section">Record lifetimes</h2>
+      <p className="muted small">
+        Records with an expiry, by lifetime, over the days shown; {formatCount(totals.unboundedRecords)} records never expire.
+      </p>
+      <table className="table table-compact" data-testid="report-lifetimes">
+        <tbody>
+          {lifetimes.map((b) => (
+            <tr key={b.key} data-testid={`report-lifetime-${b.key}`}>
+              <th scope="row">{b.label}</th>
+              <td className="num">{formatCount(b.records)}</td>
+              <td className="num">{formatPercent(b.share)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function RunReportButton({ name, onDone }: { name: string; onDone: () => void }) {
+  const start = useStartSparkJob();
+  const run = useRun(start.data?.id ?? null);
+  const current = run.data ?? start.data;
+  const finished = current ? !isActiveRun(current) : false;
+  useEffect(() => {
+    if (finished && current?.state === "succeeded") onDone();
+  }, [finished, current?.state]);
+  const busy = start.isPending || (current !== undefined && !finished);
+  return (
+    <div className="action-bar">
+      <button
+        type="button"
+        className="button"
+        disabled={busy}
+        onClick={() => start.mutate({ job: REPORT_JOB, namespace: name })}
+        data-testid="report-run"
+      >
+        {busy ? "Report running…" : "Run report"}
+      </button>
+      {current && (
+        <span className={current.state === "failed" ? "error-text small" : "small"} role="status" data-testid="report-run-status">
+          {" "}
+          Run <Link to={`/tasks?namespace=${encodeURIComponent(name)}`}>#{current.id}</Link> {current.state}
+          {current.state === "failed" && current.error ? `: ${current.error.split("\n")[0]}` : ""}
+        </span>
+      )}
+      {start.isError && (
+        <span className="error-text small" role="alert" data-testid="report-run-error">
+          {" "}
+          {errorMessage(start.error)}
+        </span>
+      )}
+    </div>
   );
 }

@@ -1,0 +1,149 @@
+// @vitest-environment jsdom
+// The namespace page's "Lifecycle report" tab, with mocked API responses (as in pages.test.tsx).
+import { fireEvent, screen, waitFor } from "@testing-library/react";
+import { beforeEach, describe, expect, it } from "vitest";
+import { resetCsrfToken } from "../api/client";
+import type { Namespace, TaskRun, User } from "../api/types";
+import { reportRow } from "../test/reports";
+import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
+
+const operator: User = { username: "olga", role: "operator" };
+const viewer: User = { username: "vic", role: "viewer" };
+
+const ns: Namespace = {
+  name: "orders",
+  shards: 2,
+  node: "node-1",
+  created_at: "2024-05-01T12:00:00Z",
+  updated_at: "2024-05-01T12:00:00Z",
+  sync_state: "synced",
+  sync_error: "",
+  policy_overrides: {},
+  stored_bytes: 0,
+  stored_records: 0,
+  segment_count: 0,
+  expired_ratio: 0,
+  last_scan_at: null,
+  last_compaction_at: null,
+};
+
+const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
+  id,
+  kind: "lifecycle_report",
+  namespace: "orders",
+  node: "node-1",
+  shard: null,
+  state: "queued",
+  progress: 0,
+  steps: 0,
+  counts: {},
+  bytes_reclaimed: 0,
+  dry_run: false,
+  params: { job: "lifecycle-report" },
+  error: "",
+  started_by: "olga",
+  schedule: "",
+  cancel_requested: false,
+  created_at: "2024-05-01T12:00:00Z",
+  started_at: null,
+  finished_at: null,
+  ...extra,
+});
+
+const REPORT = "/api/namespaces/orders/reports/lifecycle";
+const body = (call: unknown[]) => JSON.parse(String((call[1] as RequestInit).body));
+const callsTo = (fetch: ReturnType<typeof mockFetch>, method: string, path: string) =>
+  fetch.mock.calls.filter((c) => ((c[1] as RequestInit | undefined)?.method ?? "GET") === method && String(c[0]).split("?")[0] === path);
+
+const routes = (user: User, extra: Record<string, unknown> = {}) => ({
+  "GET /api/auth/me": user,
+  "GET /api/namespaces/orders/": ns,
+  ...extra,
+});
+
+beforeEach(() => {
+  clearCookies();
+  resetCsrfToken();
+  document.cookie = "csrftoken=tok; path=/";
+});
+
+describe("namespace lifecycle report", () => {
+  it("shows one row per day, newest first, with totals and the lifetime distribution", async () => {
+    const fetch = mockFetch(
+      routes(viewer, {
+        [`GET ${REPORT}`]: [
+          reportRow("2024-01-02", { records: 300, bytes: 3 * 1024 ** 2, expired_records: 0, expired_ratio: 0, superseded_bytes: 1024 ** 2 }),
+          reportRow("2024-01-01", { lifetime_p50_ms: null, lifetime_p90_ms: null, lifetime_p99_ms: null }),
+        ],
+      }),
+    );
+    renderApp("/namespaces/orders?tab=report");
+    const newest = await screen.findByTestId("report-row-2024-01-02");
+    expect(newest.textContent).toContain("Tue 2 Jan 2024");
+    expect(newest.textContent).toContain("300");
+    expect(newest.textContent).toContain("3 MiB");
+    expect(newest.textContent).toContain("0%");
+    expect(newest.textContent).toContain("1h / 5h / 1d"); // lifetime p50 / p90 / p99
+    expect(newest.textContent).toContain("1s / 11m 40s"); // past expiry p50 / max
+    expect(newest.textContent).toContain("1 MiB"); // reclaimable by compaction
+    const older = screen.getByTestId("report-row-2024-01-01");
+    expect(older.textContent).toContain("25%");
+    expect(older.textContent).toContain("—"); // no lifetimes that day
+    const rows = screen.getAllByTestId(/^report-row-/).map((r) => r.getAttribute("data-testid"));
+    expect(rows).toEqual(["report-row-2024-01-02", "report-row-2024-01-01"]);
+    expect(screen.getByTestId("report-total-records").textContent).toContain("400");
+    expect(screen.getByTestId("report-total-expired-ratio").textContent).toContain("6.3%"); // 25 of 400
+    expect(screen.getByTestId("report-total-duplicate-ratio").textContent).toContain("25%");
+    expect(screen.getByTestId("report-lifetime-le_1h").textContent).toContain("80");
+    expect(screen.getByTestId("report-generated").textContent).toContain("Generated");
+    // Viewers read; only operators run the report.
+    expect(screen.queryByTestId("report-run")).toBeNull();
+    expect(String(callsTo(fetch, "GET", REPORT)[0]![0])).toBe(`${REPORT}?days=30`);
+    fireEvent.change(screen.getByTestId("report-days"), { target: { value: "90" } });
+    await waitFor(() => expect(String(callsTo(fetch, "GET", REPORT).at(-1)![0])).toBe(`${REPORT}?days=90`));
+  });
+
+  it("an empty report says how to run it; an operator runs it and sees the run finish", async () => {
+    let reportCalls = 0;
+    const fetch = mockFetch(
+      routes(operator, {
+        [`GET ${REPORT}`]: () => jsonResponse(reportCalls++ === 0 ? [] : [reportRow("2024-01-01")]),
+        "POST /api/spark-jobs": () => jsonResponse(run(9), 202),
+        "GET /api/runs/9/": run(9, { state: "succeeded", finished_at: "2024-05-01T12:01:00Z" }),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=report");
+    const empty = await screen.findByTestId("report-empty");
+    expect(empty.textContent).toContain("python -m spark_jobs lifecycle-report");
+    expect(empty.textContent).toContain("Run report below");
+    fireEvent.click(screen.getByTestId("report-run"));
+    await waitFor(() => expect(screen.getByTestId("report-run-status").textContent).toContain("#9"));
+    expect(body(callsTo(fetch, "POST", "/api/spark-jobs")[0]!)).toEqual({ job: "lifecycle-report", namespace: "orders" });
+    // The run is followed until it succeeds; then the report is loaded again.
+    await screen.findByTestId("report-row-2024-01-01");
+    expect(screen.getByTestId("report-run-status").textContent).toContain("succeeded");
+    expect((screen.getByTestId("report-run") as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it("a refused start shows why; a failing report load shows an error with a retry", async () => {
+    mockFetch(
+      routes(operator, {
+        [`GET ${REPORT}`]: () => jsonResponse({ detail: "boom" }, 500),
+        "POST /api/spark-jobs": () => jsonResponse({ job: ["a lifecycle-report run is already running (run 3)"] }, 400),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=report");
+    const error = await screen.findByTestId("report-error");
+    expect(error.textContent).toContain("Could not load the lifecycle report");
+    expect(error.textContent).toContain("Retry");
+    fireEvent.click(screen.getByTestId("report-run"));
+    expect((await screen.findByTestId("report-run-error")).textContent).toContain("already running (run 3)");
+  });
+
+  it("a server without reports says the feature is not available yet", async () => {
+    mockFetch(routes(viewer, { [`GET ${REPORT}`]: () => jsonResponse({ detail: "Not found." }, 404) }));
+    renderApp("/namespaces/orders?tab=report");
+    expect(await screen.findByTestId("report-unavailable")).toBeTruthy();
+    expect(screen.getByTestId("tab-report").getAttribute("aria-selected")).toBe("true");
+  });
+});
