@@ -220,6 +220,7 @@ def test_an_operator_starts_a_spark_job_as_an_audited_run(api_as, namespaces, dj
         ({"job": "explode"}, "job", "must be one of"),
         ({}, "job", "required"),
         ({"job": "lake-export", "namespace": "nope"}, "namespace", "no namespace is named 'nope'"),
+        ({"job": "compaction-plan"}, "namespace", "is required for compaction-plan"),
     ],
 )
 def test_bad_spark_job_requests_name_the_field(api_as, namespaces, body, field, rule):
@@ -238,7 +239,7 @@ def test_any_registered_job_with_a_run_kind_is_offered():
     from backend.apps.reports import jobs
 
     offered = jobs.registered_jobs()
-    assert {"lake-export", "lifecycle-report"} <= set(offered)
+    assert {"lake-export", "lifecycle-report", "compaction-plan", "ttl-backfill"} <= set(offered)
     assert "demo-parquet" not in offered  # no task run kind: not something the control plane runs
 
 

@@ -129,7 +129,16 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
         "http://cp/api/reports/lifecycle",
     ]
     assert json.loads((tmp_path / "policies.json").read_text()) == {"orders": 60_000}
-    assert jobs.command("ttl-backfill", ctx)[3:] == ["ttl-backfill"]  # a job without an entry: no extra options
+    assert jobs.command("compaction-plan", ctx)[3:] == [
+        "compaction-plan",
+        "--namespace",
+        "orders",
+        "--data-dir",
+        "/data/node",
+        "--ttl-ms",
+        "60000",
+    ]
+    assert jobs.command("demo-parquet", ctx)[3:] == ["demo-parquet"]  # a job without an entry: no extra options
     env = jobs.job_environment("secret")
     assert env["CONTROL_PLANE_TOKEN"] == "secret" and "secret" not in " ".join(report)
 

@@ -67,11 +67,21 @@ def _lifecycle_report_args(ctx: JobContext) -> list[str]:
     ]
 
 
+def _compaction_plan_args(ctx: JobContext) -> list[str]:
+    # Plans only: applying a plan (--node-url) compacts, which is the node's COMPACTION action's business.
+    args = ["--namespace", str(ctx.namespace), "--data-dir", str(ctx.node_data_dir)]
+    ttl = ctx.ttls.get(str(ctx.namespace))
+    return [*args, "--ttl-ms", str(ttl)] if ttl else args
+
+
 # job name → its job-specific arguments
 JOB_ARGS: dict[str, Callable[[JobContext], list[str]]] = {
     "lake-export": _lake_export_args,
     "lifecycle-report": _lifecycle_report_args,
+    "compaction-plan": _compaction_plan_args,
 }
+# jobs that work on one namespace and cannot start without one
+NEEDS_NAMESPACE = frozenset({"compaction-plan", "ttl-backfill"})
 # jobs that POST back to the control plane and so need the service user's token
 POSTS_REPORT = frozenset({"lifecycle-report"})
 

@@ -173,6 +173,8 @@ def create_spark_run(
 ) -> TaskRun:
     """A queued run of a registered job (not enqueued: :func:`start_spark_job` and beat do that)."""
     kind = _kind(job)
+    if namespace is None and job in jobs.NEEDS_NAMESPACE:
+        raise InvalidArgumentError("namespace", f"is required for {job}")
     node = namespace.node if namespace is not None else StorageNode.objects.filter(name=DEFAULT_NODE_NAME).first()
     return runs.create_run(
         kind=kind,
@@ -262,7 +264,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
                 namespace=run.namespace.name if run.namespace else None,
                 workdir=Path(tmp),
                 node_data_dir=Path(settings.NODE_DATA_DIR),
-                ttls=_ttls() if job in jobs.POSTS_REPORT else {},
+                ttls=_ttls(),
                 post_url=settings.CONTROL_PLANE_URL.rstrip("/") + REPORT_PATH,
                 params=run.params,
             )
