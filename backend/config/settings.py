@@ -65,6 +65,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several processes (web, worker, beat) share the file: wait for locks instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Take the write lock at BEGIN: a read transaction that later writes cannot wait (SQLite fails it at once).
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME", str(VAR_DIR / "test-db.sqlite3"))}
 
@@ -100,6 +102,9 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 BEAT_HEARTBEAT_INTERVAL_S = int(env("BEAT_HEARTBEAT_INTERVAL_S", "10") or 10)
 BEAT_HEARTBEAT_STALE_S = int(env("BEAT_HEARTBEAT_STALE_S", "60") or 60)
+# Seconds between metric collections and between alert evaluations (the e2e test shortens both).
+METRICS_INTERVAL_S = int(env("METRICS_INTERVAL_S", "15") or 15)
+ALERTS_EVAL_INTERVAL_S = int(env("ALERTS_EVAL_INTERVAL_S", "60") or 60)
 
 SPARK_MASTER = env("SPARK_MASTER", "local[*]")
 LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))

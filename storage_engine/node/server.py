@@ -37,7 +37,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--adapter", choices=ADAPTERS, default=os.environ.get("NODE_ADAPTER", "segment"))
     p.add_argument("--io-workers", type=int, default=EngineConfig().io_workers)
     p.add_argument("--durability", choices=[d.value for d in Durability], default=Durability.FSYNC.value)
-    p.add_argument("--disk-capacity", type=int, default=None, help="bytes; default: the filesystem's size")
+    p.add_argument(
+        "--disk-capacity",
+        type=int,
+        default=int(os.environ["NODE_DISK_CAPACITY"]) if os.environ.get("NODE_DISK_CAPACITY") else None,
+        help="bytes (or NODE_DISK_CAPACITY); default: the filesystem's size",
+    )
     p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info").lower())
     return p.parse_args(argv)
 

@@ -27,7 +27,10 @@ PLATFORM_SCHEDULES: dict[str, tuple[str, int]] = {
         int(getattr(settings, "METRICS_INTERVAL_S", 15)),
     ),
     "platform: downsample metrics": ("backend.apps.metrics.tasks.downsample_metrics", 300),
-    "platform: evaluate alerts": ("backend.apps.alerts.tasks.evaluate_alerts", 60),
+    "platform: evaluate alerts": (
+        "backend.apps.alerts.tasks.evaluate_alerts",
+        int(getattr(settings, "ALERTS_EVAL_INTERVAL_S", 60)),
+    ),
     "platform: spark lake-export": (
         "backend.apps.reports.tasks.scheduled_lake_export",
         int(getattr(settings, "SPARK_LAKE_EXPORT_INTERVAL_S", 86400)),

@@ -1,7 +1,10 @@
 import type { NodeDisk } from "../api/types";
 import { formatBytes, formatDateTime, formatPercent } from "../lib/format";
-import { DISK_LEVEL_TEXT, DISK_LEVEL_TONE, diskLevel } from "../lib/metrics";
+import { DISK_LEVEL_TEXT, DISK_LEVEL_TONE, diskLevel, markLabelLayout } from "../lib/metrics";
 import { Badge } from "./States";
+
+const LABEL_ROW_PX = 14;
+const LABEL_SHIFT = { start: "none", center: "translateX(-50%)", end: "translateX(-100%)" } as const;
 
 /** Disk use of one node as a bar with its three watermarks marked, plus text. */
 export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }) {
@@ -20,6 +23,9 @@ export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }
     ["forcibly", disk.watermarks.clean_forcibly],
     ["warning", disk.watermarks.warning],
   ];
+  // Close watermarks (0.75 / 0.85 / 0.90) put their labels on separate rows.
+  const layout = markLabelLayout(marks.map(([, r]) => r));
+  const lanes = compact ? 0 : Math.max(...layout.map((l) => l.lane)) + 1;
   return (
     <div className="disk" data-testid={`disk-${disk.name}`} data-level={level}>
       <div className="card-head">
@@ -39,19 +45,23 @@ export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }
         aria-valuemax={100}
         aria-valuenow={Math.round(pct)}
         aria-valuetext={`${formatPercent(disk.disk_used_ratio)}, ${DISK_LEVEL_TEXT[level]}`}
+        style={lanes > 1 ? { marginBottom: 18 + (lanes - 1) * LABEL_ROW_PX } : undefined}
       >
         <div className={`disk-fill tone-${tone}`} style={{ width: `${pct}%` }} />
         {!compact &&
-          marks.map(([label, r]) => (
+          marks.map(([label, r], i) => (
             <div key={label} className="disk-mark" style={{ left: `${r * 100}%` }} title={`${label} ${formatPercent(r)}`}>
-              <span>
+              <span
+                style={{ top: 18 + layout[i]!.lane * LABEL_ROW_PX, transform: LABEL_SHIFT[layout[i]!.align] }}
+                data-lane={layout[i]!.lane}
+              >
                 {label} {formatPercent(r, 0)}
               </span>
             </div>
           ))}
       </div>
       <p className="small muted">{DISK_LEVEL_TEXT[level]}.</p>
-      {disk.forecast_warning_at && (
+      {disk.forecast_warning_at && level !== "warning" && (
         <p className="small warn-text" data-testid={`disk-forecast-${disk.name}`}>
           Forecast to reach the warning watermark at {formatDateTime(disk.forecast_warning_at, { seconds: false })}.
         </p>

@@ -5,7 +5,8 @@ import { useMemo } from "react";
 import { isNotFound } from "../api/client";
 import { useMetricSeries } from "../api/queries";
 import type { MetricRange, MetricSeriesName } from "../api/types";
-import { seriesOption, seriesSummary } from "../lib/metrics";
+import { formatDateTime } from "../lib/format";
+import { forecastText, formatMetric, latestValue, seriesOption, seriesSummary } from "../lib/metrics";
 import { EChart } from "./EChart";
 import { EmptyState, ErrorState, LoadingState } from "./States";
 
@@ -62,13 +63,27 @@ function MetricChart({
   refetchInterval: number | false;
 }) {
   const q = useMetricSeries(series, range, { refetchInterval });
-  const option = useMemo(() => (q.data ? seriesOption(q.data, title) : null), [q.data, title]);
+  const option = useMemo(() => (q.data ? seriesOption(q.data, title, range) : null), [q.data, title, range]);
   const empty = q.data && q.data.lines.every((l) => l.points.length === 0);
+  const latest = q.data ? latestValue(q.data, title) : null;
+  const forecast = q.data && !empty ? forecastText(q.data, q.dataUpdatedAt || Date.now()) : null;
   return (
     <section className="card" aria-labelledby={`${testId}-title`} data-testid={testId}>
       <div className="card-head">
         <h2 id={`${testId}-title`}>{title}</h2>
-        {q.isFetching && <span className="muted small">updating…</span>}
+        <span className="chart-head-side">
+          {q.isFetching && <span className="muted small">updating… </span>}
+          {latest && (
+            <span
+              className="small"
+              data-testid={`chart-latest-${series}`}
+              title={`Average over the last ${q.data?.step_s ?? "?"} s step, at ${formatDateTime(latest.at)}`}
+            >
+              latest <strong>{formatMetric(latest.value, q.data!.unit)}</strong>
+              {latest.lines > 1 && <span className="muted"> (highest: {latest.line})</span>}
+            </span>
+          )}
+        </span>
       </div>
       <p className="muted small">{help}</p>
       {q.isPending && <LoadingState label={`Loading ${title.toLowerCase()}…`} />}
@@ -81,6 +96,11 @@ function MetricChart({
       {q.data && !empty && option && (
         <>
           <EChart option={option} height={240} ariaLabel={seriesSummary(q.data, title)} />
+          {forecast && (
+            <p className="small muted" data-testid={`chart-forecast-${series}`}>
+              {forecast}
+            </p>
+          )}
           <p className="visually-hidden">{seriesSummary(q.data, title)}</p>
         </>
       )}

@@ -11,7 +11,19 @@ import {
   segmentFilterParams,
 } from "./filters";
 import { messageQueryFromSearch, nextPageSearch } from "./messages";
-import { diskLevel, formatMetric, lineName, seriesOption, seriesSummary } from "./metrics";
+import {
+  diskLevel,
+  forecastCrossing,
+  forecastHorizonMs,
+  forecastText,
+  formatMetric,
+  latestValue,
+  lineName,
+  markLabelLayout,
+  seriesOption,
+  seriesSummary,
+  trimForecast,
+} from "./metrics";
 import { compareValues, nextSort, sortRows } from "./table";
 
 const MiB = 1024 ** 2;
@@ -175,6 +187,73 @@ describe("metrics", () => {
   it("summarises the latest value per line", () => {
     expect(seriesSummary(data, "Disk used")).toMatch(/^Disk used: n1 60% at .*; n2 30% at .*\.$/);
     expect(seriesSummary({ ...data, lines: [] }, "Disk used")).toBe("Disk used: no data in this range.");
+  });
+  it("reads the latest value: the highest line's last point", () => {
+    expect(latestValue(data, "Disk used")).toEqual({ value: 0.6, at: NOW, line: "n1", lines: 2 });
+    const one: MetricSeries = { ...data, lines: [{ labels: {}, points: [[NOW - 5_000, 0.97], [NOW, 0]] }] };
+    expect(latestValue(one, "Expired ratio")).toEqual({ value: 0, at: NOW, line: "Expired ratio", lines: 1 });
+    expect(latestValue({ ...data, lines: [{ labels: { node: "n1" }, points: [] }] }, "x")).toBeNull();
+  });
+
+  // The server forecasts hourly for 24 h: from 0.5 now, +0.02 an hour.
+  const day: [number, number][] = Array.from({ length: 25 }, (_, h) => [NOW + h * 3_600_000, 0.5 + 0.02 * h]);
+  it("cuts the forecast to the chart's range, at most 24 h", () => {
+    expect(forecastHorizonMs("1h")).toBe(3_600_000);
+    expect(forecastHorizonMs("6h")).toBe(6 * 3_600_000);
+    expect(forecastHorizonMs("7d")).toBe(24 * 3_600_000);
+    expect(trimForecast(day, 3_600_000)).toEqual([day[0], day[1]]);
+    const half = trimForecast(day, 1_800_000);
+    expect(half).toHaveLength(2);
+    expect(half[1]![0]).toBe(NOW + 1_800_000);
+    expect(half[1]![1]).toBeCloseTo(0.51);
+    expect(trimForecast(day, 24 * 3_600_000)).toEqual(day);
+    expect(trimForecast([], 3_600_000)).toEqual([]);
+  });
+  it("keeps the chart's time axis within the range: 1 h back, 1 h of forecast", () => {
+    const opt = seriesOption({ ...data, forecast: day }, "Disk used", "1h") as { series: { name: string; data: [number, number][] }[] };
+    const forecast = opt.series.find((s) => s.name === "forecast")!;
+    expect(Math.max(...forecast.data.map((p) => p[0]))).toBe(NOW + 3_600_000);
+    const week = seriesOption({ ...data, forecast: day }, "Disk used", "7d") as { series: { name: string; data: unknown[] }[] };
+    expect(week.series.find((s) => s.name === "forecast")!.data).toHaveLength(25);
+  });
+  it("finds when the forecast reaches a watermark and says so", () => {
+    expect(forecastCrossing(day, 0.9)).toBe(NOW + 20 * 3_600_000);
+    expect(forecastCrossing(day, 0.51)).toBeCloseTo(NOW + 1_800_000);
+    expect(forecastCrossing(day, 0.4)).toBe(NOW);
+    expect(forecastCrossing(day, 0.99)).toBeNull();
+    const text = forecastText({ ...data, forecast: day }, NOW);
+    expect(text).toMatch(/^Forecast: reaches the warning watermark \(90%\) in about 20h \(.+\)\.$/);
+    expect(forecastText({ ...data, forecast: day, watermarks: { ...wm, warning: 0.99 } }, NOW)).toBe(
+      "Forecast: not reaching the warning watermark (99%) within 1d.",
+    );
+    const low: MetricSeries = { ...data, lines: [{ labels: { node: "n1" }, points: [[NOW, 0.45]] }] };
+    expect(forecastText({ ...low, forecast: day, watermarks: { ...wm, warning: 0.5 } }, NOW)).toBe(
+      "Forecast: at or above the warning watermark (50%) now.",
+    );
+    expect(forecastText({ ...data, forecast: [] }, NOW)).toBeNull();
+    const full: MetricSeries = { ...data, forecast: day, lines: [{ labels: { node: "n1" }, points: [[NOW, 0.93]] }] };
+    expect(forecastText(full, NOW)).toBe("Above the warning watermark (90%) now: the node rejects writes.");
+  });
+  it("puts the labels of close watermarks on separate rows", () => {
+    const overlaps = (ratios: number[], width = 0.26) => {
+      const layout = markLabelLayout(ratios, width);
+      const span = (r: number, i: number) => {
+        const a = layout[i]!.align;
+        const from = a === "end" ? r - width : a === "start" ? r : r - width / 2;
+        return [from, from + width] as const;
+      };
+      return ratios.some((r, i) =>
+        ratios.some((q, j) => j > i && layout[i]!.lane === layout[j]!.lane && span(r, i)[0] < span(q, j)[1] && span(q, j)[0] < span(r, i)[1]),
+      );
+    };
+    const close = markLabelLayout([0.75, 0.85, 0.9]);
+    expect(new Set(close.map((l) => l.lane)).size).toBe(3);
+    expect(close[2]!.align).toBe("end");
+    expect(overlaps([0.75, 0.85, 0.9])).toBe(false);
+    expect(overlaps([0.8, 0.81, 0.82])).toBe(false);
+    expect(overlaps([0.05, 0.5, 0.98])).toBe(false);
+    expect(markLabelLayout([0.2, 0.5, 0.8]).map((l) => l.lane)).toEqual([0, 0, 0]);
+    expect(markLabelLayout([0.02])[0]!.align).toBe("start");
   });
 });
 

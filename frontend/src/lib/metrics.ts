@@ -1,10 +1,99 @@
 // Metrics helpers: disk level against the three node watermarks, and the
 // ECharts option for a metric series (lines, watermark lines, forecast).
 
-import type { MetricRange, MetricSeries, MetricUnit, Watermarks } from "../api/types";
-import { formatBytes, formatCount, formatDateTime, formatPercent } from "./format";
+import type { MetricRange, MetricSeries, MetricUnit, Point, Watermarks } from "../api/types";
+import { formatBytes, formatCount, formatDateTime, formatDuration, formatPercent } from "./format";
 
 export const RANGES: MetricRange[] = ["1h", "6h", "24h", "7d", "30d"];
+
+const HOUR_MS = 3_600_000;
+export const RANGE_MS: Record<MetricRange, number> = {
+  "1h": HOUR_MS,
+  "6h": 6 * HOUR_MS,
+  "24h": 24 * HOUR_MS,
+  "7d": 7 * 24 * HOUR_MS,
+  "30d": 30 * 24 * HOUR_MS,
+};
+/** The server forecasts disk use 24 h ahead; charts show at most this much of it. */
+export const FORECAST_MAX_HORIZON_MS = 24 * HOUR_MS;
+
+/** How far ahead a chart draws the forecast: as far as it looks back, at most 24 h. */
+export function forecastHorizonMs(range: MetricRange): number {
+  return Math.min(RANGE_MS[range], FORECAST_MAX_HORIZON_MS);
+}
+
+/** The forecast up to ``horizonMs`` after its first point; the last point is interpolated at the cut. */
+export function trimForecast(points: Point[], horizonMs: number): Point[] {
+  const first = points[0];
+  if (!first) return [];
+  const end = first[0] + horizonMs;
+  const out: Point[] = [];
+  for (const [i, p] of points.entries()) {
+    if (p[0] <= end) {
+      out.push(p);
+      continue;
+    }
+    const prev = points[i - 1]!; // exists: the first point is never past the cut
+    if (prev[0] === end) break;
+    const f = (end - prev[0]) / (p[0] - prev[0]);
+    out.push([end, prev[1] + f * (p[1] - prev[1])]);
+    break;
+  }
+  return out;
+}
+
+/** When a forecast line first reaches ``threshold`` (epoch ms, interpolated), or null if it never does. */
+export function forecastCrossing(points: Point[], threshold: number): number | null {
+  const first = points[0];
+  if (!first) return null;
+  if (first[1] >= threshold) return first[0];
+  for (let i = 1; i < points.length; i++) {
+    const [t0, v0] = points[i - 1]!;
+    const [t1, v1] = points[i]!;
+    if (v1 >= threshold) return v1 === v0 ? t1 : t0 + ((threshold - v0) / (v1 - v0)) * (t1 - t0);
+  }
+  return null;
+}
+
+/** One sentence on when the disk forecast reaches the warning watermark, or null without a forecast. */
+export function forecastText(data: MetricSeries, now: number): string | null {
+  const wm = data.watermarks ?? data.lines.find((l) => l.watermarks)?.watermarks ?? null;
+  const forecast = data.forecast ?? [];
+  if (!wm || forecast.length === 0) return null;
+  const label = `the warning watermark (${formatPercent(wm.warning, 0)})`;
+  const latest = latestValue(data, "");
+  if (latest && latest.value >= wm.warning) return `Above ${label} now: the node rejects writes.`;
+  const at = forecastCrossing(forecast, wm.warning);
+  if (at === null) {
+    return `Forecast: not reaching ${label} within ${formatDuration(Math.max(0, forecast.at(-1)![0] - now))}.`;
+  }
+  if (at <= now) return `Forecast: at or above ${label} now.`;
+  return `Forecast: reaches ${label} in about ${formatDuration(at - now, { maxParts: 2 })} (${formatDateTime(at, { seconds: false })}).`;
+}
+
+export interface LatestValue {
+  value: number;
+  at: number;
+  /** The line it belongs to (the highest one when there are several). */
+  line: string;
+  lines: number;
+}
+
+/** The latest point of each line, and of those the highest (the fullest node, the worst namespace). */
+export function latestValue(data: MetricSeries, title: string): LatestValue | null {
+  let best: Omit<LatestValue, "lines"> | null = null;
+  let lines = 0;
+  for (const [i, line] of data.lines.entries()) {
+    const last = line.points.at(-1);
+    if (!last || !Number.isFinite(last[1])) continue;
+    lines += 1;
+    if (best === null || last[1] > best.value) {
+      const name = lineName(line.labels, data.lines.length > 1 ? `${title} ${i + 1}` : title);
+      best = { value: last[1], at: last[0], line: name };
+    }
+  }
+  return best === null ? null : { ...best, lines };
+}
 
 export type DiskLevel = "ok" | "max_used" | "clean_forcibly" | "warning";
 
@@ -57,8 +146,12 @@ const WATERMARK_LINES: [keyof Watermarks, string, string][] = [
   ["warning", "warning", "#a4161a"],
 ];
 
-/** ECharts option for one metric series; pure so it can be tested without a canvas. */
-export function seriesOption(data: MetricSeries, title: string): Record<string, unknown> {
+/**
+ * ECharts option for one metric series; pure so it can be tested without a canvas.
+ * With a ``range`` the forecast is cut to :func:`forecastHorizonMs` of it, so a 1 h
+ * chart does not stretch its time axis a day into the future.
+ */
+export function seriesOption(data: MetricSeries, title: string, range?: MetricRange): Record<string, unknown> {
   const unit = data.unit;
   const series: Record<string, unknown>[] = data.lines.map((line, i) => ({
     type: "line",
@@ -84,11 +177,12 @@ export function seriesOption(data: MetricSeries, title: string): Record<string, 
       },
     };
   }
-  if (data.forecast && data.forecast.length > 0) {
+  const forecast = range && data.forecast ? trimForecast(data.forecast, forecastHorizonMs(range)) : (data.forecast ?? []);
+  if (forecast.length > 0) {
     series.push({
       type: "line",
       name: "forecast",
-      data: data.forecast,
+      data: forecast,
       showSymbol: false,
       lineStyle: { type: "dotted", width: 2 },
     });
@@ -123,4 +217,29 @@ export function seriesSummary(data: MetricSeries, title: string): string {
     return `${lineName(line.labels, title)} ${last ? `${formatMetric(last[1], data.unit)} at ${formatDateTime(last[0])}` : "no data"}`;
   });
   return `${title}: ${parts.join("; ")}.`;
+}
+
+export interface MarkLabel {
+  /** 0 = the first row under the bar; close watermarks get further rows. */
+  lane: number;
+  /** Where the label sits against its mark: after it, centred on it, or before it (near the bar's ends). */
+  align: "start" | "center" | "end";
+}
+
+/**
+ * Rows for the watermark labels under a disk bar, so that close watermarks
+ * (0.75 / 0.85 / 0.90) do not print over each other. ``width`` is a label's
+ * width as a fraction of the bar; labels near an end are aligned inwards.
+ */
+export function markLabelLayout(ratios: number[], width = 0.26): MarkLabel[] {
+  const placed: { lane: number; from: number; to: number }[] = [];
+  return ratios.map((r) => {
+    const align: MarkLabel["align"] = r > 1 - width / 2 ? "end" : r < width / 2 ? "start" : "center";
+    const from = align === "end" ? r - width : align === "start" ? r : r - width / 2;
+    const to = from + width;
+    let lane = 0;
+    while (placed.some((p) => p.lane === lane && p.from < to && from < p.to)) lane += 1;
+    placed.push({ lane, from, to });
+    return { lane, align };
+  });
 }

@@ -67,10 +67,19 @@ export default function AlertsPage() {
   );
 }
 
+/** An alert's value or threshold: a percentage for ratio metrics, else at most 4 significant digits. */
+function alertValue(value: number | null, metric: string | undefined): string {
+  if (value === null || !Number.isFinite(value)) return "—";
+  if (metric) return formatThreshold(metric, Number(value.toPrecision(4)));
+  return String(Number(value.toPrecision(4)));
+}
+
 function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
   const firstUrl = withQuery("/api/alerts/", { state });
   const [url, setUrl] = useState(firstUrl);
   const page = useCursorPage<Alert>("alerts", url, { refetchInterval: state === "resolved" ? false : METRICS_REFRESH_MS });
+  const rules = useAlertRules(); // for each alert's metric: ratios read as percentages
+  const metricOf = (ruleId: number) => rules.data?.items.find((r) => r.id === ruleId)?.metric;
   const ack = useAckAlert();
   const silence = useSilenceAlert();
   const [minutes, setMinutes] = useState<Record<number, number>>({});
@@ -117,7 +126,8 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
                       <div className="small">{a.summary}</div>
                     </th>
                     <td className="small">
-                      {a.value ?? "—"} <span className="muted">vs {a.threshold ?? "—"}</span>
+                      {alertValue(a.value, metricOf(a.rule))}{" "}
+                      <span className="muted">vs {alertValue(a.threshold, metricOf(a.rule))}</span>
                     </td>
                     <td className="small">
                       {state === "resolved" ? (

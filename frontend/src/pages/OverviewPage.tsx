@@ -20,6 +20,14 @@ import { RANGES } from "../lib/metrics";
 // ECharts arrives with this chunk, after the cards.
 const OverviewCharts = lazy(() => import("../components/OverviewCharts"));
 
+/** Auto-refresh choices for metrics and alerts (``?refresh=<seconds>``); 30 s unless chosen. */
+const REFRESH_CHOICES_MS = [5_000, 15_000, 30_000, 60_000, 300_000];
+
+function refreshFrom(search: URLSearchParams): number {
+  const chosen = Number(search.get("refresh")) * 1000;
+  return REFRESH_CHOICES_MS.includes(chosen) ? chosen : METRICS_REFRESH_MS;
+}
+
 /** Known components first, in this order; any others follow alphabetically. */
 const COMPONENT_ORDER = ["database", "broker", "node", "worker", "beat"];
 
@@ -47,6 +55,10 @@ export function OverviewPage() {
   usePageTitle("Overview");
   const health = useHealth();
   const now = useNow(1000);
+  const [search, setSearch] = useSearchParams();
+  const [auto, setAuto] = useState(true);
+  const refreshMs = refreshFrom(search);
+  const refetchInterval = auto ? refreshMs : false;
 
   return (
     <div className="page">
@@ -69,8 +81,15 @@ export function OverviewPage() {
         )}
       </div>
 
-      <FiringAlerts />
-      <MetricsSection />
+      <FiringAlerts refetchInterval={refetchInterval} />
+      <MetricsSection
+        search={search}
+        setSearch={setSearch}
+        auto={auto}
+        setAuto={setAuto}
+        refreshMs={refreshMs}
+        refetchInterval={refetchInterval}
+      />
 
       <h2 className="section-title">System health</h2>
       {health.isPending && <LoadingState label="Checking system health…" />}
@@ -179,8 +198,8 @@ function renderValue(key: string, value: unknown, now: number): string {
   return JSON.stringify(value);
 }
 
-function FiringAlerts() {
-  const alerts = useCursorPage<Alert>("alerts", "/api/alerts/?state=firing&page_size=20", { refetchInterval: METRICS_REFRESH_MS });
+function FiringAlerts({ refetchInterval }: { refetchInterval: number | false }) {
+  const alerts = useCursorPage<Alert>("alerts", "/api/alerts/?state=firing&page_size=20", { refetchInterval });
   if (alerts.isPending) return null;
   if (alerts.isError) {
     return (
@@ -228,11 +247,27 @@ function Stat({ label, value, testId }: { label: string; value: string; testId: 
   );
 }
 
-function MetricsSection() {
-  const [search, setSearch] = useSearchParams();
+function MetricsSection({
+  search,
+  setSearch,
+  auto,
+  setAuto,
+  refreshMs,
+  refetchInterval,
+}: {
+  search: URLSearchParams;
+  setSearch: ReturnType<typeof useSearchParams>[1];
+  auto: boolean;
+  setAuto: (auto: boolean) => void;
+  refreshMs: number;
+  refetchInterval: number | false;
+}) {
   const range = (RANGES.find((r) => r === search.get("range")) ?? "24h") as MetricRange;
-  const [auto, setAuto] = useState(true);
-  const refetchInterval = auto ? METRICS_REFRESH_MS : false;
+  const setParam = (key: string, value: string) => {
+    const next = new URLSearchParams(search);
+    next.set(key, value);
+    setSearch(next, { replace: true });
+  };
   const summary = useMetricsSummary({ refetchInterval });
   const unavailable = summary.isError && isNotFound(summary.error);
 
@@ -248,11 +283,7 @@ function MetricsSection() {
               key={r}
               type="button"
               aria-pressed={r === range}
-              onClick={() => {
-                const next = new URLSearchParams(search);
-                next.set("range", r);
-                setSearch(next, { replace: true });
-              }}
+              onClick={() => setParam("range", r)}
               data-testid={`range-${r}`}
             >
               {r}
@@ -261,8 +292,21 @@ function MetricsSection() {
         </div>
         <label className="check">
           <input type="checkbox" checked={auto} onChange={(e) => setAuto(e.target.checked)} data-testid="auto-refresh" />
-          Auto-refresh every {formatDuration(METRICS_REFRESH_MS)}
+          Auto-refresh every
         </label>
+        <select
+          aria-label="Auto-refresh interval"
+          value={refreshMs}
+          disabled={!auto}
+          onChange={(e) => setParam("refresh", String(Number(e.target.value) / 1000))}
+          data-testid="auto-refresh-interval"
+        >
+          {REFRESH_CHOICES_MS.map((ms) => (
+            <option key={ms} value={ms}>
+              {formatDuration(ms)}
+            </option>
+          ))}
+        </select>
         {summary.dataUpdatedAt > 0 && (
           <span className="muted small">updated {formatDateTime(summary.dataUpdatedAt)}</span>
         )}

@@ -428,6 +428,20 @@ describe("overview", () => {
     const chart = await screen.findByTestId("chart-disk");
     await waitFor(() => expect(within(chart).getByTestId("echart").getAttribute("aria-label")).toMatch(/node-1 50%/));
     expect(screen.getByTestId("chart-expired-ratio")).toBeTruthy();
+    // The latest value and the forecast are text next to the canvas.
+    expect((await screen.findByTestId("chart-latest-expired_ratio")).textContent).toBe("latest 50%");
+    expect(screen.getByTestId("chart-forecast-disk_used_ratio").textContent).toBe(
+      "Forecast: not reaching the warning watermark (90%) within 1h.",
+    );
+    // Close watermarks: one label row each.
+    const lanes = Array.from(disk.querySelectorAll("[data-lane]")).map((el) => el.getAttribute("data-lane"));
+    expect(lanes).toEqual(["0", "1", "2"]);
+    // The refresh interval is a choice kept in the URL.
+    expect((screen.getByTestId("auto-refresh-interval") as HTMLSelectElement).value).toBe("30000");
+    fireEvent.change(screen.getByTestId("auto-refresh-interval"), { target: { value: "5000" } });
+    expect((screen.getByTestId("auto-refresh-interval") as HTMLSelectElement).value).toBe("5000");
+    fireEvent.click(screen.getByTestId("auto-refresh"));
+    expect((screen.getByTestId("auto-refresh-interval") as HTMLSelectElement).disabled).toBe(true);
     fireEvent.click(screen.getByTestId("range-7d"));
     expect(screen.getByTestId("range-7d").getAttribute("aria-pressed")).toBe("true");
     await waitFor(() =>
@@ -459,7 +473,7 @@ describe("alerts", () => {
   it("operators acknowledge and silence; rules are read-only for them", async () => {
     const fetch = mockFetch({
       "GET /api/auth/me": operator,
-      "GET /api/alerts/": page([alert(1)]),
+      "GET /api/alerts/": page([alert(1), alert(5, { rule: 4, rule_name: "Expired", value: 0.254321, threshold: 0.2 })]),
       "POST /api/alerts/1/ack": () => jsonResponse(alert(1, { acknowledged_by: "olga" })),
       "POST /api/alerts/1/silence": () => jsonResponse(alert(1)),
       // The real API answers plain arrays here (not paginated).
@@ -470,6 +484,9 @@ describe("alerts", () => {
     });
     renderApp("/alerts");
     expect((await screen.findByTestId("alert-row-1")).textContent).toContain("Disk warning");
+    // A ratio rule's value reads as a percentage; a rule not in the list, as a short number.
+    await waitFor(() => expect(screen.getByTestId("alert-row-5").textContent).toContain("25.43% vs 20%"));
+    expect(screen.getByTestId("alert-row-1").textContent).toContain("0.91 vs 0.9");
     fireEvent.click(screen.getByTestId("alert-ack-1"));
     await waitFor(() => expect(callsTo(fetch, "POST", "/api/alerts/1/ack").length).toBe(1));
     fireEvent.change(screen.getByTestId("alert-silence-minutes-1"), { target: { value: "240" } });
