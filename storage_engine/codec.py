@@ -581,12 +581,19 @@ def batch_keys(
     return offsets, keys
 
 
-def batch_columns(buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>") -> RecordColumns:
-    """The :class:`RecordColumns` of a checked batch (tags, headers and values stay encoded)."""
+def batch_columns(
+    buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>", times: bool = True
+) -> RecordColumns:
+    """The :class:`RecordColumns` of a checked batch (tags, headers and values stay encoded);
+    without ``times`` the ``timestamps`` and ``expire_ats`` columns are left empty."""
     unpack = _RECORD.unpack_from
     base = h.base_offset
-    cols = RecordColumns([], [], [], [], [], [], [])
-    offsets, keys, attr_col, times, expires, starts, ends = cols
+    offsets: list[int] = []
+    keys: list[bytes | None] = []
+    attr_col: list[int] = []
+    stamps: list[int] = []
+    expires: list[int] = []
+    starts: list[int] = []
     p = pos + HEADER_SIZE
     end = pos + h.length
     count = 0
@@ -608,15 +615,17 @@ def batch_columns(buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: st
             else:
                 keys.append(None)
             attr_col.append(attrs)
-            times.append(ts)
-            expires.append(exp if attrs & ATTR_EXPIRE else 0)
+            if times:
+                stamps.append(ts)
+                expires.append(exp if attrs & ATTR_EXPIRE else 0)
             starts.append(p)
-            ends.append(rec_end)
             p = rec_end
     except (ValueError, struct.error) as exc:
         raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
     _check_walk(h, count, last_delta, p, end, path, pos)
-    return cols
+    ends = starts[1:]
+    ends.append(end)
+    return RecordColumns(offsets, keys, attr_col, stamps, expires, starts, ends)
 
 
 def rebuild_batch(buf: bytes | memoryview, cols: RecordColumns, keep: Sequence[int]) -> bytes:

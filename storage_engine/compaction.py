@@ -21,10 +21,15 @@ the latest record. The rules live here, once for every adapter:
   its CRC-32 and the offset as a 32-bit delta from the round's first offset.
   The 96 key bits stand for the key (Kafka keeps a 16-byte MD5): a false
   "superseded" needs two keys of one round to collide, probability about
-  n²/2⁹⁷ for n keys (~10⁻¹⁷ for a million). A round fills the map over the
-  dirty range from the first dirty offset; when it is full (or the round spans
-  2³² − 1 offsets) the round cleans what it covers and the next round
-  continues from there. The map is built from keys alone
+  n²/2⁹⁷ for n keys (~10⁻¹⁷ for a million; with a fixed ``PYTHONHASHSEED`` a
+  crafted collision still costs ~2⁴⁸ hashes). Beside the table, 1/32 of the
+  budget is a bitmap of the round's offsets: when a key comes again while the
+  map fills, its previous offset's bit is set, so a record within the round
+  is known superseded without hashing it again (records below the round are
+  looked up). A round fills the map over the dirty range from the first dirty
+  offset; when it is full, or the round spans the bitmap's bits (budget / 4
+  offsets), the round cleans what it covers and the next round continues
+  from there. The map is built from keys alone
   (:func:`storage_engine.codec.batch_keys`: no value, tag or header is decoded).
 - **Keep rule.** Within ``[log start, map end)`` a record is kept iff it is
   the latest for its key (records past the map end and records without a key
@@ -41,17 +46,19 @@ the latest record. The rules live here, once for every adapter:
   ``compact_range``; the memory adapter removes slots. Offsets never change; a
   segment left without records is dropped whole.
 
-Memory: the map takes ``SLOT_BYTES`` × its slots ≤ the budget (the slots are
-the largest prime ≤ budget / 16, but at least ``MIN_MAP_SLOTS`` whatever the
-budget), allocated once per compaction call and reused by every round. The
-fixed overhead beyond it does not grow with the segment or the record count:
-the columns of one batch (offsets, keys, attributes, timestamps, positions:
-~0.3 KB per record of the largest batch, 1,000 records in the bench), one
-read chunk and one 1 MiB output buffer of the rewrite, a chunk of at most
+Memory: the map (table and bitmap, :attr:`KeyMap.memory_bytes`) stays within
+the budget: its slots are the largest prime ≤ (budget − budget/32) / 16, but
+at least ``MIN_MAP_SLOTS`` whatever the budget; it is allocated once per
+compaction call and reused by every round. The fixed overhead beyond it does
+not grow with the segment or the record count: the columns of one batch
+(offsets, keys, attributes, positions: ~0.2 KB per record of the largest
+batch, 1,000 records in the bench), the rewrite's read chunk (1 MiB, two
+while a batch straddles chunks) and 256 KiB output buffer, a chunk of at most
 ``UNINDEX_CHUNK`` expired records, and the new sparse offset index of the
-segment being rewritten (one entry per ``index_interval_bytes``: bounded by
-``segment_bytes``). ``MAP_OVERHEAD_BYTES`` (4 MiB) is the stated bound with
-the bench's 1,000-record batches, checked with tracemalloc by the tests.
+segment being rewritten (16 bytes per ``index_interval_bytes``: bounded by
+``segment_bytes``, 256 KiB for 64 MiB). ``MAP_OVERHEAD_BYTES`` (4 MiB) is the
+stated bound for batches up to ~1,000 records; the tests check it with
+tracemalloc (a 60k-record segment with a 64 KiB map peaks at ~2.5 MB).
 Two things are not constant: index deletions of removed records that carry
 tags or a deadline, or are their key's latest entry (a tombstone past its
 horizon), ride in the swap's single WriteBatch (crash safety needs them in
@@ -90,6 +97,8 @@ from storage_engine.policy import NamespacePolicy
 SLOT_BYTES = 16  # one KeyMap slot: 8-byte hash, 4-byte CRC-32, 4-byte offset delta
 LOAD_FACTOR = 0.9  # entries per slot a map is filled to (as Kafka's dedupe buffer)
 MIN_MAP_SLOTS = 19  # a prime: whatever the budget, a map holds at least 17 keys
+BITMAP_SHARE = 32  # 1/32 of the budget is the superseded-offsets bitmap: a round spans ≤ budget/4 offsets
+MIN_BITMAP_BYTES = 64
 MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
@@ -108,18 +117,33 @@ def _prime_at_most(n: int) -> int:
 
 
 class KeyMap:
-    """Key → latest offset, in a table of ``SLOT_BYTES``-byte slots within a budget in bytes
-    (see the module docstring). Offsets must lie in ``[base, base + MAX_ROUND_SPAN)``."""
+    """Key → latest offset, in a table of ``SLOT_BYTES``-byte slots, plus a bitmap of the
+    round's superseded offsets, together within a budget in bytes (see the module
+    docstring). Offsets must lie in ``[base, base + span)``."""
 
-    __slots__ = ("_crcs", "_deltas", "_hashes", "_n", "base", "budget_bytes", "capacity", "slots")
+    __slots__ = (
+        "_crcs",
+        "_deltas",
+        "_hashes",
+        "_n",
+        "_superseded",
+        "base",
+        "budget_bytes",
+        "capacity",
+        "slots",
+        "span",
+    )
 
     def __init__(self, budget_bytes: int, base: int = 0) -> None:
         self.budget_bytes = budget_bytes
-        self.slots = _prime_at_most(budget_bytes // SLOT_BYTES)
+        bitmap = max(MIN_BITMAP_BYTES, budget_bytes // BITMAP_SHARE)
+        self.slots = _prime_at_most((budget_bytes - bitmap) // SLOT_BYTES)
         self.capacity = int(self.slots * LOAD_FACTOR)
+        self.span = min(MAX_ROUND_SPAN, 8 * bitmap)
         self._hashes = array("q", bytes(8 * self.slots))
         self._crcs = array("I", bytes(4 * self.slots))
         self._deltas = array("I", bytes(4 * self.slots))
+        self._superseded = bytearray(bitmap)
         assert self._hashes.itemsize == 8 and self._crcs.itemsize == 4
         self._n = 0
         self.base = base
@@ -128,25 +152,33 @@ class KeyMap:
         """Empty the map for a round whose offsets start at ``base`` (no reallocation)."""
         if self._n:
             self._hashes[:] = array("q", bytes(8 * self.slots))
+            self._superseded[:] = bytes(len(self._superseded))
         self._n = 0
         self.base = base
+
+    def superseded(self, offset: int) -> bool:
+        """Whether a later offset of the same key went into the map (``offset`` within the span)."""
+        d = offset - self.base
+        return bool(self._superseded[d >> 3] >> (d & 7) & 1)
 
     def put_many(self, offsets: Sequence[int], keys: Sequence[bytes]) -> int:
         """Record ``offsets[i]`` (ascending) as the latest for ``keys[i]``; returns how many
         pairs went in: fewer than given when the map is full at a new key, or at an offset
         past the round's span."""
+        base = self.base
+        if offsets and offsets[-1] >= base + self.span:
+            n_in = bisect_left(offsets, base + self.span)
+            offsets, keys = offsets[:n_in], keys[:n_in]
         hs, cs, ds = self._hashes, self._crcs, self._deltas
+        sup = self._superseded
         slots = self.slots
         m1 = slots - 1
-        n, cap, base = self._n, self.capacity, self.base
-        limit = base + MAX_ROUND_SPAN
-        crc32 = zlib.crc32
+        n, cap = self._n, self.capacity
         done = 0
-        for o, k in zip(offsets, keys, strict=True):
-            if o >= limit:
-                break
-            h = hash(k) or 1
-            c = crc32(k)
+        # The hashes are computed by ``map`` (no bytecode per key); 0 marks an empty slot.
+        for o, h, c in zip(offsets, map(hash, keys), map(zlib.crc32, keys), strict=True):
+            if not h:
+                h = 1
             i = h % slots
             t = hs[i]
             if t and (t != h or cs[i] != c):
@@ -164,6 +196,9 @@ class KeyMap:
                 hs[i] = h
                 cs[i] = c
                 n += 1
+            else:  # the key's previous offset in this round is superseded
+                prev = ds[i]
+                sup[prev >> 3] |= 1 << (prev & 7)
             ds[i] = o - base
             done += 1
         self._n = n
@@ -171,22 +206,28 @@ class KeyMap:
 
     def latest_many(self, keys: Sequence[bytes | None]) -> list[int]:
         """The latest offset of each key, ``-1`` where the key is ``None`` or not in the map."""
+        if None in keys:
+            present = [i for i, k in enumerate(keys) if k is not None]
+            out = [-1] * len(keys)
+            found = self.latest_many([keys[i] for i in present])
+            for i, latest in zip(present, found, strict=True):
+                out[i] = latest
+            return out
         hs, cs, ds = self._hashes, self._crcs, self._deltas
         slots = self.slots
         m1 = slots - 1
         base = self.base
-        crc32 = zlib.crc32
-        out: list[int] = []
-        put = out.append
-        for k in keys:
-            if k is None:
-                put(-1)
-                continue
-            h = hash(k) or 1
-            c = crc32(k)
+        result: list[int] = []
+        put = result.append
+        for h, c in zip(map(hash, keys), map(zlib.crc32, cast(Sequence[bytes], keys)), strict=True):
+            if not h:
+                h = 1
             i = h % slots
             t = hs[i]
-            if t and (t != h or cs[i] != c):
+            if t == h and cs[i] == c:
+                put(ds[i] + base)
+                continue
+            if t:
                 step = 1 + c % m1
                 while True:
                     i += step
@@ -196,7 +237,7 @@ class KeyMap:
                     if not t or (t == h and cs[i] == c):
                         break
             put(ds[i] + base if t else -1)
-        return out
+        return result
 
     def put(self, key: bytes, offset: int) -> bool:
         """Record ``offset`` as the latest for ``key``; ``False`` (nothing stored) when the
@@ -212,8 +253,8 @@ class KeyMap:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes the map's table takes (allocated once: full or empty, the same)."""
-        return self.slots * SLOT_BYTES
+        """Bytes the table and the bitmap take (allocated once: full or empty, the same)."""
+        return self.slots * SLOT_BYTES + len(self._superseded)
 
 
 class OffsetBits:
@@ -366,18 +407,30 @@ def cleaning_rule(
         return times[i] if i < len(times) else now
 
     def rule(cols: RecordColumns) -> list[int]:
+        offsets, attrs = cols.offsets, cols.attrs
+        n = len(offsets)
+        lo = bisect_left(offsets, first_dirty) if offsets[0] < first_dirty else 0
+        hi = bisect_left(offsets, map_end) if offsets[-1] >= map_end else n
         out: list[int] = []
         put = out.append
-        latest = kmap.latest_many(cols.keys)
-        for o, a, last in zip(cols.offsets, cols.attrs, latest, strict=True):
-            if o >= map_end:
-                put(KEEP)
-            elif last > o:
+        if lo:  # below the round: superseded when the key is in the map at all
+            for j, last in enumerate(kmap.latest_many(cols.keys[:lo])):
+                if last >= 0:
+                    put(SUPERSEDED)
+                elif not attrs[j] & ATTR_VALUE and clean_time(offsets[j]) + retention <= now:
+                    put(REMOVE)
+                else:
+                    put(KEEP)
+        sup, base = kmap._superseded, kmap.base
+        for j in range(lo, hi):  # within the round: the bitmap the map build filled answers
+            d = offsets[j] - base
+            if sup[d >> 3] >> (d & 7) & 1:
                 put(SUPERSEDED)
-            elif not a & ATTR_VALUE and clean_time(o) + retention <= now:
+            elif not attrs[j] & ATTR_VALUE and now + retention <= now:
                 put(REMOVE)
             else:
                 put(KEEP)
+        out.extend([KEEP] * (n - hi))
         return out
 
     return rule
@@ -507,7 +560,7 @@ def reclaimable_bytes(shard: Any, info: SegmentInfo, remove: Collection[int]) ->
     seg.retain()
     try:
         for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-            cols = batch_columns(buf, off, h, path=str(seg.path))
+            cols = batch_columns(buf, off, h, path=str(seg.path), times=False)
             kept = [e - s for o, s, e in zip(cols.offsets, cols.starts, cols.ends, strict=True) if o not in remove]
             if len(kept) == len(cols.offsets):
                 size += h.length

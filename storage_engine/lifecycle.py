@@ -42,7 +42,13 @@ from storage_engine.cleaning import (
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
 from storage_engine.config import EngineConfig
-from storage_engine.errors import DiskFullError, InvalidArgumentError, UnknownShardError
+from storage_engine.errors import (
+    DiskFullError,
+    InvalidArgumentError,
+    StorageError,
+    UnknownNamespaceError,
+    UnknownShardError,
+)
 from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
@@ -52,6 +58,18 @@ from storage_engine.segment.counters import Counters
 log = logging.getLogger(__name__)
 
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
+SWEPT_FIGURES = (  # what a node-wide step adds up over its namespaces
+    "scanned",
+    "expired_records",
+    "index_entries_deleted",
+    "segments_deleted",
+    "segments_rewritten",
+    "records_removed",
+    "bytes_reclaimed",
+    "files_removed",
+    "forced_deletes",
+    "rolled",
+)
 MAX_PROBLEMS = 100
 # Counters present from the start, so a console shows 0 rather than nothing.
 ZEROED_COUNTERS = (
@@ -140,6 +158,7 @@ class TTLEntry:
     expire_at: int
     size: int
     flags: int
+    namespace: str = ""  # set by the adapter: a node-wide scan sees every namespace's entries
 
 
 TTL_UNKNOWN = -1  # flags of an entry written before entries carried them: read the record
@@ -312,9 +331,12 @@ class LifecycleMixin(abc.ABC):
         """Every namespace's policy and shards."""
 
     @abc.abstractmethod
-    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
-        """TTL-index entries of the namespace with ``expire_at ≤ now``, in index order, from
-        the start; ``scanned[0]`` counts every entry looked at (other namespaces' too)."""
+    def _ttl_candidates(
+        self, namespace: str | None, shard: int | None, now: int, scanned: list[int]
+    ) -> Iterator[TTLEntry]:
+        """TTL-index entries of the namespace (every namespace for ``None``) with ``expire_at ≤
+        now``, in index order, from the start, each naming its namespace; ``scanned[0]`` counts
+        every entry looked at (other namespaces' too)."""
 
     @abc.abstractmethod
     def _measure_disk(self) -> tuple[int, int, str]:
@@ -530,28 +552,49 @@ class LifecycleMixin(abc.ABC):
 
     # -- layer 2: TTL-index scan ----------------------------------------------------------------------------
     def expire_scan(
-        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, manual: bool = False
     ) -> LifecycleResult:
+        """Layer 2 on one namespace (or one shard), or with ``namespace=None`` a node-wide sweep.
+
+        The sweep walks the TTL index once for every namespace (its keys lead with
+        ``expire_at``, so per-namespace scans each walk past the others' due entries:
+        namespaces × entries; the sweep costs the due entries once). Namespaces outside
+        off-peak hours and not urgent are skipped as a per-namespace scan would skip
+        them; the cap is ``limit`` or the largest ``max_delete_per_scan`` of the
+        namespaces, batches follow the built-in ``scan_batch_size``.
+        """
         t0 = time.perf_counter()
         self._check_limit(limit)
-        policy, shards = self._select(namespace, shard)
         now = self.clock.now_ms()
-        if not manual and not in_off_peak(now, self._node_policy) and not self._urgent(policy, shards):
-            return self._result("expire_scan", namespace, shard, t0, skipped="off_peak", more=True)
-        cap = policy.max_delete_per_scan if limit is None else min(limit, policy.max_delete_per_scan)
-        by_index = {s.shard: s for s in shards}
+        if namespace is None:
+            if shard is not None:
+                raise InvalidArgumentError("shard", "needs a namespace")
+            targets = self._sweep_targets(now, manual)
+            caps = [policy.max_delete_per_scan for policy, _ in targets.values()]
+            cap = min(limit or max(caps, default=1), max(caps, default=1))
+            batch_size = NamespacePolicy().scan_batch_size
+        else:
+            policy, shards = self._select(namespace, shard)
+            if not manual and not in_off_peak(now, self._node_policy) and not self._urgent(policy, shards):
+                return self._result("expire_scan", namespace, shard, t0, skipped="off_peak", more=True)
+            cap = policy.max_delete_per_scan if limit is None else min(limit, policy.max_delete_per_scan)
+            targets = {namespace: (policy, {s.shard: s for s in shards})}
+            batch_size = policy.scan_batch_size
         totals: dict[str, Any] = {}
         scanned = [0]
         done = 0
         more = False
         batch: list[TTLEntry] = []
+        by_index = {(name, index): s for name, (_, shards_of) in targets.items() for index, s in shards_of.items()}
         with self._lifecycle_ops:
             for entry in self._ttl_candidates(namespace, shard, now, scanned):
+                if (entry.namespace, entry.shard) not in by_index:
+                    continue  # a namespace the sweep skips (not off-peak, not urgent) or deleted meanwhile
                 if done + len(batch) >= cap:
                     more = True
                     break
                 batch.append(entry)
-                if len(batch) >= policy.scan_batch_size:
+                if len(batch) >= batch_size:
                     if not self._expire_batch(batch, by_index, now, totals):
                         more = True
                         break
@@ -583,14 +626,65 @@ class LifecycleMixin(abc.ABC):
         )
         return result
 
+    def _sweep_targets(self, now: int, manual: bool) -> dict[str, tuple[NamespacePolicy, dict[int, LifecycleShard]]]:
+        """Every namespace a node-wide step may work on now: off-peak, urgent, or a manual request."""
+        peak_ok = manual or in_off_peak(now, self._node_policy)
+        targets = {}
+        for name in self._sweep_names():
+            try:
+                policy, shards = self._lc_namespace(name)
+            except StorageError:
+                continue  # deleted meanwhile
+            if peak_ok or self._urgent(policy, shards):
+                targets[name] = (policy, {s.shard: s for s in shards})
+        return targets
+
+    def _sweep_names(self) -> list[str]:
+        return [info.name for info in self.list_namespaces()]  # type: ignore[attr-defined]
+
+    def _sweep(
+        self,
+        operation: str,
+        step: Callable[[str, int | None], LifecycleResult],
+        limit: int | None,
+        cost: Callable[[LifecycleResult], int] = lambda result: 0,
+    ) -> LifecycleResult:
+        """One node-wide step: ``step(namespace, remaining limit)`` for each namespace in name
+        order, results added up. A namespace with more to do ends the step (``more``); the
+        next call re-checks the ones before it, which is cheap (they have nothing left).
+        ``cost`` says how much of ``limit`` a result used, so the whole step stays bounded.
+        A namespace deleted meanwhile is passed over.
+        """
+        t0 = time.perf_counter()
+        totals: dict[str, Any] = {}
+        more = False
+        remaining = limit
+        for name in self._sweep_names():
+            try:
+                result = step(name, remaining)
+            except UnknownNamespaceError:
+                continue
+            for key in SWEPT_FIGURES:
+                totals[key] = totals.get(key, 0) + getattr(result, key)
+            if remaining is not None:
+                remaining -= cost(result)
+            if (result.more and result.skipped is None) or (remaining is not None and remaining <= 0):
+                more = result.more or remaining is not None
+                break
+        return self._result(operation, None, None, t0, more=more, **totals)
+
     def _expire_batch(
-        self, batch: list[TTLEntry], shards: dict[int, LifecycleShard], now: int, totals: dict[str, Any]
+        self,
+        batch: list[TTLEntry],
+        shards: dict[tuple[str, int], LifecycleShard],
+        now: int,
+        totals: dict[str, Any],
     ) -> bool:
         if not self._delete_bucket.take(len(batch)):
             return False
-        groups: dict[int, list[TTLEntry]] = {}
+        groups: dict[tuple[str, int], list[TTLEntry]] = {}
         for e in batch:
-            groups.setdefault(e.shard, []).append(e)
+            groups.setdefault((e.namespace, e.shard), []).append(e)
         for index, entries in groups.items():
             work = shards[index].expire_entries(entries, now)
             work.scanned = 0
@@ -599,7 +693,9 @@ class LifecycleMixin(abc.ABC):
         return True
 
     # -- retention (Kafka) -------------------------------------------------------------------------------------
-    def apply_retention(self, namespace: str, shard: int | None = None) -> LifecycleResult:
+    def apply_retention(self, namespace: str | None, shard: int | None = None) -> LifecycleResult:
+        if namespace is None:  # node-wide
+            return self._sweep("retention", lambda name, _: self.apply_retention(name), None)
         t0 = time.perf_counter()
         policy, shards = self._select(namespace, shard)
         now = self.clock.now_ms()
@@ -691,10 +787,17 @@ class LifecycleMixin(abc.ABC):
 
     # -- layer 3: reclamation ---------------------------------------------------------------------------------------
     def reclaim(
-        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, manual: bool = False
     ) -> LifecycleResult:
-        t0 = time.perf_counter()
         self._check_limit(limit)
+        if namespace is None:  # node-wide: one segment budget shared by every namespace
+            return self._sweep(
+                "reclaim",
+                lambda name, left: self.reclaim(name, None, left, manual=manual),
+                DEFAULT_RECLAIM_SEGMENTS if limit is None else limit,
+                lambda result: result.segments_deleted + result.segments_rewritten,
+            )
+        t0 = time.perf_counter()
         policy, shards = self._select(namespace, shard)
         now = self.clock.now_ms()
         if not manual and not in_off_peak(now, self._node_policy) and not self._urgent(policy, shards):

@@ -672,10 +672,23 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
         return [(ns.policy, ns.shards) for ns in namespaces]
 
-    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
-        """Due entries in deadline order without popping them: the entries ≤ now are a top
-        subtree of the heap, walked in O(due) and sorted; entries go when processed."""
-        ns = self._namespace(namespace)
+    def _ttl_candidates(
+        self, namespace: str | None, shard: int | None, now: int, scanned: list[int]
+    ) -> Iterator[TTLEntry]:
+        """Due entries in deadline order (each namespace keeps its own heap; a node-wide
+        scan merges them by deadline)."""
+        if namespace is not None:
+            yield from self._ns_ttl_candidates(self._namespace(namespace), shard, now, scanned)
+            return
+        with self._lock:
+            everything = sorted(self._namespaces.values(), key=attrgetter("name"))
+        yield from heapq.merge(
+            *(self._ns_ttl_candidates(ns, None, now, scanned) for ns in everything), key=attrgetter("expire_at")
+        )
+
+    def _ns_ttl_candidates(self, ns: _Namespace, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
+        """Without popping them: the entries ≤ now are a top subtree of the heap, walked in
+        O(due) and sorted; entries go when processed."""
         with ns.ttl_lock:
             heap = ns.ttl_heap
             # Drop processed entries from the top first (the lazy part of the deletion).
@@ -695,7 +708,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
                 continue
             if ns.shards[sh].ttl.get(offset) != expire_at:
                 continue  # gone since (stale heap entry)
-            yield TTLEntry(sh, offset, expire_at, 0, 0)
+            yield TTLEntry(sh, offset, expire_at, 0, 0, ns.name)
 
     # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -----------------------------------
     def ttl_index_info(self, namespace: str) -> dict[str, object]:

@@ -6,9 +6,10 @@ one manual ``compact()`` with ``--map-budget`` bytes for the key map (several ro
 when the map cannot hold every key). ``correct`` compares the surviving offsets with a
 reference computed in the same run (the last offset of each key). ``mb_per_s`` is the
 stored bytes cleaned per second (bytes before / seconds), ``written_mb_per_s`` the bytes
-left after; ``peak_rss_mb`` is the process high-water mark (load phase included),
-``compact_rss_delta_mb`` what compaction added to it, and with ``--trace-map`` the
-tracemalloc peak of the compaction call (slower).
+left after; ``cpu_seconds`` is the process CPU time of the call (less sensitive to a busy
+machine than ``seconds``), ``map_mb`` the key map's table, ``peak_rss_mb`` the process
+high-water mark (load phase included), ``compact_rss_delta_mb`` what compaction added to
+it, and with ``--trace-map`` the tracemalloc peak of the compaction call (slower).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
+from storage_engine.compaction import KeyMap
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
 
@@ -74,9 +76,10 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         rss_before = _rss_mb()
         if args.trace_map:
             tracemalloc.start()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = engine.compact("bench", 0, map_budget_bytes=args.map_budget, manual=True)
         seconds = time.perf_counter() - t0
+        cpu_seconds = time.process_time() - c0
         traced = tracemalloc.get_traced_memory()[1] / MiB if args.trace_map else None
         if args.trace_map:
             tracemalloc.stop()
@@ -97,11 +100,13 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
             "map_budget_bytes": args.map_budget,
             "rounds": result.rounds,
             "seconds": round(seconds, 3),
+            "cpu_seconds": round(cpu_seconds, 3),
             "bytes_before": result.bytes_before,
             "bytes_after": result.bytes_after,
             "records_removed": result.records_removed,
             "mb_per_s": round(result.bytes_before / MiB / seconds, 1) if seconds else None,
             "written_mb_per_s": round(result.bytes_after / MiB / seconds, 1) if seconds else None,
+            "map_mb": round(KeyMap(args.map_budget).memory_bytes / MiB, 1),
             "peak_rss_mb": round(rss_after, 1),
             "compact_rss_delta_mb": round(rss_after - rss_before, 1),
             "correct": survivors == expected and engine.verify("bench").ok,

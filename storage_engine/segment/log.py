@@ -30,6 +30,7 @@ import logging
 import os
 import struct
 import threading
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,6 +83,7 @@ _READ_CHUNK = 256 * 1024
 _POS = struct.Struct(">QQ")
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
 _TAG_COUNT = struct.Struct(">H")  # a record's tag_count, at byte 29
+_MAX_EXPIRE = struct.Struct(">q")  # a batch header's max_expire_at, at byte 52
 
 
 @dataclass(frozen=True, slots=True)
@@ -635,10 +637,11 @@ class ShardLog(ShardBase):
         unchanged prefix is copied then); a segment where nothing goes is left
         alone without writing anything.
 
-        Memory: one read chunk and one output buffer (1 MiB), one batch's
-        columns, a chunk of expired records, the new sparse offset entries (one
-        per ``index_interval_bytes`` of output) and, for removed records that
-        carry tags, a deadline or their key's latest entry, their index deletions.
+        Memory: the read chunk (``SCAN_CHUNK``), a 256 KiB output buffer, one
+        batch's columns, a chunk of expired records, the new sparse offset
+        entries (16 bytes per ``index_interval_bytes`` of output) and, for removed
+        records that carry tags, a deadline or their key's latest entry, their
+        index deletions.
 
         The swap, and what opening the shard does after a crash at each point:
 
@@ -681,7 +684,7 @@ class ShardLog(ShardBase):
             modified_at=old.modified_at,
         )
         path = str(seg.path)
-        sparse: list[tuple[int, int]] = []  # (batch base offset, position) for the offsets index
+        sparse = array("Q")  # (batch base offset, position) pairs for the offsets index, 16 B each
         wb = store.batch()  # the swap's WriteBatch: tag/TTL deletions of removed records go in now
         check_keys: list[tuple[int, bytes]] = []  # removed records whose key entry may point at them
         expired: list[Record] = []
@@ -694,37 +697,41 @@ class ShardLog(ShardBase):
             seg.retain()
             try:
                 for file_pos, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-                    cols = batch_columns(buf, off, h, path=path)
+                    cols = batch_columns(buf, off, h, path=path, times=can_expire)
                     drop = rule(cols) if rule is not None else [KEEP] * len(cols.offsets)
                     dead = set(store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)) if has_dead else ()
-                    keep: list[int] = []
-                    for i, o in enumerate(cols.offsets):
-                        if dead and o in dead:
-                            continue
-                        if can_expire and is_expired(
-                            cols.timestamps[i],
-                            cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
-                            ttl_ms,
-                            now,
-                        ):
-                            expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
-                            continue
-                        d = drop[i]
-                        if d == KEEP:
-                            keep.append(i)
-                            continue
-                        removed += 1
-                        attrs = cols.attrs[i]
-                        if attrs & ATTR_EXPIRE or _has_tags(buf, cols.starts[i]):
-                            r = decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o)
-                            work.index_entries_deleted += self._unindex(wb, o, None, r.tags, r.expire_at)
+                    n = len(cols.offsets)
+                    if not dead and not can_expire:  # the common case: only the rule removes
+                        keep = [i for i, d in enumerate(drop) if d == KEEP]
+                        gone_here = [i for i, d in enumerate(drop) if d != KEEP] if len(keep) < n else []
+                    else:
+                        keep, gone_here = [], []
+                        for i, o in enumerate(cols.offsets):
+                            if dead and o in dead:
+                                continue
+                            if can_expire and is_expired(
+                                cols.timestamps[i],
+                                cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
+                                ttl_ms,
+                                now,
+                            ):
+                                expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
+                            elif drop[i] == KEEP:
+                                keep.append(i)
+                            else:
+                                gone_here.append(i)
+                    removed += len(gone_here)
+                    indexed = h.flags & (FLAG_HAS_TAGS | FLAG_HAS_EXPIRE)
+                    for i in gone_here:  # what the swap's WriteBatch must unindex
+                        if indexed and (cols.attrs[i] & ATTR_EXPIRE or _has_tags(buf, cols.starts[i])):
+                            r = decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), cols.offsets[i])
+                            work.index_entries_deleted += self._unindex(wb, r.offset, None, r.tags, r.expire_at)
                         key = cols.keys[i]
-                        if d != SUPERSEDED and key is not None:
-                            check_keys.append((o, key))
+                        if drop[i] != SUPERSEDED and key is not None:
+                            check_keys.append((cols.offsets[i], key))
                     if len(expired) >= UNINDEX_CHUNK:
                         work.add(self._kill(expired, now))
                         expired = []
-                    n = len(cols.offsets)
                     if len(keep) < n and fd < 0:  # the first batch that changes: start the new file
                         fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                         _copy_range(seg, fd, file_pos)
@@ -736,9 +743,10 @@ class ShardLog(ShardBase):
                     else:
                         data = rebuild_batch(buf, cols, keep)
                         flags = data[11]
-                        max_exp = max((cols.expire_ats[i] for i in keep if cols.attrs[i] & ATTR_EXPIRE), default=-1)
+                        (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
                     if pos == 0 or since_entry >= interval:
-                        sparse.append((cols.offsets[keep[0]], pos))
+                        sparse.append(cols.offsets[keep[0]])
+                        sparse.append(pos)
                         since_entry = 0
                     if fd >= 0:
                         out += data
@@ -777,8 +785,8 @@ class ShardLog(ShardBase):
             new = Segment.open(swap, meta)
             seg.replaced = True
             store.drop_offset_range(wb, prefix, base, old.last_offset + 1)
-            for offset, position in sparse:
-                wb.put(offset_key(prefix, offset), _POS.pack(base, position), store.handle(CF_OFFSETS))
+            for j in range(0, len(sparse), 2):
+                wb.put(offset_key(prefix, sparse[j]), _POS.pack(base, sparse[j + 1]), store.handle(CF_OFFSETS))
             store.put_segment(wb, prefix, meta)
             for offset, key in check_keys:
                 work.index_entries_deleted += self._unindex(wb, offset, key, (), None)
@@ -839,7 +847,7 @@ class ShardLog(ShardBase):
             self._trash = []
 
 
-_WRITE_CHUNK = 1 << 20  # bytes a rewrite buffers before one pwrite
+_WRITE_CHUNK = 256 * 1024  # bytes a rewrite buffers before one pwrite
 
 
 def _has_tags(buf: bytes | memoryview, record_pos: int) -> bool:

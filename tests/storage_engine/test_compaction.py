@@ -61,18 +61,22 @@ def test_keymap_budget() -> None:
     m = KeyMap(120 * SLOT_BYTES)
     assert m.slots == 113  # the largest prime within the budget
     assert m.capacity == int(113 * LOAD_FACTOR) == 101
-    assert m.memory_bytes == 113 * SLOT_BYTES <= 120 * SLOT_BYTES
+    assert m.memory_bytes == 113 * SLOT_BYTES + 64 <= 120 * SLOT_BYTES  # table + superseded bitmap
     for i in range(m.capacity):
         assert m.put(b"%d" % i, i)
-    assert not m.put(b"new", 1000)
+    assert not m.put(b"new", 200)
     assert m.get(b"new") is None
-    assert m.put(b"5", 2000)  # an existing key still updates
-    assert m.get(b"5") == 2000 and len(m) == m.capacity
-    assert all(m.get(b"%d" % i) == (2000 if i == 5 else i) for i in range(m.capacity))
+    assert m.put(b"5", 300)  # an existing key still updates
+    assert m.get(b"5") == 300 and len(m) == m.capacity
+    assert all(m.get(b"%d" % i) == (300 if i == 5 else i) for i in range(m.capacity))
+    assert m.superseded(5) and not m.superseded(4) and not m.superseded(300)
+    assert m.span == 8 * 64  # the bitmap's bits: a round spans no more offsets
+    assert not m.put(b"5", m.span)
     m.clear(10_000)
-    assert len(m) == 0 and m.get(b"5") is None
+    assert len(m) == 0 and m.get(b"5") is None and not m.superseded(10_005)
     assert m.put_many([10_000, 10_001, 10_002], [b"a", b"b", b"a"]) == 3
     assert m.latest_many([b"a", b"b", b"c", None]) == [10_002, 10_001, -1, -1]
+    assert m.superseded(10_000) and not m.superseded(10_001) and not m.superseded(10_002)
 
 
 def test_cleaner_state_roundtrip() -> None:
