@@ -674,3 +674,27 @@ def rebuild_batch(buf: bytes | memoryview, cols: RecordColumns, keep: Sequence[i
         data, len(keep), offsets[keep[-1]] - base, first_ts, min_ts, max_ts, max_exp, flags, [], [], []
     )
     return encoded.seal(base)
+
+
+def batch_positions(buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>") -> list[int]:
+    """Where each record of a checked batch with dense offsets (deltas ``0..n-1``) starts in
+    ``buf``; nothing else decoded. Raises :class:`CorruptSegmentError` when the record
+    sizes do not add up to the batch or the deltas are not dense."""
+    unpack = _RECORD_PREFIX.unpack_from
+    starts: list[int] = []
+    put = starts.append
+    p = pos + HEADER_SIZE
+    end = pos + h.length
+    count = 0
+    try:
+        while p < end:
+            size, attrs, delta = unpack(buf, p)
+            if delta != count or size < _RECORD_SIZE_BASE or attrs & ~_KNOWN_ATTRS:
+                raise ValueError(f"record {count + 1} is malformed or offsets are not dense")
+            put(p)
+            count += 1
+            p += 4 + size
+    except (ValueError, struct.error) as exc:
+        raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
+    _check_walk(h, count, count - 1, p, end, path, pos)
+    return starts

@@ -105,6 +105,7 @@ MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keepi
 DEFAULT_MAX_ROUNDS = 1_000
 _STATE_HEAD = struct.Struct(">BQH")
 _PASS = struct.Struct(">QQ")
+_BIT_DECISIONS = bytes.maketrans(b"01", bytes((KEEP, SUPERSEDED)))
 _COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
 
 
@@ -433,6 +434,20 @@ def cleaning_rule(
         out.extend([KEEP] * (n - hi))
         return out
 
+    def by_offset(first: int, count: int) -> list[int] | None:
+        """Decisions for dense offsets wholly within the round, from the bitmap alone (a
+        tombstone there is within its horizon unless ``delete_retention_ms`` is 0)."""
+        if first < first_dirty or first + count > map_end or retention <= 0:
+            return None
+        sup, d0 = kmap._superseded, first - kmap.base
+        bits = int.from_bytes(sup[d0 >> 3 : ((d0 + count - 1) >> 3) + 1], "little") >> (d0 & 7)
+        bits &= (1 << count) - 1
+        if not bits:
+            return [KEEP] * count
+        # bit j (offset first + j) set → SUPERSEDED: one C-level pass over a '0'/'1' string
+        return list(format(bits, f"0{count}b")[::-1].encode().translate(_BIT_DECISIONS))
+
+    rule.by_offset = by_offset  # type: ignore[attr-defined]
     return rule
 
 

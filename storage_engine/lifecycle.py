@@ -128,7 +128,12 @@ SUPERSEDED = 2  # leave it out; a later record of its key exists, so its key ent
 RemovalRule = Callable[[RecordColumns], Sequence[int]]
 """Called with the columns of a run of stored live records (one batch, or a chunk), in
 offset order; returns ``KEEP``/``REMOVE``/``SUPERSEDED`` for each. Deciding while the
-rewrite streams keeps the caller's memory independent of the segment's size."""
+rewrite streams keeps the caller's memory independent of the segment's size.
+
+A rule may also have a ``by_offset(first, count)`` attribute: the decisions for the
+dense offsets ``first .. first+count-1`` from the offsets alone (``None`` when it needs
+the columns); a store may ask it first for a batch without tags or deadlines, and skip
+decoding the batch when it answers."""
 
 Removal = Collection[int] | RemovalRule
 """What ``rewrite_segment`` removes besides dead and expired records: offsets, or a rule."""

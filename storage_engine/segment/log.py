@@ -31,7 +31,7 @@ import os
 import struct
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,9 @@ from storage_engine.codec import (
     HEADER_SIZE,
     BatchHeader,
     EncodedRecords,
+    RecordColumns,
     batch_columns,
+    batch_positions,
     decode_record,
     decode_records,
     encoded_size,
@@ -84,6 +86,7 @@ _POS = struct.Struct(">QQ")
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
 _TAG_COUNT = struct.Struct(">H")  # a record's tag_count, at byte 29
 _MAX_EXPIRE = struct.Struct(">q")  # a batch header's max_expire_at, at byte 52
+_INDEXED_BY_RECORD = FLAG_HAS_TAGS | FLAG_HAS_EXPIRE  # entries a removed record takes with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -696,38 +699,54 @@ class ShardLog(ShardBase):
         try:
             seg.retain()
             try:
+                fast = getattr(rule, "by_offset", None) if not can_expire and not has_dead else None
                 for file_pos, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-                    cols = batch_columns(buf, off, h, path=path, times=can_expire)
-                    drop = rule(cols) if rule is not None else [KEEP] * len(cols.offsets)
-                    dead = set(store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)) if has_dead else ()
-                    n = len(cols.offsets)
-                    if not dead and not can_expire:  # the common case: only the rule removes
+                    n = h.record_count
+                    drop = None
+                    dead: Collection[int] = ()
+                    if fast is not None and h.last_offset_delta == n - 1 and not h.flags & _INDEXED_BY_RECORD:
+                        drop = fast(h.base_offset, n)  # decided from offsets alone (dense batch)
+                    if drop is not None:
                         keep = [i for i, d in enumerate(drop) if d == KEEP]
                         gone_here = [i for i, d in enumerate(drop) if d != KEEP] if len(keep) < n else []
+                        if len(keep) < n:
+                            starts = batch_positions(buf, off, h, path=path)
+                            ends = starts[1:]
+                            ends.append(off + h.length)
+                            cols = RecordColumns(
+                                list(range(h.base_offset, h.base_offset + n)), [], [], [], [], starts, ends
+                            )
                     else:
-                        keep, gone_here = [], []
-                        for i, o in enumerate(cols.offsets):
-                            if dead and o in dead:
-                                continue
-                            if can_expire and is_expired(
-                                cols.timestamps[i],
-                                cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
-                                ttl_ms,
-                                now,
-                            ):
-                                expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
-                            elif drop[i] == KEEP:
-                                keep.append(i)
-                            else:
-                                gone_here.append(i)
+                        cols = batch_columns(buf, off, h, path=path, times=can_expire)
+                        drop = rule(cols) if rule is not None else [KEEP] * n
+                        dead = set(store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)) if has_dead else ()
+                        if not dead and not can_expire:  # the common case: only the rule removes
+                            keep = [i for i, d in enumerate(drop) if d == KEEP]
+                            gone_here = [i for i, d in enumerate(drop) if d != KEEP] if len(keep) < n else []
+                        else:
+                            keep, gone_here = [], []
+                            for i, o in enumerate(cols.offsets):
+                                if dead and o in dead:
+                                    continue
+                                if can_expire and is_expired(
+                                    cols.timestamps[i],
+                                    cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
+                                    ttl_ms,
+                                    now,
+                                ):
+                                    expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
+                                elif drop[i] == KEEP:
+                                    keep.append(i)
+                                else:
+                                    gone_here.append(i)
                     removed += len(gone_here)
                     indexed = h.flags & (FLAG_HAS_TAGS | FLAG_HAS_EXPIRE)
                     for i in gone_here:  # what the swap's WriteBatch must unindex
                         if indexed and (cols.attrs[i] & ATTR_EXPIRE or _has_tags(buf, cols.starts[i])):
                             r = decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), cols.offsets[i])
                             work.index_entries_deleted += self._unindex(wb, r.offset, None, r.tags, r.expire_at)
-                        key = cols.keys[i]
-                        if drop[i] != SUPERSEDED and key is not None:
+                        key = cols.keys[i] if drop[i] != SUPERSEDED else None
+                        if key is not None:
                             check_keys.append((cols.offsets[i], key))
                     if len(expired) >= UNINDEX_CHUNK:
                         work.add(self._kill(expired, now))
@@ -745,7 +764,7 @@ class ShardLog(ShardBase):
                         flags = data[11]
                         (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
                     if pos == 0 or since_entry >= interval:
-                        sparse.append(cols.offsets[keep[0]])
+                        sparse.append(h.base_offset if len(keep) == n else cols.offsets[keep[0]])
                         sparse.append(pos)
                         since_entry = 0
                     if fd >= 0:
