@@ -325,8 +325,12 @@ class SubscriptionMixin:
 
     # -- message TTL -----------------------------------------------------------------------------------------
     def expire_subscriptions(
-        self, namespace: str, shard: int | None = None, *, name: str | None = None, position: int | None = None
+        self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
     ) -> LifecycleResult:
+        if namespace is None:  # node-wide: every namespace; one already running is left to its run
+            if shard is not None or name is not None or position is not None:
+                raise InvalidArgumentError("namespace", "is required with a shard, subscription or position")
+            return self._sweep("subscription_expiry", self._expire_unless_running, None)  # type: ignore[attr-defined]
         t0 = time.perf_counter()
         info, subs = self._selected(namespace, name)
         shards = range(info.shards) if shard is None else [self._check_shard(info, shard)]
@@ -378,6 +382,12 @@ class SubscriptionMixin:
             expired_records=expired,
             duration_ms=round((time.perf_counter() - t0) * 1000, 3),
         )
+
+    def _expire_unless_running(self, namespace: str, _limit: int | None) -> LifecycleResult:
+        try:
+            return self.expire_subscriptions(namespace)
+        except AlreadyRunningError:
+            return LifecycleResult(operation="subscription_expiry", namespace=namespace, skipped="already_running")
 
     def _expiry_position(
         self,

@@ -28,13 +28,14 @@ if TYPE_CHECKING:
 Step = Callable[[], LifecycleResult]
 # operation → (scope, how to call the engine once)
 OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
-    "expire-scan": ("namespace", lambda e, ns, shard, limit, manual: e.expire_scan(ns, shard, limit, manual=manual)),
-    "retention": ("namespace", lambda e, ns, shard, limit, manual: e.apply_retention(ns, shard)),
-    "reclaim": ("namespace", lambda e, ns, shard, limit, manual: e.reclaim(ns, shard, limit, manual=manual)),
+    # "any": a namespace (optionally one shard), or without one a node-wide sweep of every namespace.
+    "expire-scan": ("any", lambda e, ns, shard, limit, manual: e.expire_scan(ns, shard, limit, manual=manual)),
+    "retention": ("any", lambda e, ns, shard, limit, manual: e.apply_retention(ns, shard)),
+    "reclaim": ("any", lambda e, ns, shard, limit, manual: e.reclaim(ns, shard, limit, manual=manual)),
     "clean-files": ("node", lambda e, ns, shard, limit, manual: e.clean_files(manual=manual)),
     "compact": ("namespace", lambda e, ns, shard, limit, manual: e.compact(ns, shard, manual=manual)),
     "compact-dirtiest": ("node", lambda e, ns, shard, limit, manual: e.compact_dirtiest(limit or 1)),
-    "subscription-ttl": ("namespace", lambda e, ns, shard, limit, manual: e.expire_subscriptions(ns, shard)),
+    "subscription-ttl": ("any", lambda e, ns, shard, limit, manual: e.expire_subscriptions(ns, shard)),
     "backlog-quota": ("namespace", lambda e, ns, shard, limit, manual: e.enforce_backlog_quota(ns)),
 }
 
@@ -72,7 +73,12 @@ def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> t
     manual = _flag(args.get("manual"), "manual")
     if isinstance(namespace, str):
         engine.get_namespace(namespace)  # unknown namespace → 404 now, not inside a job
-    target = {"namespace": namespace, "shard": shard} if scope == "namespace" else {"node": True}
+    if isinstance(namespace, str):
+        target = {"namespace": namespace, "shard": shard}
+    elif shard is not None:
+        raise InvalidArgumentError("shard", f"needs a namespace for {operation}")
+    else:
+        target = {"node": True}
     return (lambda: call(engine, namespace, shard, limit, manual)), target
 
 

@@ -377,12 +377,15 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         self._check_open()
         return [(ns.record.policy, ns.shards) for _, ns in sorted(self._namespaces.items())]
 
-    def _ttl_candidates(self, namespace: str, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
-        ns_id = self._namespace(namespace).record.ns_id
+    def _ttl_candidates(
+        self, namespace: str | None, shard: int | None, now: int, scanned: list[int]
+    ) -> Iterator[TTLEntry]:
+        names = {ns.record.ns_id: name for name, ns in list(self._namespaces.items())}
+        wanted = None if namespace is None else self._namespace(namespace).record.ns_id
         for expire_at, n, sh, offset, size, flags in self.store.ttl_due(now):
             scanned[0] += 1
-            if n == ns_id and (shard is None or sh == shard):
-                yield TTLEntry(sh, offset, expire_at, size, flags)
+            if (n == wanted or (wanted is None and n in names)) and (shard is None or sh == shard):
+                yield TTLEntry(sh, offset, expire_at, size, flags, names[n])
 
     # -- subscription hooks (SubscriptionMixin): cursors live in the ``cursors`` family --------
     def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:

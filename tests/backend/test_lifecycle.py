@@ -13,7 +13,7 @@ from backend.apps.lifecycle import leases, services
 from backend.apps.lifecycle.models import Lease
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
-from storage_engine.errors import NodeUnavailableError
+from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
 
 
 def test_a_lease_is_exclusive_until_it_expires(db):
@@ -48,15 +48,52 @@ def schedule(kind: str, name: str = "orders") -> PeriodicTask:
     return PeriodicTask.objects.get(name=f"lifecycle: {kind} of namespace {name}")
 
 
-def test_schedules_follow_the_policy_at_once(api_as, orders):
-    assert schedule("expiry_scan").interval.every == 30
-    assert schedule("retention").enabled
+def sweep(kind: str, node: str = "node-1") -> PeriodicTask:
+    return PeriodicTask.objects.get(name=f"lifecycle: {kind} of node {node}")
+
+
+def test_sweeps_follow_the_policies_at_once(api_as, orders):
+    """Scans, retention, reclamation and message TTL sweep the node at the shortest interval any of its
+    namespaces asks for; a policy change moves it at once, deleting the namespace stops it."""
+    assert sweep("expiry_scan").interval.every == 30
+    assert sweep("retention").enabled and sweep("subscription_ttl").interval.every == 300
+    assert not PeriodicTask.objects.filter(name__contains="of namespace orders").exists()  # nothing per namespace
+    assert sweep("expiry_scan").kwargs == f'{{"kind": "expiry_scan", "node_id": {orders.node_id}}}'
     api_as("admin").patch("/api/namespaces/orders/policy", {"set": {"scan_interval_ms": 120_000}}, format="json")
-    assert schedule("expiry_scan").interval.every == 120
+    assert sweep("expiry_scan").interval.every == 120
+    response = api_as("admin").post(
+        "/api/namespaces/", {"name": "fast", "shards": 1, "policy": {"scan_interval_ms": 10_000}}, format="json"
+    )
+    assert response.status_code == 201
+    assert sweep("expiry_scan").interval.every == 10  # the shortest wins
+    api_as("admin").delete("/api/namespaces/fast/", {"confirm": "fast"}, format="json")
+    assert sweep("expiry_scan").interval.every == 120
     api_as("admin").patch("/api/policies/cluster", {"set": {"compaction_check_interval_ms": 600_000}}, format="json")
-    assert schedule("reclaim").interval.every == 600
+    assert sweep("reclaim").interval.every == 600
     api_as("admin").delete("/api/namespaces/orders/", {"confirm": "orders"}, format="json")
-    assert not PeriodicTask.objects.filter(name__contains="of namespace orders").exists()
+    assert not PeriodicTask.objects.filter(name="lifecycle: expiry_scan of node node-1").exists()
+
+
+def test_a_sweep_run_covers_every_namespace_of_the_node(api_as, orders, node, django_capture_on_commit_callbacks):
+    from storage_engine.api import NewRecord
+    from storage_engine.client import NodeClient
+
+    api_as("admin").post("/api/namespaces/", {"name": "other", "shards": 1}, format="json")
+    with NodeClient(node.url, node.token) as client:
+        client.append("orders", 1, [NewRecord(value=b"x", expire_at=1)] * 3)
+        client.append("other", 0, [NewRecord(value=b"x", expire_at=1)] * 4)
+    with django_capture_on_commit_callbacks(execute=False):
+        run = services.schedule_run("expiry_scan", node=orders.node, schedule="sweep")
+        assert services.schedule_run("expiry_scan", node=orders.node) is None  # one sweep at a time
+    assert run is not None and run.namespace is None
+    assert services.queue_for_run(run).endswith(".node-1")
+    while services.run_step(run.pk) is services.StepOutcome.MORE:
+        pass
+    run.refresh_from_db()
+    assert run.state == "succeeded", run.error
+    assert run.counts["expired_records"] == 7
+    with pytest.raises(InvalidArgumentError):
+        services.create_run(kind="compaction", node=orders.node)  # not a sweep: needs a namespace
 
 
 def test_node_schedules_follow_the_node_policy(api_as, db):
@@ -64,15 +101,15 @@ def test_node_schedules_follow_the_node_policy(api_as, db):
 
     ensure_default_node()
     names = set(PeriodicTask.objects.filter(name__contains="of node node-1").values_list("name", flat=True))
-    assert names == {"lifecycle: file_clean of node node-1", "lifecycle: disk_check of node node-1"}
+    assert names == {"lifecycle: file_clean of node node-1", "lifecycle: disk_check of node node-1"}  # no sweeps yet
     api_as("admin").patch("/api/nodes/node-1/policy", {"set": {"clean_interval_ms": 60_000}}, format="json")
     assert PeriodicTask.objects.get(name="lifecycle: file_clean of node node-1").interval.every == 60
 
 
 def test_bootstrap_resyncs_every_schedule(orders):
     PeriodicTask.objects.filter(name__startswith="lifecycle: ").delete()
-    assert services.sync_all_schedules() == 4 + 2  # scan, retention, reclaim, subscription TTL; file clean, disk
-    assert schedule("expiry_scan").interval.every == 30
+    assert services.sync_all_schedules() == 4 + 2  # sweeps: scan, retention, reclaim, message TTL; clean, disk
+    assert sweep("expiry_scan").interval.every == 30
 
 
 def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_commit_callbacks):
@@ -177,7 +214,7 @@ def test_compaction_and_quota_schedules_follow_the_cleanup_policy(api_as, orders
     assert not PeriodicTask.objects.filter(name="lifecycle: compaction of namespace orders").exists()
     admin.patch("/api/namespaces/orders/policy", {"set": {"cleanup_policy": "compact"}}, format="json")
     assert schedule("compaction").enabled
-    assert not PeriodicTask.objects.filter(name="lifecycle: retention of namespace orders").exists()
+    assert not PeriodicTask.objects.filter(name="lifecycle: retention of node node-1").exists()  # nothing deletes
     admin.patch("/api/namespaces/orders/policy", {"set": {"backlog_quota_bytes": 10_000_000}}, format="json")
     assert schedule("backlog_quota").interval.every == 300
 
@@ -219,6 +256,15 @@ def test_a_200_character_namespace_name_gets_its_schedules(api_as, registered_no
             "name", flat=True
         )
     )
-    assert len(names) == 4 and all(len(n) <= 200 for n in names)
+    assert len(names) == 0  # its scans are in the node's sweeps
+    api_as("admin").patch(
+        f"/api/namespaces/{name}/policy", {"set": {"cleanup_policy": "compact,delete"}}, format="json"
+    )
+    names = list(
+        PeriodicTask.objects.filter(name__startswith="lifecycle: ", name__contains="namespace n").values_list(
+            "name", flat=True
+        )
+    )
+    assert len(names) == 1 and all(len(n) <= 200 for n in names)
     api_as("admin").delete(f"/api/namespaces/{name}/", {"confirm": name}, format="json")
     assert not PeriodicTask.objects.filter(name__in=names).exists()

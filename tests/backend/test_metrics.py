@@ -199,7 +199,9 @@ def test_linear_fit_by_hand():
     # intercept = ȳ − slope·x̄ = 3 − 2.5 = 0.5.
     fit = linear_fit([(T0_MS, 1.0), (T0_MS + HOUR, 2.0), (T0_MS + 2 * HOUR, 6.0)])
     assert fit.slope == pytest.approx(5 / 7200) and fit.intercept == pytest.approx(0.5)
-    assert fit.at(T0_MS + 4 * HOUR) == pytest.approx(0.5 + 10)
+    assert fit.at(T0_MS + 4 * HOUR) == pytest.approx(6 + 5)  # from the last sample, 2 h at the trend's slope
+    jump = linear_fit([(T0_MS, 0.0), (T0_MS + 1000, 0.0), (T0_MS + 2000, 0.9)])  # a bulk load
+    assert jump.at(T0_MS + 2000) == pytest.approx(0.9) and crossing_ms(jump, 0.9, T0_MS + 2000) == T0_MS + 2000
     assert linear_fit([(T0_MS, 1.0)]) is None and linear_fit([(T0_MS, 1.0), (T0_MS, 2.0)]) is None
     flat = linear_fit([(T0_MS, 0.5), (T0_MS + HOUR, 0.5)])
     assert crossing_ms(flat, 0.9, T0_MS + HOUR) is None

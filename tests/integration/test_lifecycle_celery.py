@@ -125,7 +125,7 @@ def test_beat_schedules_the_scan_that_removes_expired_records(node, celery_env, 
     try:
 
         def scanned() -> bool:
-            done = TaskRun.objects.filter(kind="expiry_scan", namespace=namespace, state="succeeded")
+            done = TaskRun.objects.filter(kind="expiry_scan", node=namespace.node, state="succeeded")
             return any(r.counts.get("expired_records", 0) for r in done)
 
         wait_until(scanned, 90, "a scheduled expiry scan")
@@ -135,7 +135,8 @@ def test_beat_schedules_the_scan_that_removes_expired_records(node, celery_env, 
         beat.kill_group()
         worker.kill_group()
     run = TaskRun.objects.filter(kind="expiry_scan", state="succeeded").exclude(counts={}).first()
-    assert run is not None and run.schedule == "lifecycle: expiry_scan of namespace ttl-ns"
+    assert run is not None and run.schedule == f"lifecycle: expiry_scan of node {namespace.node.name}"
+    assert run.namespace is None  # the node's sweep over every namespace it hosts
     with NodeClient(node.url, node.token) as client:
         assert [r.value for r in client.read("ttl-ns", 0, 0).records] == [f"live-{i}".encode() for i in range(5)]
         assert client.verify("ttl-ns")["ok"]

@@ -59,6 +59,23 @@ def test_bad_lifecycle_requests_name_the_field(client, path, field):
     assert response.status_code == 400 and response.json()["field"] == field
 
 
+def test_node_wide_steps_sweep_every_namespace(client):
+    for name in ("a", "b", "c"):
+        client.create_namespace(name, 2)
+        for shard in (0, 1):
+            client.append(name, shard, [NewRecord(value=b"gone", expire_at=1)] * 5 + [NewRecord(value=b"kept")])
+    first = client.lifecycle_step(None, "expire-scan", limit=20, manual=True)
+    assert (first["namespace"], first["expired_records"], first["more"]) == (None, 20, True)
+    rest = client.lifecycle_step(None, "expire-scan", manual=True)
+    assert (rest["expired_records"], rest["more"]) == (10, False)
+    for name in ("a", "b", "c"):
+        assert [r.value for r in client.read(name, 1, 0).records] == [b"kept"]
+    for operation in ("reclaim", "retention", "subscription-ttl"):
+        assert client.lifecycle_step(None, operation, manual=True)["more"] is False
+    response = httpx.post(f"{client.base_url}/v1/node/lifecycle/expire-scan?shard=1", headers=client._http.headers)
+    assert response.status_code == 400 and response.json()["field"] == "shard"
+
+
 def test_unknown_namespace_is_404(client):
     with pytest.raises(UnknownNamespaceError):
         client.lifecycle_step("nope", "retention")
@@ -89,7 +106,7 @@ def test_a_job_repeats_steps_until_done_and_reports_progress(client):
         client.job("999999")
     assert unknown.value.job_id == "999999"
     with pytest.raises(InvalidArgumentError):
-        client.start_job("expire-scan")  # no namespace
+        client.start_job("compact")  # no namespace (expire-scan without one is a node-wide sweep)
 
 
 def test_one_job_per_target_and_cancel(client):

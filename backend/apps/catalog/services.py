@@ -116,21 +116,26 @@ def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bo
 
 
 def sync_namespace(namespace: Any) -> SyncResult:
-    """Sync every shard of one namespace from its node (raises the client's errors)."""
+    """Sync every shard of one namespace from the node it is placed on (raises the client's errors)."""
+    from backend.apps.namespaces.selectors import hosting_nodes
+
     total = SyncResult()
-    with client_for(namespace.node) as client:
-        for shard in range(namespace.shards):
-            total.add(sync_shard(namespace, shard, client.list_segments(namespace.name, shard)))
-            update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
+    for node, shards in hosting_nodes(namespace):
+        with client_for(node) as client:
+            for shard in shards:
+                total.add(sync_shard(namespace, shard, client.list_segments(namespace.name, shard)))
+                update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
     return total
 
 
 def sync_node(node: Any) -> SyncResult:
-    """Sync every namespace hosted on ``node``."""
-    from backend.apps.namespaces.models import Namespace, SyncState
+    """Sync every namespace with a shard placed on ``node``."""
+    from backend.apps.namespaces.models import SyncState
+    from backend.apps.namespaces.selectors import namespace_list
 
     total = SyncResult()
-    for namespace in Namespace.objects.filter(node=node, sync_state=SyncState.SYNCED).select_related("node"):
+    hosted = namespace_list().filter(placements__node=node, sync_state=SyncState.SYNCED).distinct()
+    for namespace in hosted:
         total.add(sync_namespace(namespace))
     return total
 

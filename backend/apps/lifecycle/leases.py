@@ -51,5 +51,7 @@ def shard_keys(namespace: object, shard: int | None) -> list[str]:
     return [f"shard:{namespace.pk}:{s}" for s in shards]  # type: ignore[attr-defined]
 
 
-def node_keys(node: object) -> list[str]:
-    return [f"node:{node.pk}"]  # type: ignore[attr-defined]
+def node_keys(node: object, kind: str = "") -> list[str]:
+    """A node-level job's lease: one per kind, so a sweep, file cleaning and a disk check of the same node
+    may run side by side (the engine runs one lifecycle call at a time anyway)."""
+    return [f"node:{node.pk}:{kind}" if kind else f"node:{node.pk}"]  # type: ignore[attr-defined]

@@ -29,7 +29,8 @@ def lifecycle_step(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
         services.fail_run(run_id, "step exceeded the soft time limit")
         return "failed"
     if outcome is services.StepOutcome.MORE:
-        self.apply_async((run_id,), queue=self.request.delivery_info.get("routing_key"))
+        # The next step may be on another node (a namespace spread over nodes): its queue.
+        self.apply_async((run_id,), queue=services.queue_for_run_id(run_id))
     elif outcome is services.StepOutcome.BUSY:
         self.apply_async((run_id,), countdown=BUSY_RETRY_S, queue=self.request.delivery_info.get("routing_key"))
     return outcome.value

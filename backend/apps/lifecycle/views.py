@@ -9,6 +9,7 @@ from backend.apps.core.permissions import IsOperator
 from backend.apps.lifecycle import services
 from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
 from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.selectors import hosting_nodes
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import client_for
 from backend.apps.runs.serializers import TaskRunOutputSerializer
@@ -64,6 +65,10 @@ class CompactionEstimateView(APIView):
     @extend_schema(responses=CompactionEstimateOutputSerializer, tags=["actions"])
     def get(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
-        with client_for(namespace.node) as client:
-            estimate = client.compaction_estimate(namespace.name)
-        return Response(CompactionEstimateOutputSerializer(estimate).data)
+        total = dict.fromkeys(CompactionEstimateOutputSerializer().fields, 0)
+        for node, _shards in hosting_nodes(namespace):  # each node estimates the shards it holds
+            with client_for(node) as client:
+                estimate = client.compaction_estimate(namespace.name)
+            for key in total:
+                total[key] += int(estimate[key])
+        return Response(CompactionEstimateOutputSerializer(total).data)

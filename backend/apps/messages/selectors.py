@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.apps.namespaces.selectors import node_for_shard
 from backend.apps.nodes.selectors import client_for
 from storage_engine.api import Record
 from storage_engine.errors import InvalidArgumentError
@@ -56,14 +57,13 @@ def browse(
     fmt: str = "text",
 ) -> dict[str, Any]:
     """Records of one shard: from an offset or a time, the latest for a key, or those with a tag."""
-    if not 0 <= shard < namespace.shards:
-        raise InvalidArgumentError("shard", f"must be from 0 to {namespace.shards - 1}")
+    node = node_for_shard(namespace, shard)  # raises for a shard out of range
     if key is not None and any(x is not None for x in (offset, time_ms, tag)):
         raise InvalidArgumentError("key", "cannot be combined with offset, time or tag")
     if time_ms is not None and (offset is not None or tag is not None):
         raise InvalidArgumentError("time", "cannot be combined with offset or tag")
     limit = max(1, min(limit, MAX_LIMIT))
-    with client_for(namespace.node) as client:
+    with client_for(node) as client:
         if key is not None:
             record = client.read_key(namespace.name, shard, key)
             records, next_offset = ([record] if record else []), None

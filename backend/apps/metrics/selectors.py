@@ -152,15 +152,22 @@ def watermarks(node: Any) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Fit:
-    """``value(t) = intercept + slope × (t − t0)``, t in epoch ms, slope per second."""
+    """A least-squares trend: ``intercept + slope × (t − t0)`` (t in epoch ms, slope per second).
+
+    Forecasts (:meth:`at`) project the trend from the last sample, not from the
+    regression line: after a jump (a bulk load filling the disk) the line lags
+    far below the current use, and a forecast starting below what the node
+    already uses would tell the operator the wrong story.
+    """
 
     slope: float
     intercept: float
     t0: int
     last_value: float
+    t_last: int
 
     def at(self, t_ms: int) -> float:
-        return self.intercept + self.slope * (t_ms - self.t0) / 1000
+        return self.last_value + self.slope * (t_ms - self.t_last) / 1000
 
 
 def linear_fit(points: list[tuple[int, float]]) -> Fit | None:
@@ -176,7 +183,7 @@ def linear_fit(points: list[tuple[int, float]]) -> Fit | None:
     if sxx == 0:
         return None
     slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
-    return Fit(slope=slope, intercept=mean_y - slope * mean_x, t0=t0, last_value=ys[-1])
+    return Fit(slope=slope, intercept=mean_y - slope * mean_x, t0=t0, last_value=ys[-1], t_last=points[-1][0])
 
 
 def disk_fit(node: str, now_ms: int) -> Fit | None:
@@ -212,7 +219,7 @@ def crossing_ms(fit: Fit, threshold: float, now_ms: int, max_s: int = FORECAST_E
         return now_ms
     if fit.slope <= 0:
         return None
-    t = fit.t0 + int((threshold - fit.intercept) / fit.slope * 1000)
+    t = fit.t_last + int((threshold - fit.last_value) / fit.slope * 1000)
     t = max(t, now_ms)
     return t if t <= now_ms + max_s * 1000 else None
 

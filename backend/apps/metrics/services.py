@@ -237,10 +237,17 @@ def celery_queue_depths(names: Iterable[str]) -> dict[str, int]:
 
 def collect(now: datetime | None = None) -> CollectResult:
     """Sample every node, the scans and the broker queues at one timestamp."""
+    from backend.apps.namespaces.selectors import placement_by_node_name
     from backend.apps.nodes.models import StorageNode
     from backend.apps.nodes.selectors import client_for
 
     ts = clock.now_ms(now)
+    placed = placement_by_node_name()
+
+    def hosts(node: str, row: dict[str, Any]) -> bool:
+        """A namespace spread over nodes exists on each; a node's figures count only for its own shards."""
+        return placed.get((str(row.get("namespace", "")), row.get("shard")), node) == node  # type: ignore[arg-type]
+
     result = CollectResult(ts=ts)
     points: dict[Labels, float] = {}
     sums: dict[str, dict[str, float]] = defaultdict(dict)
@@ -256,9 +263,12 @@ def collect(now: datetime | None = None) -> CollectResult:
         points[("up", node.name, "", None, "")] = 1.0
         result.nodes_up += 1
         for shard in stats.get("shards") or ():
-            if isinstance(shard, dict):
+            if isinstance(shard, dict) and hosts(node.name, shard):
                 _shard_points(node.name, shard, points, sums)
-        _subscription_points(node.name, stats.get("subscriptions"), points, sums)
+        subscriptions = stats.get("subscriptions")
+        if isinstance(subscriptions, list):
+            subscriptions = [s for s in subscriptions if not isinstance(s, dict) or hosts(node.name, s)]
+        _subscription_points(node.name, subscriptions, points, sums)
         _node_points(node.name, stats, points)
     for ns, figures in sums.items():
         for name, value in figures.items():

@@ -30,6 +30,30 @@ class Namespace(models.Model):
         return self.name
 
 
+class ShardPlacement(models.Model):
+    """Which node hosts one shard of a namespace (DESIGN §1: shards placed on nodes).
+
+    Every shard has exactly one row, written when the namespace is created. The
+    namespace exists on every node that hosts one of its shards (same name, same
+    shard count, same policy); a node holds data only for the shards placed on it,
+    so producers, lifecycle runs, the catalog, metrics and the message browser all
+    address a shard through its placement. ``Namespace.node`` is the node shards go
+    to unless the creator placed them elsewhere. Moving a placed shard would mean
+    moving its data, which the control plane does not do: placement is fixed.
+    """
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="placements")
+    shard = models.PositiveIntegerField()
+    node = models.ForeignKey("nodes.StorageNode", on_delete=models.PROTECT, related_name="shard_placements")
+
+    class Meta:
+        ordering = ["namespace_id", "shard"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "shard"], name="placement_unique_shard")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}/{self.shard}@{self.node_id}"
+
+
 class Subscription(models.Model):
     """A named cursor per shard on a namespace; the node keeps the cursors, this row the intent."""
 

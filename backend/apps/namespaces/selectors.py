@@ -1,15 +1,49 @@
 """Reads of the namespaces app."""
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from backend.apps.catalog.selectors import with_usage
-from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.models import Namespace, ShardPlacement
+from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import Kind
 from backend.apps.runs.selectors import last_finished
+from storage_engine.errors import InvalidArgumentError
 
 
 def namespace_list() -> QuerySet[Namespace]:
-    return Namespace.objects.select_related("node").order_by("name")
+    return Namespace.objects.select_related("node").prefetch_related(_PLACEMENTS).order_by("name")
+
+
+_PLACEMENTS = Prefetch("placements", queryset=ShardPlacement.objects.select_related("node").order_by("shard"))
+
+
+def shard_nodes(namespace: Namespace) -> dict[int, StorageNode]:
+    """Shard → the node hosting it (prefetched rows are used when present).
+
+    A shard without a row (only possible mid-creation) is on the namespace's node.
+    """
+    placed = {p.shard: p.node for p in namespace.placements.all()}
+    return {shard: placed.get(shard, namespace.node) for shard in range(namespace.shards)}
+
+
+def node_for_shard(namespace: Namespace, shard: int) -> StorageNode:
+    if not 0 <= shard < namespace.shards:
+        raise InvalidArgumentError("shard", f"must be from 0 to {namespace.shards - 1}")
+    return shard_nodes(namespace)[shard]
+
+
+def hosting_nodes(namespace: Namespace) -> list[tuple[StorageNode, list[int]]]:
+    """Each node that hosts a shard of the namespace, with its shards, in shard order."""
+    by_node: dict[int, tuple[StorageNode, list[int]]] = {}
+    for shard, node in shard_nodes(namespace).items():
+        by_node.setdefault(node.pk, (node, []))[1].append(shard)
+    return list(by_node.values())
+
+
+def placement_by_node_name() -> dict[tuple[str, int], str]:
+    """(namespace name, shard) → node name for every placed shard (one query)."""
+    rows = ShardPlacement.objects.values_list("namespace__name", "shard", "node__name")
+    return {(ns, shard): node for ns, shard, node in rows}
 
 
 def namespace_list_with_usage() -> QuerySet[Namespace]:
@@ -20,10 +54,11 @@ def namespace_list_with_usage() -> QuerySet[Namespace]:
 
 
 def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:
-    """The namespace's subscriptions with their live backlog per shard from the node.
+    """The namespace's subscriptions with their live backlog per shard from the nodes hosting them.
 
-    When the node cannot be reached the subscriptions are still listed, with
-    ``backlog`` null and the reason returned beside them.
+    Each shard's backlog comes from the node it is placed on. When a node cannot
+    be reached the subscriptions are still listed, without that node's shards
+    (``backlog`` null if none answered), and the reason is returned beside them.
     """
     from backend.apps.nodes.selectors import client_for
     from storage_engine.errors import StorageError
@@ -32,13 +67,17 @@ def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:
         s.name: {"name": s.name, "initial": s.initial, "created_at": s.created_at, "backlog": None}
         for s in namespace.subscriptions.order_by("name")
     }
-    error = ""
-    with client_for(namespace.node) as client:
-        try:
-            for row in client.backlog(namespace.name):
-                if row["subscription"] in rows:
-                    entry = rows[row["subscription"]]
-                    entry["backlog"] = [*(entry["backlog"] or []), row]
-        except StorageError as exc:
-            error = str(exc)
-    return list(rows.values()), error
+    errors = []
+    for node, shards in hosting_nodes(namespace):
+        with client_for(node) as client:
+            try:
+                for row in client.backlog(namespace.name):
+                    if row["subscription"] in rows and row["shard"] in shards:
+                        entry = rows[row["subscription"]]
+                        entry["backlog"] = [*(entry["backlog"] or []), row]
+            except StorageError as exc:
+                errors.append(f"{node.name}: {exc}")
+    for entry in rows.values():
+        if entry["backlog"]:
+            entry["backlog"].sort(key=lambda row: row["shard"])
+    return list(rows.values()), "; ".join(errors)

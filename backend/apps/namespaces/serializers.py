@@ -1,7 +1,10 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backend.apps.catalog.selectors import expired_ratio
 from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.selectors import shard_nodes
+from backend.apps.nodes.models import StorageNode
 from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
 
 
@@ -15,6 +18,23 @@ class NamespaceInputSerializer(serializers.Serializer):
     policy = serializers.DictField(
         child=serializers.JSONField(), required=False, default=dict, help_text="overrides of the cluster default policy"
     )
+    node = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=StorageNode.objects.all(),
+        required=False,
+        help_text="the node every shard goes to unless `placement` says otherwise (default: the default node)",
+    )
+    placement = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=MAX_SHARDS,
+        help_text="one node name per shard, in shard order; fixed once created",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if "node" in attrs and "placement" in attrs:
+            raise serializers.ValidationError({"placement": ["give either node or placement, not both"]})
+        return attrs
 
     def validate_name(self, value: str) -> str:
         if Namespace.objects.filter(name=value).exists():
@@ -26,13 +46,33 @@ class NamespaceDeleteInputSerializer(serializers.Serializer):
     confirm = serializers.CharField(help_text="repeat the namespace name to confirm the deletion")
 
 
+class ShardPlacementSerializer(serializers.Serializer):
+    shard = serializers.IntegerField()
+    node = serializers.CharField()
+
+
 class NamespaceOutputSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.name", allow_null=True)
+    placement = serializers.SerializerMethodField()
 
     class Meta:
         model = Namespace
-        fields = ["name", "shards", "node", "policy_overrides", "sync_state", "sync_error", "created_at", "updated_at"]
+        fields = [
+            "name",
+            "shards",
+            "node",
+            "placement",
+            "policy_overrides",
+            "sync_state",
+            "sync_error",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(ShardPlacementSerializer(many=True))
+    def get_placement(self, namespace: Namespace) -> list[dict]:
+        return [{"shard": shard, "node": node.name} for shard, node in shard_nodes(namespace).items()]
 
 
 class NamespaceListOutputSerializer(NamespaceOutputSerializer):

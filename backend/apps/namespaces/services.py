@@ -1,6 +1,7 @@
-"""Writes of the namespaces app. A namespace is saved first, then pushed to its
-node with its effective policy; if the node cannot take it now, it stays
-``pending`` and :func:`push_pending_namespaces` retries."""
+"""Writes of the namespaces app. A namespace is saved first (with the placement
+of each shard on a node), then pushed to every node hosting one of its shards
+with its effective policy; if a node cannot take it now, it stays ``pending`` and
+:func:`push_pending_namespaces` retries."""
 
 from __future__ import annotations
 
@@ -12,58 +13,104 @@ from django.db import transaction
 
 from backend.apps.audit import services as audit
 from backend.apps.lifecycle import services as lifecycle
-from backend.apps.namespaces.models import Namespace, SyncState
+from backend.apps.namespaces import selectors
+from backend.apps.namespaces.models import Namespace, ShardPlacement, SyncState
+from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
 from backend.apps.policies.selectors import effective_namespace_policy, namespace_layers
 from backend.apps.policies.services import changed_overrides
-from storage_engine.errors import NamespaceExistsError, NodeUnavailableError, StorageError, UnknownNamespaceError
+from storage_engine.errors import (
+    InvalidArgumentError,
+    NamespaceExistsError,
+    NodeUnavailableError,
+    StorageError,
+    UnknownNamespaceError,
+)
 from storage_engine.policy import NamespacePolicy, resolve_policy
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 
 log = logging.getLogger(__name__)
 
 
+def resolve_placement(shards: int, node: Any = None, placement: list[str] | None = None) -> list[StorageNode]:
+    """The node of each shard: ``placement`` names one node per shard; without it every shard goes to ``node``
+    (or the default node)."""
+    if placement is None:
+        return [node or ensure_default_node()] * shards
+    if len(placement) != shards:
+        raise InvalidArgumentError("placement", f"must name one node per shard: {shards} names, got {len(placement)}")
+    nodes = {n.name: n for n in StorageNode.objects.filter(name__in=set(placement))}
+    unknown = sorted(set(placement) - set(nodes))
+    if unknown:
+        raise InvalidArgumentError("placement", f"unknown nodes: {', '.join(unknown)}")
+    return [nodes[name] for name in placement]
+
+
 def create_namespace(
-    *, name: str, shards: int, actor: Any = None, policy: dict[str, Any] | None = None, node: Any = None
+    *,
+    name: str,
+    shards: int,
+    actor: Any = None,
+    policy: dict[str, Any] | None = None,
+    node: Any = None,
+    placement: list[str] | None = None,
 ) -> Namespace:
     validate_namespace_name(name)
     validate_shard_count(shards)
     overrides = changed_overrides({}, policy or {}, [], NamespacePolicy)
     resolve_policy(NamespacePolicy, namespace_layers(overrides))
+    shard_nodes = resolve_placement(shards, node, placement)
     with transaction.atomic():
         namespace = Namespace.objects.create(
             name=name,
             shards=shards,
-            node=node or ensure_default_node(),
+            node=shard_nodes[0],
             policy_overrides=overrides,
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        ShardPlacement.objects.bulk_create(
+            ShardPlacement(namespace=namespace, shard=shard, node=shard_node)
+            for shard, shard_node in enumerate(shard_nodes)
         )
         audit.record(
             actor=actor,
             action="namespace.create",
             target_type="namespace",
             target=name,
-            after={"shards": shards, "policy": overrides, "node": namespace.node.name},
+            after={
+                "shards": shards,
+                "policy": overrides,
+                "node": namespace.node.name,
+                "placement": [n.name for n in shard_nodes],
+            },
         )
         lifecycle.sync_namespace_schedules(namespace)
     return push_namespace(namespace)
 
 
 def push_namespace(namespace: Namespace) -> Namespace:
-    """Make the node hold the namespace with its effective policy; record the outcome on the row."""
+    """Make every node hosting a shard hold the namespace with its effective policy; record the outcome.
+
+    The outcome is the worst of the nodes' answers: failed (a node refused) over
+    pending (a node is unreachable, retried later) over synced.
+    """
     policy = effective_namespace_policy(namespace)
-    with client_for(namespace.node) as client:
-        try:
+    state, errors = SyncState.SYNCED, []
+    for node, _shards in selectors.hosting_nodes(namespace):
+        with client_for(node) as client:
             try:
-                client.create_namespace(namespace.name, namespace.shards, policy)
-            except NamespaceExistsError:
-                client.update_namespace(namespace.name, policy)
-            state, error = SyncState.SYNCED, ""
-        except NodeUnavailableError as exc:
-            state, error = SyncState.PENDING, str(exc)
-        except StorageError as exc:
-            state, error = SyncState.FAILED, str(exc)
+                try:
+                    client.create_namespace(namespace.name, namespace.shards, policy)
+                except NamespaceExistsError:
+                    client.update_namespace(namespace.name, policy)
+            except NodeUnavailableError as exc:
+                state = SyncState.FAILED if state == SyncState.FAILED else SyncState.PENDING
+                errors.append(f"{node.name}: {exc}")
+            except StorageError as exc:
+                state = SyncState.FAILED
+                errors.append(f"{node.name}: {exc}")
+    error = "; ".join(errors)
     Namespace.objects.filter(pk=namespace.pk).update(sync_state=state, sync_error=error)
     namespace.sync_state, namespace.sync_error = state, error
     return namespace
@@ -72,7 +119,7 @@ def push_namespace(namespace: Namespace) -> Namespace:
 def push_pending_namespaces(limit: int = 100) -> int:
     """Retry up to ``limit`` pending namespaces; return how many are now synced."""
     synced = 0
-    for namespace in Namespace.objects.select_related("node").filter(sync_state=SyncState.PENDING)[:limit]:
+    for namespace in selectors.namespace_list().filter(sync_state=SyncState.PENDING)[:limit]:
         if push_namespace(namespace).sync_state == SyncState.SYNCED:
             synced += 1
     return synced
@@ -84,30 +131,43 @@ def mark_all_pending() -> int:
 
 
 def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
-    """Destructive: delete the data on the node, then the row; audited either way."""
-    before = {"shards": namespace.shards, "policy": namespace.policy_overrides, "node": namespace.node.name}
-    with client_for(namespace.node) as client:
-        try:
-            client.delete_namespace(namespace.name)
-        except UnknownNamespaceError:
-            pass  # never reached the node, or already gone there
-        except StorageError as exc:
-            audit.record(
-                actor=actor,
-                action="namespace.delete",
-                target_type="namespace",
-                target=namespace.name,
-                before=before,
-                result="failed",
-                detail=str(exc),
-            )
-            raise
+    """Destructive: delete the data on every node hosting a shard, then the row; audited either way.
+
+    A node that fails stops the deletion with the row kept, so a retry finishes it
+    (nodes already done answer "unknown namespace", which counts as done).
+    """
+    placed = selectors.hosting_nodes(namespace)
+    before = {
+        "shards": namespace.shards,
+        "policy": namespace.policy_overrides,
+        "node": namespace.node.name,
+        "placement": [node.name for node in selectors.shard_nodes(namespace).values()],
+    }
+    for node, _shards in placed:
+        with client_for(node) as client:
+            try:
+                client.delete_namespace(namespace.name)
+            except UnknownNamespaceError:
+                pass  # never reached the node, or already gone there
+            except StorageError as exc:
+                audit.record(
+                    actor=actor,
+                    action="namespace.delete",
+                    target_type="namespace",
+                    target=namespace.name,
+                    before=before,
+                    result="failed",
+                    detail=f"{node.name}: {exc}",
+                )
+                raise
     with transaction.atomic():
         audit.record(
             actor=actor, action="namespace.delete", target_type="namespace", target=namespace.name, before=before
         )
         lifecycle.remove_namespace_schedules(namespace)
         namespace.delete()
+        for node, _shards in placed:  # their sweeps may slow down, or stop with nothing left to sweep
+            lifecycle.sync_node_schedules(node)
 
 
 def create_subscription(*, namespace: Namespace, name: str, initial: str, actor: Any) -> Any:
@@ -115,9 +175,10 @@ def create_subscription(*, namespace: Namespace, name: str, initial: str, actor:
     from backend.apps.namespaces.models import Subscription
     from storage_engine.errors import SubscriptionExistsError
 
-    # Created on the node before (a retry): the row below records it.
-    with client_for(namespace.node) as client, contextlib.suppress(SubscriptionExistsError):
-        client.create_subscription(namespace.name, name, initial)
+    # Created on a node before (a retry): the row below records it.
+    for node, _shards in selectors.hosting_nodes(namespace):
+        with client_for(node) as client, contextlib.suppress(SubscriptionExistsError):
+            client.create_subscription(namespace.name, name, initial)
     with transaction.atomic():
         subscription = Subscription.objects.create(
             namespace=namespace,
@@ -140,8 +201,9 @@ def delete_subscription(*, subscription: Any, actor: Any) -> None:
     from storage_engine.errors import UnknownSubscriptionError
 
     namespace = subscription.namespace
-    with client_for(namespace.node) as client, contextlib.suppress(UnknownSubscriptionError):
-        client.delete_subscription(namespace.name, subscription.name)
+    for node, _shards in selectors.hosting_nodes(namespace):
+        with client_for(node) as client, contextlib.suppress(UnknownSubscriptionError):
+            client.delete_subscription(namespace.name, subscription.name)
     with transaction.atomic():
         audit.record(
             actor=actor,

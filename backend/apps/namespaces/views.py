@@ -2,6 +2,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -31,6 +32,7 @@ class NamespaceListCreateView(ListAPIView):
     permission_classes = [IsAdmin]
     serializer_class = NamespaceListOutputSerializer
     pagination_class = cursor_page("name")
+    parser_classes = [JSONParser]  # a placement lists up to 1,024 nodes: more fields than a form may carry
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.namespace_list_with_usage()

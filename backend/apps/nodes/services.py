@@ -47,14 +47,14 @@ def update_node(*, actor: Any, node: StorageNode, **changes: Any) -> StorageNode
 
 
 def delete_node(*, actor: Any, node: StorageNode) -> None:
-    if node.namespaces.exists():
+    if node.namespaces.exists() or node.shard_placements.exists():
         raise PolicyValidationError({"name": "the node still hosts namespaces; move or delete them first"})
     audit.record(actor=actor, action="node.delete", target_type="node", target=node.name, before={"url": node.url})
     from django_celery_beat.models import PeriodicTask
 
-    from backend.apps.lifecycle.services import NODE_SCHEDULES, schedule_name
+    from backend.apps.lifecycle.services import NODE_SCHEDULES, SWEPT_KINDS, schedule_name
     from backend.apps.runs.models import Kind
 
-    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, Kind.DISK_CHECK]]
+    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, *SWEPT_KINDS, Kind.DISK_CHECK]]
     PeriodicTask.objects.filter(name__in=names).delete()
     node.delete()

@@ -70,8 +70,7 @@ def update_cluster_policy(*, actor: Any, set_: dict[str, Any], reset: list[str])
         )
         # Every namespace's effective policy may have changed: the push task re-sends them all.
         mark_all_pending()
-        for namespace in Namespace.objects.select_related("node"):
-            lifecycle.sync_namespace_schedules(namespace)
+        lifecycle.sync_all_schedules()
     return cluster
 
 

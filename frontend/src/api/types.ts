@@ -44,10 +44,17 @@ export interface CursorPage<T> {
 
 export type SyncState = "synced" | "pending" | "failed";
 
+export interface ShardPlacement {
+  shard: number;
+  node: string;
+}
+
 export interface Namespace {
   name: string;
   shards: number;
   node: string | null;
+  /** The node hosting each shard (fixed at creation). */
+  placement?: ShardPlacement[];
   created_at: string;
   sync_state: SyncState;
   sync_error: string;
@@ -68,6 +75,10 @@ export interface NamespaceCreate {
   name: string;
   shards: number;
   policy?: Record<string, PolicyValue>;
+  /** Every shard on this node (default: the default node)… */
+  node?: string;
+  /** …or one node name per shard. */
+  placement?: string[];
 }
 
 export interface ShardSummary {

@@ -160,7 +160,7 @@ describe("namespaces", () => {
     const row = await screen.findByTestId("namespace-row-payments");
     expect(row.textContent).toContain("failed");
     expect(row.textContent).toContain("node unreachable");
-    expect(row.textContent).toContain("unassigned");
+    expect(row.textContent).toContain("no node");
     expect(screen.getByTestId("namespace-row-orders").textContent).toContain("node-1");
   });
 

@@ -20,7 +20,8 @@ import { RunsList } from "../components/Runs";
 import { SegmentsList } from "../components/Segments";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
-import type { LifecycleReportRow } from "../api/types";
+import type { LifecycleReportRow, ShardPlacement } from "../api/types";
+import { placedOn } from "../lib/placement";
 import { formatBytes, formatCount, formatDateTime, formatPercent } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
 import {
@@ -83,7 +84,7 @@ export default function NamespaceDetailPage() {
             {n.name}
           </h1>
           <p className="muted">
-            {n.shards} shard{n.shards === 1 ? "" : "s"} on {n.node ?? "no node"} ·{" "}
+            {n.shards} shard{n.shards === 1 ? "" : "s"} on <span data-testid="namespace-nodes">{placedOn(n)}</span> ·{" "}
             <Badge tone={SYNC_TONE[n.sync_state] ?? "neutral"} testId="namespace-sync-state">
               {n.sync_state}
             </Badge>
@@ -132,7 +133,7 @@ export default function NamespaceDetailPage() {
         idPrefix="ns"
       />
       <div role="tabpanel" id={tabPanelId("ns", tab)} aria-labelledby={`ns-tab-${tab}`}>
-        {tab === "overview" && <SummaryPanel name={n.name} />}
+        {tab === "overview" && <SummaryPanel name={n.name} placement={n.placement ?? []} />}
         {tab === "policy" && <PolicyPanel scope={{ kind: "namespace", name: n.name }} />}
         {tab === "segments" && (
           <SegmentsList filters={{ namespace: n.name, ordering: "-max_timestamp", page_size: 50 }} emptyHint="No segments in the catalog yet: sync the namespace." />
@@ -184,7 +185,8 @@ function Stat({ label, value, testId }: { label: string; value: string; testId?:
   );
 }
 
-function SummaryPanel({ name }: { name: string }) {
+function SummaryPanel({ name, placement }: { name: string; placement: ShardPlacement[] }) {
+  const nodeOf = new Map(placement.map((p) => [p.shard, p.node]));
   const summary = useNamespaceSummary(name);
   const now = useNow(30_000);
   if (summary.isPending) return <LoadingState label="Loading usage…" />;
@@ -221,6 +223,7 @@ function SummaryPanel({ name }: { name: string }) {
             <thead>
               <tr>
                 <th scope="col">Shard</th>
+                <th scope="col">Node</th>
                 <th scope="col" className="num">
                   Log start
                 </th>
@@ -245,6 +248,9 @@ function SummaryPanel({ name }: { name: string }) {
                   <th scope="row">
                     <Link to={`/messages?namespace=${encodeURIComponent(name)}&shard=${sh.shard}`}>{sh.shard}</Link>
                   </th>
+                  <td className="mono" data-testid={`shard-node-${sh.shard}`}>
+                    {nodeOf.get(sh.shard) ?? "—"}
+                  </td>
                   <td className="num">{formatCount(sh.log_start_offset)}</td>
                   <td className="num">{formatCount(sh.end_offset)}</td>
                   <td className="num">

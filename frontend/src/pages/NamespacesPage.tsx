@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { ApiError, errorMessage } from "../api/client";
-import { useCreateNamespace, useMe, useNamespaces } from "../api/queries";
+import { useCreateNamespace, useMe, useNamespaces, useNodes } from "../api/queries";
 import type { FieldErrors, Namespace, NamespaceCreate, SyncState } from "../api/types";
 import { canAdminister } from "../auth/roles";
 import { FieldMessage, formLevelMessage } from "../components/Form";
@@ -17,6 +17,7 @@ import {
   tryParseDuration,
 } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
+import { placedOn, SPREAD, spreadPlacement } from "../lib/placement";
 import { nextSort, sortRows, type SortState } from "../lib/table";
 
 // Mirrors storage_engine/validation.py; the server remains the authority.
@@ -177,7 +178,7 @@ function NamespaceTable({ items, now }: { items: Namespace[]; now: number }) {
                     <Link to={`/namespaces/${encodeURIComponent(ns.name)}`} data-testid={`namespace-link-${ns.name}`}>
                       {ns.name}
                     </Link>
-                    <div className="muted small">{ns.node ?? "unassigned"}</div>
+                    <div className="muted small">{placedOn(ns)}</div>
                   </th>
                   <td className="num">{ns.shards}</td>
                   <td className="num">{formatBytes(ns.stored_bytes)}</td>
@@ -240,8 +241,11 @@ function validate(name: string, shards: string, policy: CreatePolicyText): Field
 
 function CreateNamespaceForm() {
   const create = useCreateNamespace();
+  const nodes = useNodes();
+  const nodeNames = (nodes.data ?? []).map((n) => n.name);
   const [name, setName] = useState("");
   const [shards, setShards] = useState("1");
+  const [placeOn, setPlaceOn] = useState(""); // "" = the default node, a node name, or SPREAD
   const [policyText, setPolicyText] = useState<CreatePolicyText>({ ttl_ms: "", retention_ms: "" });
   const [localErrors, setLocalErrors] = useState<FieldErrors>({});
   const [created, setCreated] = useState<string | null>(null);
@@ -252,7 +256,7 @@ function CreateNamespaceForm() {
   for (const [key, msgs] of Object.entries(serverError?.fieldErrors ?? {})) {
     if (key.startsWith("policy.")) fieldErrors[key.slice(7)] = msgs;
   }
-  const known = new Set(["name", "shards", "ttl_ms", "retention_ms", "policy.ttl_ms", "policy.retention_ms"]);
+  const known = new Set(["name", "shards", "node", "placement", "ttl_ms", "retention_ms", "policy.ttl_ms", "policy.retention_ms"]);
   const formMessage = formLevelMessage(create.error, known);
 
   const onSubmit = (e: FormEvent<HTMLFormElement>) => {
@@ -266,6 +270,8 @@ function CreateNamespaceForm() {
       return;
     }
     const body: NamespaceCreate = { name: trimmed, shards: Number(shards) };
+    if (placeOn === SPREAD) body.placement = spreadPlacement(nodeNames, Number(shards));
+    else if (placeOn) body.node = placeOn;
     const policy: Record<string, number | null> = {};
     for (const [field, text] of Object.entries(policyText)) {
       const parsed = text.trim() ? tryParseDuration(text) : null;
@@ -337,6 +343,31 @@ function CreateNamespaceForm() {
           />
           <FieldMessage id="create-ns-shards" errors={fieldErrors.shards} hint={`1 to ${MAX_SHARDS}.`} />
         </div>
+        {nodeNames.length > 1 && (
+          <div className="field field-medium">
+            <label htmlFor="create-ns-node">Nodes</label>
+            <select
+              id="create-ns-node"
+              value={placeOn}
+              onChange={(e) => setPlaceOn(e.target.value)}
+              data-testid="create-namespace-node"
+              aria-describedby="create-ns-node-hint"
+            >
+              <option value="">default node</option>
+              <option value={SPREAD}>spread over all {nodeNames.length} nodes</option>
+              {nodeNames.map((n) => (
+                <option key={n} value={n}>
+                  all on {n}
+                </option>
+              ))}
+            </select>
+            <FieldMessage
+              id="create-ns-node"
+              errors={fieldErrors.placement ?? fieldErrors.node}
+              hint="Where the shards live; fixed once created."
+            />
+          </div>
+        )}
         {(["ttl_ms", "retention_ms"] as const).map((field) => (
           <div className="field field-medium" key={field}>
             <label htmlFor={`create-ns-${field}`}>{field === "ttl_ms" ? "TTL (optional)" : "Retention (optional)"}</label>
