@@ -221,6 +221,15 @@ def test_an_operator_starts_a_spark_job_as_an_audited_run(api_as, namespaces, dj
         ({}, "job", "required"),
         ({"job": "lake-export", "namespace": "nope"}, "namespace", "no namespace is named 'nope'"),
         ({"job": "compaction-plan"}, "namespace", "is required for compaction-plan"),
+        ({"job": "lake-export", "params": {"tag": "x"}}, "params", "takes no params"),
+        ({"job": "ttl-backfill", "namespace": "orders", "params": {"ttl": "1h"}}, "params.tag", "exactly one rule"),
+        (
+            {"job": "ttl-backfill", "namespace": "orders", "params": {"tag": "a", "key_prefix": "b", "ttl": "1h"}},
+            "params.tag",
+            "exactly one rule",
+        ),
+        ({"job": "ttl-backfill", "namespace": "orders", "params": {"tag": "a", "ttl": "soon"}}, "params.ttl", "ttl"),
+        ({"job": "ttl-backfill", "namespace": "orders", "params": {"tag": "a", "ttl": "1h", "x": "1"}}, "params", "x"),
     ],
 )
 def test_bad_spark_job_requests_name_the_field(api_as, namespaces, body, field, rule):
@@ -228,6 +237,15 @@ def test_bad_spark_job_requests_name_the_field(api_as, namespaces, body, field, 
     assert response.status_code == 400
     assert rule in response.json()[field][0]
     assert not TaskRun.objects.exists()
+
+
+def test_a_ttl_backfill_run_carries_its_rule(api_as, namespaces, django_capture_on_commit_callbacks):
+    body = {"job": "ttl-backfill", "namespace": "orders", "params": {"tag": "session", "ttl": "30m"}}
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_as("operator").post("/api/spark-jobs", body, format="json")
+    assert response.status_code == 202, response.content
+    run = TaskRun.objects.get(pk=response.json()["id"])
+    assert (run.params["tag"], run.params["ttl"]) == ("session", "30m")
 
 
 def test_starting_a_spark_job_needs_the_operator_role(api_as, namespaces):

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,21 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
     assert jobs.command("demo-parquet", ctx)[3:] == ["demo-parquet"]  # a job without an entry: no extra options
     env = jobs.job_environment("secret")
     assert env["CONTROL_PLANE_TOKEN"] == "secret" and "secret" not in " ".join(report)
+    backfill = replace(ctx, params={"key_prefix": "user:", "ttl": "7d"}, node_url="http://node:7070")
+    assert jobs.command("ttl-backfill", backfill)[3:] == [
+        "ttl-backfill",
+        "--namespace",
+        "orders",
+        "--data-dir",
+        "/data/node",
+        "--key-prefix",
+        "user:",
+        "--ttl",
+        "7d",
+        "--node-url",
+        "http://node:7070",
+    ]
+    assert jobs.job_environment(None, node_token="node-secret")["NODE_TOKEN"] == "node-secret"
 
 
 # -- the task run ----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ class JobContext:
     ttls: Mapping[str, int]  # namespace → effective TTL (ms) for namespaces that have one
     post_url: str  # the control plane's report endpoint
     params: Mapping[str, Any]
+    node_url: str = ""  # the namespace's node, for jobs that hand their result to it (token in the environment)
 
 
 def _lake_export_args(ctx: JobContext) -> list[str]:
@@ -74,11 +75,51 @@ def _compaction_plan_args(ctx: JobContext) -> list[str]:
     return [*args, "--ttl-ms", str(ttl)] if ttl else args
 
 
+def _ttl_backfill_args(ctx: JobContext) -> list[str]:
+    """The rule (``params``: ``tag`` or ``key_prefix``, and ``ttl``; checked by :func:`check_params`); the
+    SST file goes to the namespace's node for ingestion."""
+    rule = (
+        ["--tag", str(ctx.params["tag"])] if ctx.params.get("tag") else ["--key-prefix", str(ctx.params["key_prefix"])]
+    )
+    args = [
+        "--namespace",
+        str(ctx.namespace),
+        "--data-dir",
+        str(ctx.node_data_dir),
+        *rule,
+        "--ttl",
+        str(ctx.params["ttl"]),
+    ]
+    return [*args, "--node-url", ctx.node_url] if ctx.node_url else args
+
+
+def check_params(job: str, params: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Errors per field of a job's ``params`` (empty when fine): only ttl-backfill takes any."""
+    if job != "ttl-backfill":
+        return {"params": ["this job takes no params"]} if params else {}
+    errors: dict[str, list[str]] = {}
+    rules = [k for k in ("tag", "key_prefix") if params.get(k)]
+    if len(rules) != 1:
+        errors["params.tag"] = ["give exactly one rule: tag or key_prefix"]
+    unknown = sorted(set(params) - {"tag", "key_prefix", "ttl"})
+    if unknown:
+        errors["params"] = [f"unknown fields: {', '.join(unknown)}"]
+    from spark_jobs.config import ConfigError
+    from spark_jobs.jobs.ttl_backfill import parse_duration_ms
+
+    try:
+        parse_duration_ms(str(params.get("ttl", "")))
+    except ConfigError as exc:
+        errors["params.ttl"] = [str(exc).replace("--ttl", "ttl")]
+    return errors
+
+
 # job name → its job-specific arguments
 JOB_ARGS: dict[str, Callable[[JobContext], list[str]]] = {
     "lake-export": _lake_export_args,
     "lifecycle-report": _lifecycle_report_args,
     "compaction-plan": _compaction_plan_args,
+    "ttl-backfill": _ttl_backfill_args,
 }
 # jobs that work on one namespace and cannot start without one
 NEEDS_NAMESPACE = frozenset({"compaction-plan", "ttl-backfill"})
@@ -111,7 +152,7 @@ def command(job: str, ctx: JobContext) -> list[str]:
     return [sys.executable, "-m", "spark_jobs", job, *(builder(ctx) if builder else [])]
 
 
-def job_environment(token: str | None = None) -> dict[str, str]:
+def job_environment(token: str | None = None, node_token: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         SPARK_MASTER=str(settings.SPARK_MASTER),
@@ -122,6 +163,9 @@ def job_environment(token: str | None = None) -> dict[str, str]:
     env.pop("CONTROL_PLANE_TOKEN", None)
     if token:
         env["CONTROL_PLANE_TOKEN"] = token  # in the environment, never on the command line
+    env.pop("NODE_TOKEN", None)
+    if node_token:
+        env["NODE_TOKEN"] = node_token  # for jobs that hand a result to the node (ttl-backfill)
     return env
 
 

@@ -141,6 +141,18 @@ class LifecycleReportRowOutputSerializer(serializers.ModelSerializer):
 class SparkJobInputSerializer(serializers.Serializer):
     job = serializers.CharField(max_length=100, help_text="a job of `python -m spark_jobs`, e.g. lifecycle-report")
     namespace = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    params = serializers.DictField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=dict,
+        help_text="job options: ttl-backfill takes tag or key_prefix, and ttl (e.g. 7d)",
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        errors = jobs.check_params(attrs["job"], attrs["params"])
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
 
     def validate_job(self, job: str) -> str:
         known = jobs.registered_jobs()

@@ -241,7 +241,7 @@ def _counts(summary: dict[str, Any] | None) -> dict[str, int]:
 
 def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, poll_s: float = 1.0) -> JobOutcome:
     """Run the job of a queued run to its end; see the module docstring."""
-    run = TaskRun.objects.select_related("namespace").get(pk=run_id)
+    run = TaskRun.objects.select_related("namespace__node").get(pk=run_id)
     if run.state in FINISHED:
         return JobOutcome.DONE
     if run.cancel_requested:
@@ -267,6 +267,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
                 ttls=_ttls(),
                 post_url=settings.CONTROL_PLANE_URL.rstrip("/") + REPORT_PATH,
                 params=run.params,
+                node_url=run.namespace.node.url if run.namespace else "",
             )
             argv = jobs.command(job, ctx)
             shown = ["python", *argv[1:]]
@@ -281,7 +282,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
 
             outcome = jobs.supervise(
                 argv,
-                env=jobs.job_environment(token),
+                env=jobs.job_environment(token, node_token=run.namespace.node.token if run.namespace else None),
                 workdir=Path(tmp),
                 time_limit_s=settings.SPARK_JOB_TIME_LIMIT_S,
                 should_cancel=lambda: runs.cancel_requested(run),

@@ -68,5 +68,10 @@ class SparkJobStartView(APIView):
         namespace = Namespace.objects.select_related("node").filter(name=name).first() if name else None
         if name and namespace is None:
             raise InvalidArgumentError("namespace", f"no namespace is named {name!r}")
-        run = services.start_spark_job(job=data.validated_data["job"], actor=request.user, namespace=namespace)
+        run = services.start_spark_job(
+            job=data.validated_data["job"],
+            actor=request.user,
+            namespace=namespace,
+            params=data.validated_data["params"],
+        )
         return Response(TaskRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
