@@ -17,6 +17,7 @@ import heapq
 import logging
 import threading
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -58,6 +59,7 @@ from storage_engine.segment.counters import Counters
 log = logging.getLogger(__name__)
 
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
+SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
 SWEPT_FIGURES = (  # what a node-wide step adds up over its namespaces
     "scanned",
     "expired_records",
@@ -368,6 +370,7 @@ class LifecycleMixin(abc.ABC):
         self._checks_stop = False
         self._checks_worker: threading.Thread | None = None
         self._lifecycle_ops = threading.Lock()  # one lifecycle call mutates shards at a time
+        self._sweep_resume: dict[str, str] = {}  # node-wide operation → the namespace its next step starts at
         if config.lifecycle_worker:
             self._checks_worker = threading.Thread(target=self._run_read_checks, name="read-check-worker", daemon=True)
             self._checks_worker.start()
@@ -654,17 +657,23 @@ class LifecycleMixin(abc.ABC):
         limit: int | None,
         cost: Callable[[LifecycleResult], int] = lambda result: 0,
     ) -> LifecycleResult:
-        """One node-wide step: ``step(namespace, remaining limit)`` for each namespace in name
-        order, results added up. A namespace with more to do ends the step (``more``); the
-        next call re-checks the ones before it, which is cheap (they have nothing left).
-        ``cost`` says how much of ``limit`` a result used, so the whole step stays bounded.
-        A namespace deleted meanwhile is passed over.
+        """One node-wide step: ``step(namespace, remaining limit)`` for each namespace, results
+        added up. ``cost`` says how much of ``limit`` a result used, so the step stays bounded.
+
+        A namespace with more to do ends the step (``more``), and the next step of the same
+        operation starts with it and wraps around (a resume point kept in memory: after a
+        restart the sweep starts from the first namespace, which only repeats cheap checks),
+        so every namespace gets its turn whatever the budget. A namespace deleted meanwhile
+        is passed over.
         """
         t0 = time.perf_counter()
         totals: dict[str, Any] = {}
         more = False
         remaining = limit
-        for name in self._sweep_names():
+        names = sorted(self._sweep_names())
+        resume = self._sweep_resume.pop(operation, None)
+        first = bisect_left(names, resume) if resume is not None else 0
+        for name in names[first:] + names[:first]:
             try:
                 result = step(name, remaining)
             except UnknownNamespaceError:
@@ -674,7 +683,8 @@ class LifecycleMixin(abc.ABC):
             if remaining is not None:
                 remaining -= cost(result)
             if (result.more and result.skipped is None) or (remaining is not None and remaining <= 0):
-                more = result.more or remaining is not None
+                more = True
+                self._sweep_resume[operation] = name if result.more else name + "\0"  # \0: just after it
                 break
         return self._result(operation, None, None, t0, more=more, **totals)
 
@@ -799,7 +809,7 @@ class LifecycleMixin(abc.ABC):
             return self._sweep(
                 "reclaim",
                 lambda name, left: self.reclaim(name, None, left, manual=manual),
-                DEFAULT_RECLAIM_SEGMENTS if limit is None else limit,
+                SWEEP_RECLAIM_SEGMENTS if limit is None else limit,
                 lambda result: result.segments_deleted + result.segments_rewritten,
             )
         t0 = time.perf_counter()

@@ -194,7 +194,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
             "scan_interval_ms": args.scan_interval_ms,
             "compaction_check_interval_ms": args.scan_interval_ms,
             "segment_bytes": 16 * 1024,
-            "segment_ms": args.ttl_ms,
+            "segment_ms": args.segment_ms or args.ttl_ms,
             "ttl_ms": args.ttl_ms,
         }
         names = [f"bench-{i:03d}" for i in range(args.namespaces)]
@@ -271,6 +271,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=50, help="records per produce call")
     parser.add_argument("--ttl-ms", type=int, default=5_000)
     parser.add_argument("--scan-interval-ms", type=int, default=5_000)
+    parser.add_argument(
+        "--segment-ms",
+        type=int,
+        default=None,
+        help="segment roll time (default: the TTL). Whole segments go once their newest record expires, so a "
+        "record can stay up to segment-ms + scan interval past its TTL: keep both well under the TTL",
+    )
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     parser.add_argument("--json", action="store_true")

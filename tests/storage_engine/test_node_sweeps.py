@@ -91,3 +91,26 @@ def test_node_wide_reclaim_retention_and_subscription_ttl(lc_adapter: StorageAda
     assert expired.expired_records == 5
     assert lc_adapter.list_subscriptions(subs)[0].cursors == (4,)
     assert_verified(lc_adapter)
+
+
+def test_a_bounded_sweep_gives_every_namespace_its_turn(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    now = clock.now_ms()
+    names = ["a", "b", "c"]
+    for name in names:
+        make_ns(lc_adapter, name, ttl_ms=1_000, segment_ms=500)
+        lc_adapter.append(name, 0, [NewRecord(b"x", timestamp=now)] * 3)
+    clock.advance(600)
+    for name in names:
+        append_one(lc_adapter, name, b"rolls")  # seals the first segment
+    clock.advance(5_000)
+
+    def dropped() -> list[str]:
+        return [n for n in names if lc_adapter.shard_stats(n, 0).log_start_offset >= 3]
+
+    first = lc_adapter.reclaim(None, limit=1, manual=True)
+    assert (first.segments_deleted, first.more, dropped()) == (1, True, ["a"])
+    second = lc_adapter.reclaim(None, limit=1, manual=True)
+    assert (second.segments_deleted, dropped()) == (1, ["a", "b"])  # resumes after "a", not from the top
+    lc_adapter.reclaim(None, limit=1, manual=True)
+    assert dropped() == names
+    assert lc_adapter.reclaim(None, limit=5, manual=True).segments_deleted == 0
