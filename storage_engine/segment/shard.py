@@ -291,15 +291,20 @@ class ShardBase(abc.ABC):
             wb = store.batch()
             dirty: dict[int, SegmentMeta] = {}
             expired = deleted = 0
+            marked: set[int] = set()
             for e in entries:
                 offset = e.offset
                 i = bisect.bisect_right(bases, offset) - 1
                 meta = metas[i] if i >= 0 and offset <= metas[i].last_offset else None
                 r = found.get(offset) if e.flags else None
-                if meta is None or (e.flags and r is None):
+                # An entry of unknown flags may be a bulk-loaded one (TTL backfill) for a record that
+                # already died by another entry: drop it, never count the record dead twice.
+                again = e.flags < 0 and (offset in marked or store.is_dead(prefix, offset))
+                if meta is None or (e.flags and r is None) or again:
                     wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
                     deleted += 1
                     continue
+                marked.add(offset)
                 if r is not None:
                     deleted += self._unindex(wb, offset, r.key, r.tags, e.expire_at)
                 else:

@@ -119,6 +119,23 @@ def test_reingesting_skips_dead_records(engine: tuple[StorageAdapter, ManualCloc
     assert eng.shard_stats(NS, 0).live_count == eng.shard_stats(NS, 0).record_count - 3
 
 
+def test_two_backfills_of_one_record_count_it_dead_once(
+    engine: tuple[StorageAdapter, ManualClock], tmp_path: Path
+) -> None:
+    """A rule re-run with another TTL before the first fires gives a record two entries."""
+    eng, clock = engine
+    tagged = populate(eng, clock)
+    ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
+    first = [o for o, t in sorted(tagged[0].items()) if t][:3]
+    eng.ingest_ttl_index(NS, str(write_sst(tmp_path / "a.sst", [(START_MS + 10, ns_id, 0, o) for o in first])))
+    eng.ingest_ttl_index(NS, str(write_sst(tmp_path / "b.sst", [(START_MS + 20, ns_id, 0, o) for o in first])))
+    clock.set(START_MS + 20)
+    eng.expire_scan(NS, manual=True)
+    stats = eng.shard_stats(NS, 0)
+    assert stats.live_count == stats.record_count - 3
+    assert eng.expire_scan(NS, manual=True).expired_records == 0
+
+
 @pytest.mark.parametrize(
     "bad, reason",
     [
