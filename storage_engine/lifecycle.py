@@ -59,6 +59,7 @@ from storage_engine.segment.counters import Counters
 log = logging.getLogger(__name__)
 
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
+SWEEP_COMPACT_INTERVAL_MS = 60_000  # a sweep asks RocksDB to compact a shard's dropped ranges at most this often
 SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
 SWEPT_FIGURES = (  # what a node-wide step adds up over its namespaces
     "scanned",
@@ -371,6 +372,11 @@ class LifecycleMixin(abc.ABC):
         self._checks_worker: threading.Thread | None = None
         self._lifecycle_ops = threading.Lock()  # one lifecycle call mutates shards at a time
         self._sweep_resume: dict[str, str] = {}  # node-wide operation → the namespace its next step starts at
+        # Sweeps defer RocksDB's compaction of dropped ranges (see _compact_deleted): shard → when last done,
+        # and the shards waiting for their turn.
+        self._sweeping = False
+        self._compacted_at: dict[int, int] = {}
+        self._compaction_due: dict[int, LifecycleShard] = {}
         if config.lifecycle_worker:
             self._checks_worker = threading.Thread(target=self._run_read_checks, name="read-check-worker", daemon=True)
             self._checks_worker.start()
@@ -660,11 +666,12 @@ class LifecycleMixin(abc.ABC):
         """One node-wide step: ``step(namespace, remaining limit)`` for each namespace, results
         added up. ``cost`` says how much of ``limit`` a result used, so the step stays bounded.
 
-        A namespace with more to do ends the step (``more``), and the next step of the same
-        operation starts with it and wraps around (a resume point kept in memory: after a
-        restart the sweep starts from the first namespace, which only repeats cheap checks),
-        so every namespace gets its turn whatever the budget. A namespace deleted meanwhile
-        is passed over.
+        A sweep is one pass over the namespaces in name order. A namespace with more to do,
+        or a spent budget, ends the step with ``more``; the next step of the same operation
+        resumes there (a point kept in memory: after a restart the pass starts again from
+        the first namespace, which only repeats cheap checks). The pass ends (``more`` false)
+        at the last namespace, so a sweep run finishes even under a steady load, and the next
+        scheduled run starts a new pass. A namespace deleted meanwhile is passed over.
         """
         t0 = time.perf_counter()
         totals: dict[str, Any] = {}
@@ -673,20 +680,54 @@ class LifecycleMixin(abc.ABC):
         names = sorted(self._sweep_names())
         resume = self._sweep_resume.pop(operation, None)
         first = bisect_left(names, resume) if resume is not None else 0
-        for name in names[first:] + names[:first]:
-            try:
-                result = step(name, remaining)
-            except UnknownNamespaceError:
-                continue
-            for key in SWEPT_FIGURES:
-                totals[key] = totals.get(key, 0) + getattr(result, key)
-            if remaining is not None:
-                remaining -= cost(result)
-            if (result.more and result.skipped is None) or (remaining is not None and remaining <= 0):
-                more = True
-                self._sweep_resume[operation] = name if result.more else name + "\0"  # \0: just after it
-                break
+        self._sweeping = True
+        try:
+            for name in names[first:]:
+                try:
+                    result = step(name, remaining)
+                except UnknownNamespaceError:
+                    continue
+                for key in SWEPT_FIGURES:
+                    totals[key] = totals.get(key, 0) + getattr(result, key)
+                if remaining is not None:
+                    remaining -= cost(result)
+                if (result.more and result.skipped is None) or (remaining is not None and remaining <= 0):
+                    if result.more or name != names[-1]:
+                        more = True
+                        self._sweep_resume[operation] = name if result.more else name + "\0"  # \0: just after it
+                    break
+        finally:
+            self._sweeping = False
+        self._compact_due()
         return self._result(operation, None, None, t0, more=more, **totals)
+
+    def _compact_deleted(self, shard: LifecycleShard) -> None:
+        """After dropping or rewriting segments, ask RocksDB to compact the shard's deleted ranges.
+
+        A sweep touches hundreds of shards a step and compacting each costs milliseconds
+        (one ``compact_range`` per column family): it defers them, and :meth:`_compact_due`
+        compacts a shard at most every ``SWEEP_COMPACT_INTERVAL_MS`` (RocksDB skips range
+        tombstones meanwhile, and its background compaction drops them anyway).
+        """
+        if self._sweeping:
+            self._compaction_due[id(shard)] = shard
+            self._compacted_at.setdefault(id(shard), self.clock.now_ms())  # the interval starts at the first drop
+        else:
+            shard.compact_deleted()
+            self._compacted_at[id(shard)] = self.clock.now_ms()
+
+    def _compact_due(self) -> None:
+        """Compact the deferred shards whose interval has passed."""
+        now = self.clock.now_ms()
+        with self._lifecycle_ops:
+            for key, shard in list(self._compaction_due.items()):
+                if now - self._compacted_at.get(key, now) >= SWEEP_COMPACT_INTERVAL_MS:
+                    del self._compaction_due[key]
+                    try:
+                        shard.compact_deleted()
+                    except StorageError:
+                        continue  # its namespace was deleted or closed meanwhile
+                    self._compacted_at[key] = now
 
     def _expire_batch(
         self,
@@ -861,7 +902,7 @@ class LifecycleMixin(abc.ABC):
                         }
                     )
                 if touched:
-                    s.compact_deleted()
+                    self._compact_deleted(s)
                 if budget <= 0 and not more:
                     more = any(
                         segment_expired(seg, policy.ttl_ms, now)

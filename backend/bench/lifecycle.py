@@ -100,9 +100,12 @@ def _queue_depth(queues: list[str]) -> int:
 
 
 def _phase(name: str, producer: Producer, client: Any, seconds: float, queues: list[str]) -> dict[str, Any]:
+    from django.db.models import Sum
+
     from backend.apps.runs.models import TaskRun
 
     finished_before = TaskRun.objects.filter(state="succeeded").count()
+    reclaimed_before = TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0
     depths: list[int] = []
     sampler_stop = threading.Event()
 
@@ -120,10 +123,10 @@ def _phase(name: str, producer: Producer, client: Any, seconds: float, queues: l
     live_by_ttl = min(stored, producer.recent(producer.ttl_ms / 1000))
     runs = TaskRun.objects.filter(state="succeeded").count() - finished_before
     by_kind: dict[str, int] = {}
-    reclaimed = 0
     for run in TaskRun.objects.filter(state="succeeded").order_by("-id")[:runs]:
         by_kind[run.kind] = by_kind.get(run.kind, 0) + 1
-        reclaimed += run.bytes_reclaimed
+    # every run's bytes, finished or not (a sweep under load may still be going at the end)
+    reclaimed = (TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0) - reclaimed_before
     failed = TaskRun.objects.filter(state="failed").count()
     lat = sorted(producer.latencies)
     return {

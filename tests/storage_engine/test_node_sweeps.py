@@ -111,6 +111,26 @@ def test_a_bounded_sweep_gives_every_namespace_its_turn(lc_adapter: StorageAdapt
     assert (first.segments_deleted, first.more, dropped()) == (1, True, ["a"])
     second = lc_adapter.reclaim(None, limit=1, manual=True)
     assert (second.segments_deleted, dropped()) == (1, ["a", "b"])  # resumes after "a", not from the top
-    lc_adapter.reclaim(None, limit=1, manual=True)
-    assert dropped() == names
+    third = lc_adapter.reclaim(None, limit=1, manual=True)
+    assert dropped() == names and third.more is False  # the pass ended at the last namespace
     assert lc_adapter.reclaim(None, limit=5, manual=True).segments_deleted == 0
+
+
+def test_a_sweep_defers_rocksdb_compaction_of_dropped_ranges(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    now = clock.now_ms()
+    for name in ("a", "b"):
+        make_ns(lc_adapter, name, ttl_ms=1_000, segment_ms=500)
+        lc_adapter.append(name, 0, [NewRecord(b"x", timestamp=now)] * 3)
+    clock.advance(600)
+    for name in ("a", "b"):
+        append_one(lc_adapter, name, b"rolls")
+    clock.advance(5_000)
+    assert lc_adapter.reclaim(None, manual=True).segments_deleted == 2
+    waiting = lc_adapter._compaction_due  # type: ignore[attr-defined]
+    assert len(waiting) == 2  # both shards wait for their compaction
+    assert_verified(lc_adapter)  # range tombstones not yet compacted: reads and indexes are still right
+    clock.advance(60_000)
+    lc_adapter.reclaim(None, manual=True)
+    assert len(waiting) == 0
+    lc_adapter.reclaim("a", manual=True)  # a per-namespace call compacts at once, as before
+    assert len(waiting) == 0
