@@ -568,11 +568,12 @@ class ShardLog(ShardBase):
     def _release_dropped(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
         """Rename deleted segments' files ``.deleted``; remove them now when there is no
         delay and no reader, else a later :meth:`remove_due_files` does."""
-        for m in metas:
-            seg = self._dropping.pop(m.base_offset, None)
-            if seg is None:
-                continue
-            seg.rename(seg.path.with_name(file_name(m.base_offset) + DELETED_SUFFIX))
+        renamed = [(m, seg) for m in metas if (seg := self._dropping.pop(m.base_offset, None)) is not None]
+        for m, seg in renamed:
+            seg.rename(seg.path.with_name(file_name(m.base_offset) + DELETED_SUFFIX), sync=False)
+        if renamed:
+            fsync_dir(renamed[0][1].path.parent)  # one directory fsync for every rename of the drop
+        for _m, seg in renamed:
             size = seg.size
             if delay_ms <= 0 and seg.remove():
                 work.files_removed += 1

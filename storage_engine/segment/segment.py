@@ -151,9 +151,11 @@ class Segment:
             else:
                 self._close_when_free = True
 
-    def rename(self, path: Path) -> None:
+    def rename(self, path: Path, *, sync: bool = True) -> None:
+        """Rename the file; with ``sync`` false the caller fsyncs the directory (once for many renames)."""
         os.rename(self.path, path)
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
         self.path = path
 
     def remove(self, *, force: bool = False) -> bool:
