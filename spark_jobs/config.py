@@ -42,6 +42,17 @@ class ConfigError(ValueError):
     """A setting from the environment or the command line is not usable."""
 
 
+ENV_NODE_TOKEN = "NODE_TOKEN"
+
+
+def node_token(node_url: str | None) -> str:
+    """The node's bearer token for a job that talks to ``--node-url`` ("" without one)."""
+    token = os.environ.get(ENV_NODE_TOKEN, "").strip()
+    if node_url and not token:
+        raise ConfigError(f"--node-url needs the node's token in {ENV_NODE_TOKEN}")
+    return token
+
+
 @dataclass(frozen=True)
 class JobConfig:
     """What every job needs to build its SparkSession and find the lake."""

@@ -30,14 +30,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from storage_engine.api import Record, SegmentState
 from storage_engine.clock import Clock
 from storage_engine.codec import EncodedRecords, RecordColumns, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
-from storage_engine.errors import InvalidArgumentError
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.index_store import (
@@ -45,7 +43,6 @@ from storage_engine.segment.index_store import (
     CF_RECORDS,
     NamespaceRecord,
     ShardIndex,
-    ingest_ttl_file,
     offset_key,
 )
 from storage_engine.segment.meta import SegmentMeta
@@ -346,24 +343,3 @@ class RocksDBAdapter(IndexedLogAdapter):
             "counters": self.counters,
         }
         return RocksShard.create(**kwargs) if create else RocksShard.open(**kwargs)
-
-    # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -------------------------------------
-    def ttl_index_info(self, namespace: str) -> dict[str, object]:
-        ns = self._namespace(namespace)
-        return {
-            "namespace": namespace,
-            "ns_id": ns.record.ns_id,
-            "shards": ns.record.shards,
-            "end_offsets": [s.view.end_offset for s in ns.shards],
-        }
-
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
-        """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
-        (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
-        ns = self._namespace(namespace)
-        if not isinstance(path, str) or not path:
-            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
-        with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
-            bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
-            result = ingest_ttl_file(self.store, Path(path), ns.record.ns_id, bounds, self.data_dir.trash_dir)
-        return {"namespace": namespace, **result}

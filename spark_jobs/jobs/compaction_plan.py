@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -46,8 +45,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments
-from spark_jobs.jobs.lake_export import DEFAULT_DATA_DIR, ENV_DATA_DIR
+from spark_jobs.config import (
+    DEFAULT_APP_NAME_PREFIX,
+    ENV_NODE_TOKEN,
+    ConfigError,
+    JobConfig,
+    add_common_arguments,
+    node_token,
+)
+from spark_jobs.jobs.lake_export import add_data_dir_argument
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
 from spark_jobs.registry import register
 from spark_jobs.schema import SEGMENT_BASE, SHARD
@@ -57,7 +63,6 @@ from spark_jobs.transforms import KEPT_OFFSETS, compaction_plan
 from storage_engine.errors import StorageError
 
 JOB_NAME = "compaction-plan"
-ENV_NODE_TOKEN = "NODE_TOKEN"
 PLAN_JSON = "_plan.json"
 EXIT_NODE_FAILED = 3
 NODE_TIMEOUT_S = 600.0  # a plan rewrites segments: far longer than an ordinary node call
@@ -121,11 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "submit it so the node rewrites the segments without building its own key map.",
     )
     parser.add_argument("--namespace", required=True, help="the namespace to plan")
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
-        help=f"the node's data directory (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
-    )
+    add_data_dir_argument(parser)
     parser.add_argument("--now-ms", type=int, help="'now' for expiry, ms since the epoch (default: the clock)")
     parser.add_argument("--ttl-ms", type=int, help="the namespace TTL (default: none, or the node's policy)")
     parser.add_argument("--output", help="plan directory or URI (default <lake path>/compaction-plans/<namespace>)")
@@ -138,9 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
     args = build_parser().parse_args(argv)
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
-    token = os.environ.get(ENV_NODE_TOKEN, "").strip()
-    if args.node_url and not token:
-        raise ConfigError(f"--node-url needs the node's token in {ENV_NODE_TOKEN}")
+    token = node_token(args.node_url)
     if args.ttl_ms is not None and args.ttl_ms < 1:
         raise ConfigError(f"--ttl-ms must be a positive integer, got {args.ttl_ms}")
     data_dir = Path(args.data_dir).expanduser().resolve()

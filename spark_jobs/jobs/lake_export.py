@@ -70,6 +70,17 @@ from spark_jobs.transforms import with_partition_columns
 JOB_NAME = "lake-export"
 DEFAULT_DATA_DIR = "var/data/node"
 ENV_DATA_DIR = "NODE_DATA_DIR"
+
+
+def add_data_dir_argument(parser: argparse.ArgumentParser, what: str = "the node's data directory") -> None:
+    """``--data-dir``, the same for every job that reads segment files."""
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
+        help=f"{what} (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
+    )
+
+
 DATASET = "records"
 # Snappy: cheap to write and read everywhere. Values and keys are rarely repeated: no dictionary for them.
 WRITE_OPTIONS = {
@@ -258,12 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         "partitioned by namespace and UTC date (then shard and segment). Incremental: segments already "
         "exported are skipped, segments rewritten since (compaction) are replaced. Prints a JSON summary.",
     )
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
-        help=f"the node's data directory, readable at the same path by every executor "
-        f"(env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
-    )
+    add_data_dir_argument(parser, "the node's data directory, readable at the same path by every executor")
     parser.add_argument("--output", help=f"dataset directory or Hadoop URI (default <lake path>/{DATASET})")
     parser.add_argument(
         "--namespace",

@@ -29,7 +29,7 @@ import httpx
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments
-from spark_jobs.jobs.lake_export import DATASET, DEFAULT_DATA_DIR, ENV_DATA_DIR
+from spark_jobs.jobs.lake_export import DATASET, add_data_dir_argument
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
 from spark_jobs.registry import register
 from spark_jobs.schema import DATE, EXPORT_LAKE_SCHEMA, NAMESPACE
@@ -136,11 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--source", choices=SOURCES, default="lake", help="read the lake (default) or segments")
     parser.add_argument("--input", help=f"the exported lake dataset (default <lake path>/{DATASET})")
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
-        help=f"the node's data directory for --source segments (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
-    )
+    add_data_dir_argument(parser, "the node's data directory for --source segments")
     parser.add_argument("--now-ms", type=int, help="'now' for expiry, ms since the epoch (default: the clock)")
     parser.add_argument("--ttl", action="append", default=[], metavar="NS=MS", help="namespace TTL (repeatable)")
     parser.add_argument("--policies", help="JSON file of namespace TTLs: {ns: ttl_ms} or {ns: {ttl_ms: …}}")

@@ -50,8 +50,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 from rocksdict import SstFileWriter
 
-from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments
-from spark_jobs.jobs.lake_export import DEFAULT_DATA_DIR, ENV_DATA_DIR
+from spark_jobs.config import (
+    DEFAULT_APP_NAME_PREFIX,
+    ENV_NODE_TOKEN,
+    ConfigError,
+    JobConfig,
+    add_common_arguments,
+    node_token,
+)
+from spark_jobs.jobs.lake_export import add_data_dir_argument
 from spark_jobs.registry import register
 from spark_jobs.schema import EXPIRE_AT, OFFSET, SHARD
 from spark_jobs.segments import list_segment_files, segment_records
@@ -61,7 +68,6 @@ from storage_engine.errors import StorageError
 from storage_engine.segment.index_store import sst_options, ttl_key
 
 JOB_NAME = "ttl-backfill"
-ENV_NODE_TOKEN = "NODE_TOKEN"
 TTL_KEY = "ttl_key"
 TTL_VALUE = b""  # "read the record" (see the module docstring)
 EXIT_NODE_FAILED = 3
@@ -164,11 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--tag", help="records carrying this tag")
     rule.add_argument("--key-prefix", help="records whose key starts with this (UTF-8) prefix")
     parser.add_argument("--ttl", required=True, help="the rule's TTL: 1h, 30m, 45s, 500ms, 2d or milliseconds")
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
-        help=f"the node's data directory (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
-    )
+    add_data_dir_argument(parser)
     parser.add_argument("--ns-id", type=int, help="the namespace id (default: asked from --node-url)")
     parser.add_argument("--namespace-ttl-ms", type=int, help="the namespace TTL (default: the node's policy)")
     parser.add_argument("--output", help="the SST file (default <lake path>/ttl-backfill/<ns>/ttl-<now>.sst)")
@@ -184,9 +186,7 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     args = build_parser().parse_args(argv)
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
     ttl_ms = parse_duration_ms(args.ttl)
-    token = os.environ.get(ENV_NODE_TOKEN, "").strip()
-    if args.node_url and not token:
-        raise ConfigError(f"--node-url needs the node's token in {ENV_NODE_TOKEN}")
+    token = node_token(args.node_url)
     if not args.node_url and args.ns_id is None:
         raise ConfigError("give --ns-id, or --node-url to ask the node for it")
     data_dir = Path(args.data_dir).expanduser().resolve()

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
-from storage_engine.errors import InvalidArgumentError
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.index_store import NamespaceRecord, ShardIndex, ingest_ttl_file
+from storage_engine.segment.index_store import NamespaceRecord, ShardIndex
 from storage_engine.segment.log import ShardLog
 from storage_engine.segment.shard import ShardBase
 
@@ -48,27 +47,6 @@ class SegmentAdapter(IndexedLogAdapter):
                 self._trash(directory, f"{record.ns_id}-{shard}")
             return ShardLog.create(**kwargs)
         return ShardLog.open(**kwargs)
-
-    # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -------------------------------------
-    def ttl_index_info(self, namespace: str) -> dict[str, object]:
-        ns = self._namespace(namespace)
-        return {
-            "namespace": namespace,
-            "ns_id": ns.record.ns_id,
-            "shards": ns.record.shards,
-            "end_offsets": [s.view.end_offset for s in ns.shards],
-        }
-
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
-        """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
-        (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
-        ns = self._namespace(namespace)
-        if not isinstance(path, str) or not path:
-            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
-        with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
-            bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
-            result = ingest_ttl_file(self.store, Path(path), ns.record.ns_id, bounds, self.data_dir.trash_dir)
-        return {"namespace": namespace, **result}
 
     def _remove_namespace_files(self, record: NamespaceRecord) -> None:
         directory = self.data_dir.segments_dir / record.name

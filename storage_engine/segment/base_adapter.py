@@ -48,7 +48,7 @@ from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
-from storage_engine.segment.index_store import IndexStore, NamespaceRecord
+from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription, SubscriptionMixin
@@ -386,6 +386,27 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             scanned[0] += 1
             if (n == wanted or (wanted is None and n in names)) and (shard is None or sh == shard):
                 yield TTLEntry(sh, offset, expire_at, size, flags, names[n])
+
+    # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -------------------------------------
+    def ttl_index_info(self, namespace: str) -> dict[str, object]:
+        ns = self._namespace(namespace)
+        return {
+            "namespace": namespace,
+            "ns_id": ns.record.ns_id,
+            "shards": ns.record.shards,
+            "end_offsets": [s.view.end_offset for s in ns.shards],
+        }
+
+    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+        """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
+        (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
+        ns = self._namespace(namespace)
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
+        with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
+            bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
+            result = ingest_ttl_file(self.store, Path(path), ns.record.ns_id, bounds, self.data_dir.trash_dir)
+        return {"namespace": namespace, **result}
 
     # -- subscription hooks (SubscriptionMixin): cursors live in the ``cursors`` family --------
     def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:

@@ -42,3 +42,28 @@ class LifecycleReportRow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace_id}/{self.day}"
+
+
+# The measures a lifecycle report row carries, as the Spark job posts them (one list for every reader).
+REPORT_FIELDS = (
+    "records",
+    "bytes",
+    "expired_records",
+    "expired_bytes",
+    "expired_ratio",
+    "expired_bytes_ratio",
+    "unbounded_records",
+    "lifetime_p50_ms",
+    "lifetime_p90_ms",
+    "lifetime_p99_ms",
+    "lifetime_histogram",
+    "overdue_p50_ms",
+    "overdue_p90_ms",
+    "overdue_p99_ms",
+    "overdue_max_ms",
+    "keyed_records",
+    "superseded_records",
+    "superseded_bytes",
+    "duplicate_key_ratio",
+    "now_ms",
+)

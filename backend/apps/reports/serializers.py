@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from backend.apps.reports import jobs
-from backend.apps.reports.models import LifecycleReportRow
+from backend.apps.reports.models import REPORT_FIELDS, LifecycleReportRow
 
 MAX_ROWS = 100_000
 LIFETIME_BUCKETS = ("le_1m", "le_1h", "le_1d", "le_7d", "le_30d", "gt_30d")  # spark_jobs.transforms
@@ -109,32 +109,7 @@ class LifecycleReportRowOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LifecycleReportRow
-        fields = [
-            "namespace",
-            "day",
-            "records",
-            "bytes",
-            "expired_records",
-            "expired_bytes",
-            "expired_ratio",
-            "expired_bytes_ratio",
-            "unbounded_records",
-            "lifetime_p50_ms",
-            "lifetime_p90_ms",
-            "lifetime_p99_ms",
-            "lifetime_histogram",
-            "overdue_p50_ms",
-            "overdue_p90_ms",
-            "overdue_p99_ms",
-            "overdue_max_ms",
-            "keyed_records",
-            "superseded_records",
-            "superseded_bytes",
-            "duplicate_key_ratio",
-            "now_ms",
-            "generated_at",
-            "received_at",
-        ]
+        fields = ["namespace", "day", *REPORT_FIELDS, "generated_at", "received_at"]
         read_only_fields = fields
 
 

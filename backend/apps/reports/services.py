@@ -37,7 +37,7 @@ from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
 from backend.apps.policies.selectors import cluster_policy, effective_namespace_policy
 from backend.apps.reports import jobs
-from backend.apps.reports.models import LifecycleReportRow
+from backend.apps.reports.models import REPORT_FIELDS, LifecycleReportRow
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, State, TaskRun
 from storage_engine.errors import InvalidArgumentError
@@ -49,29 +49,6 @@ LEASE_RENEW_S = 30
 REPORT_PATH = "/api/reports/lifecycle"
 
 # -- lifecycle reports ---------------------------------------------------------------------
-
-REPORT_FIELDS = (
-    "records",
-    "bytes",
-    "expired_records",
-    "expired_bytes",
-    "expired_ratio",
-    "expired_bytes_ratio",
-    "unbounded_records",
-    "lifetime_p50_ms",
-    "lifetime_p90_ms",
-    "lifetime_p99_ms",
-    "lifetime_histogram",
-    "overdue_p50_ms",
-    "overdue_p90_ms",
-    "overdue_p99_ms",
-    "overdue_max_ms",
-    "keyed_records",
-    "superseded_records",
-    "superseded_bytes",
-    "duplicate_key_ratio",
-    "now_ms",
-)
 
 
 @transaction.atomic
