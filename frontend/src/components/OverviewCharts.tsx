@@ -19,9 +19,15 @@ const CHARTS: { series: MetricSeriesName; title: string; testId: string; help: s
   },
   {
     series: "backlog_messages",
-    title: "Queue backlog",
+    title: "Subscription backlog",
     testId: "chart-backlog",
     help: "Unacknowledged messages across subscriptions.",
+  },
+  {
+    series: "celery_queue_depth",
+    title: "Task queues",
+    testId: "chart-celery-queues",
+    help: "Lifecycle tasks waiting in each Celery queue (one per node): growing means the workers fall behind.",
   },
   {
     series: "disk_used_ratio",
