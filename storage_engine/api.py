@@ -229,6 +229,21 @@ class LifecycleResult:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+# The counts of a LifecycleResult that add up over steps, namespaces or runs (jobs, sweeps, task runs).
+LIFECYCLE_COUNTS = (
+    "scanned",
+    "expired_records",
+    "index_entries_deleted",
+    "segments_deleted",
+    "segments_rewritten",
+    "records_removed",
+    "bytes_reclaimed",
+    "files_removed",
+    "forced_deletes",
+    "rolled",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class DiskStatus:
     """Disk use of the data directory against the node policy's watermarks.

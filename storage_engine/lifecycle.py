@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from storage_engine.api import (
+    LIFECYCLE_COUNTS,
     DiskStatus,
     LifecycleResult,
     Record,
@@ -61,18 +62,6 @@ log = logging.getLogger(__name__)
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
 SWEEP_COMPACT_INTERVAL_MS = 60_000  # a sweep asks RocksDB to compact a shard's dropped ranges at most this often
 SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
-SWEPT_FIGURES = (  # what a node-wide step adds up over its namespaces
-    "scanned",
-    "expired_records",
-    "index_entries_deleted",
-    "segments_deleted",
-    "segments_rewritten",
-    "records_removed",
-    "bytes_reclaimed",
-    "files_removed",
-    "forced_deletes",
-    "rolled",
-)
 MAX_PROBLEMS = 100
 # Counters present from the start, so a console shows 0 rather than nothing.
 ZEROED_COUNTERS = (
@@ -687,7 +676,7 @@ class LifecycleMixin(abc.ABC):
                     result = step(name, remaining)
                 except UnknownNamespaceError:
                     continue
-                for key in SWEPT_FIGURES:
+                for key in LIFECYCLE_COUNTS:
                     totals[key] = totals.get(key, 0) + getattr(result, key)
                 if remaining is not None:
                     remaining -= cost(result)

@@ -18,22 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage_engine.api import LifecycleResult
+from storage_engine.api import LIFECYCLE_COUNTS, LifecycleResult
 from storage_engine.errors import AlreadyRunningError, StorageError, UnknownJobError
 
-SUMMED = (
-    "scanned",
-    "expired_records",
-    "index_entries_deleted",
-    "segments_deleted",
-    "segments_rewritten",
-    "records_removed",
-    "bytes_reclaimed",
-    "files_removed",
-    "forced_deletes",
-    "rolled",
-    "duration_ms",
-)
+SUMMED = (*LIFECYCLE_COUNTS, "duration_ms")
 
 
 class JobState(enum.StrEnum):

@@ -32,6 +32,7 @@ from backend.apps.nodes.selectors import client_for
 from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
+from storage_engine.api import LIFECYCLE_COUNTS
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 
 log = logging.getLogger(__name__)
@@ -61,17 +62,7 @@ ACTIONS: dict[str, Action] = {
     Kind.SUBSCRIPTION_TTL: Action("namespace", "subscription-ttl", destructive=False, sweeps=True),
     Kind.BACKLOG_QUOTA: Action("namespace", "backlog-quota", destructive=False),
 }
-COUNTED = (
-    "scanned",
-    "expired_records",
-    "index_entries_deleted",
-    "segments_deleted",
-    "segments_rewritten",
-    "records_removed",
-    "files_removed",
-    "forced_deletes",
-    "rolled",
-)
+COUNTED = tuple(k for k in LIFECYCLE_COUNTS if k != "bytes_reclaimed")  # bytes go in their own column
 
 
 class StepOutcome(enum.StrEnum):
