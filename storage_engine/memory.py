@@ -99,6 +99,7 @@ class _Segment:
     has_unbounded: bool = False
     stored: int = 0  # records not removed by a rewrite
     dead: set[int] = field(default_factory=set)  # offsets marked dead (layer 2)
+    deadlines: dict[int, int] = field(default_factory=dict)  # dead by a bulk-loaded TTL entry: its deadline
     dead_bytes: int = 0
 
     def extend(self, records: Sequence[NewRecord], stamps: list[int], sizes: list[int]) -> None:
@@ -196,14 +197,15 @@ class _Shard:
         self.bases.append(segment.base_offset)
         return segment
 
-    def scan(self, offset: int) -> Iterator[tuple[Record, int]]:
-        """Records at or after ``offset`` with their sizes."""
+    def scan(self, offset: int, *, skip_dead: bool = False) -> Iterator[tuple[Record, int]]:
+        """Records at or after ``offset`` with their sizes (without those marked dead, if asked)."""
         first = max(bisect_right(self.bases, offset) - 1, 0)
         for segment in self.segments[first:]:
             sizes = segment.sizes
+            dead = segment.dead if skip_dead else ()
             for i in range(max(offset - segment.base_offset, 0), len(sizes)):
                 r = segment.record(i)
-                if r is not None:
+                if r is not None and r.offset not in dead:
                     yield r, sizes[i]
 
     def segment_at(self, offset: int) -> _Segment | None:
@@ -357,6 +359,8 @@ class _Shard:
                     del self.ttl[e.offset]
                     work.index_entries_deleted += 1
                     continue
+                if r.expire_at != e.expire_at:  # a bulk-loaded deadline: verify needs to know why it died
+                    segment.deadlines[e.offset] = e.expire_at
                 self._mark_dead(segment, r, work)
         return work
 
@@ -403,6 +407,7 @@ class _Shard:
                 ttl,
                 self.namespace.policy.ttl_ms,
                 now,
+                {o: d for seg in self.segments for o, d in seg.deadlines.items()},
             )
         return len(records), checked, problems
 
@@ -562,7 +567,8 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             if not start <= offset <= end:
                 raise OffsetOutOfRangeError(namespace, shard, offset, start, end)
             total = 0
-            for record, size in s.scan(offset):
+            # Dead records are gone even when their own fields do not say so (a bulk-loaded TTL fired).
+            for record, size in s.scan(offset, skip_dead=True):
                 if check and is_expired(record.timestamp, record.expire_at, ttl_ms, now):
                     if record.key is not None or record.tags or record.expire_at is not None:
                         hidden.append(record.offset)

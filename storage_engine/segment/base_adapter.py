@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import shutil
 import threading
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -96,6 +97,35 @@ def _first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:
             break
         offset = m.last_offset + 1
     return offset
+
+
+class _DeadMarks:
+    """Offsets marked dead in one shard, for :meth:`IndexedLogAdapter.read` to skip.
+
+    A record expired by its own fields is hidden by the read-time check anyway; a
+    dead mark also hides one a bulk-loaded TTL entry expired (``ingest_ttl_index``,
+    the ttl-backfill job), whose fields say nothing. Only segments whose metadata
+    counts dead bytes are looked up, a window of offsets per RocksDB range scan.
+    """
+
+    WINDOW = 4096
+
+    def __init__(self, log: Any, view: Any) -> None:
+        self._store, self._prefix = log.index.store, log.index.prefix
+        marked = [m for m in view.metas() if m.dead_bytes > 0]
+        self._bases = [m.base_offset for m in marked]
+        self._lasts = [m.last_offset for m in marked]
+        self._lo = self._hi = -1
+        self._dead: set[int] = set()
+
+    def __contains__(self, offset: int) -> bool:
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0 or offset > self._lasts[i]:
+            return False
+        if not self._lo <= offset < self._hi:
+            self._lo, self._hi = offset, offset + self.WINDOW
+            self._dead = set(self._store.dead_offsets(self._prefix, self._lo, self._hi))
+        return offset in self._dead
 
 
 class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
@@ -271,10 +301,13 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             if not view.log_start_offset <= offset <= view.end_offset:
                 raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
             start = _first_visible(view, offset, ttl_ms, now) if check else offset
+            dead = _DeadMarks(log, view)
             try:
                 for r in log.iter_records(view, start):
                     if check and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
                         self._hide(namespace, shard, r, policy)
+                        continue
+                    if r.offset in dead:
                         continue
                     n = record_size(r)
                     if out and size + n > max_bytes:

@@ -23,9 +23,11 @@ Column families (key → value)::
                  unindex (an empty value, from before, means "read it"); entries may
                  also be bulk-loaded from an SST file (:func:`ingest_ttl_file`, the
                  ``ttl-backfill`` Spark job), validated key by key first
-    dead         P | offset u64                      → b""
+    dead         P | offset u64                      → b"" or deadline u64
                  records the TTL scan (or a read check) marked dead: expired,
-                 index entries gone, bytes not yet reclaimed
+                 index entries gone, bytes not yet reclaimed. The value is the
+                 deadline when a bulk-loaded TTL entry killed a record whose own
+                 fields carry none (verify reads it; reads skip dead records)
     segments     P | base_offset u64                 → SegmentMeta.pack()
     checkpoints  P                                   → Checkpoint.pack()
     namespaces   name UTF-8                          → JSON {id, shards, policy, created_at}
@@ -120,6 +122,11 @@ def ttl_key(expire_at: int, ns_id: int, shard: int, offset: int) -> bytes:
 
 def ttl_value(size: int, flags: int) -> bytes:
     return _TTL_VALUE.pack(min(size, 0xFFFFFFFF), flags)
+
+
+def deadline_value(expire_at: int) -> bytes:
+    """The value of a dead mark left by a bulk-loaded TTL entry: its deadline (plain marks are empty)."""
+    return _U64.pack(expire_at)
 
 
 def offset_key(prefix: bytes, offset: int) -> bytes:
@@ -432,6 +439,14 @@ class IndexStore:
             _U64.unpack_from(k, 6)[0]
             for k, _ in self._range(CF_DEAD, prefix + _U64.pack(start), prefix + _U64.pack(end))
         ]
+
+    def dead_deadlines(self, prefix: bytes) -> dict[int, int]:
+        """Offset → deadline of the dead marks that record one (a bulk-loaded TTL entry killed the record)."""
+        return {
+            _U64.unpack_from(k, 6)[0]: _U64.unpack(v)[0]
+            for k, v in self._range(CF_DEAD, prefix, _end_of(prefix))
+            if len(v) == _U64.size
+        }
 
     def is_dead(self, prefix: bytes, offset: int) -> bool:
         return self._cf[CF_DEAD].get(prefix + _U64.pack(offset)) is not None

@@ -47,6 +47,7 @@ from storage_engine.segment.index_store import (
     CF_TAGS,
     CF_TTL,
     ShardIndex,
+    deadline_value,
     offset_key,
     tag_key,
     ttl_key,
@@ -310,7 +311,9 @@ class ShardBase(abc.ABC):
                 else:
                     wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
                     deleted += 1
-                wb.put(offset_key(prefix, offset), b"", dead_handle)
+                # A bulk-loaded deadline (not the record's own) is kept on the mark: verify needs to know why.
+                bulk = r is not None and r.expire_at != e.expire_at
+                wb.put(offset_key(prefix, offset), deadline_value(e.expire_at) if bulk else b"", dead_handle)
                 meta.live_count -= 1
                 meta.dead_bytes += e.size if e.flags >= 0 or r is None else encoded_size(r)
                 dirty[meta.base_offset] = meta
@@ -447,6 +450,7 @@ class ShardBase(abc.ABC):
             store.ttl_entries_of(self.index.ns_id, self.shard),
             self.policy.ttl_ms,
             now,
+            store.dead_deadlines(prefix),
         )
         problems += found
         start, end = view.log_start_offset, view.end_offset
