@@ -38,3 +38,23 @@ def assert_verified(adapter: StorageAdapter, *namespaces: str) -> None:
     for ns in namespaces or [n.name for n in adapter.list_namespaces()]:
         report = adapter.verify(ns)
         assert report.ok, report.problems
+
+
+# Source for the crash tests' child processes (they define ``point`` and ``nth``): ``hook(obj, name, when)``
+# makes the ``nth`` matching call of ``obj.name`` print "kill <point>" and SIGKILL the process.
+KILL_HOOKS = """
+calls = {"n": 0}
+def die(*_a, **_k):
+    calls["n"] += 1
+    if calls["n"] >= nth:
+        print("kill", point, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def hook(obj, name, when=lambda *a, **k: True):
+    orig = getattr(obj, name)
+    def wrapper(*a, **k):
+        if when(*a, **k):
+            die()
+        return orig(*a, **k)
+    setattr(obj, name, wrapper)
+"""

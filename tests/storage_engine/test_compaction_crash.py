@@ -19,11 +19,14 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
+from tests.storage_engine.lifecycle_util import KILL_HOOKS
 
 T0 = 1_700_000_000_000
 N = 160
 
-CHILD = """
+CHILD = (
+    (
+        """
 import os, signal, sys
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
@@ -43,21 +46,9 @@ for i in range(NVAL):
     engine.append("c", 0, [NewRecord(b"%d:" % i + b"v" * 200, key=key)])
 print("appended", flush=True)
 
-calls = {"n": 0}
-def die(*_a, **_k):
-    calls["n"] += 1
-    if calls["n"] >= nth:
-        print("kill", point, flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-def hook(obj, name, when=lambda *a, **k: True):
-    orig = getattr(obj, name)
-    def wrapper(*a, **k):
-        if when(*a, **k):
-            die()
-        return orig(*a, **k)
-    setattr(obj, name, wrapper)
-
+"""
+        + KILL_HOOKS
+        + """
 if point == "cleaned":
     hook(os, "fsync")
 elif point == "write":
@@ -68,7 +59,11 @@ elif point == "swap-over-log":
     hook(os, "replace", lambda src, dst: str(src).endswith(".swap"))
 engine.compact("c", manual=True)
 print("done", flush=True)
-""".replace("T0VAL", str(T0)).replace("NVAL", str(N))
+"""
+    )
+    .replace("T0VAL", str(T0))
+    .replace("NVAL", str(N))
+)
 
 
 def key_of(i: int) -> bytes:

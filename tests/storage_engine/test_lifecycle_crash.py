@@ -19,10 +19,12 @@ from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.expiry import is_expired
+from tests.storage_engine.lifecycle_util import KILL_HOOKS
 
 T0 = 1_700_000_000_000
 
-CHILD = """
+CHILD = (
+    """
 import os, signal, sys
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
@@ -48,21 +50,9 @@ for i in range(72):
     print("ack", base, T0, T0 + 100 if expires else -1, flush=True)
 clock.set(T0 + 1000)
 
-calls = {"n": 0}
-def die(*_a, **_k):
-    calls["n"] += 1
-    if calls["n"] >= nth:
-        print("kill", point, flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-def hook(obj, name, when=lambda *a, **k: True):
-    orig = getattr(obj, name)
-    def wrapper(*a, **k):
-        if when(*a, **k):
-            die()
-        return orig(*a, **k)
-    setattr(obj, name, wrapper)
-
+"""
+    + KILL_HOOKS
+    + """
 if op == "rewrite":
     engine.expire_scan("c", manual=True)  # marks records dead: segments become rewrite candidates
     engine.reclaim("c", limit=2, manual=True)  # drops the fully expired ones first, unhooked
@@ -83,6 +73,7 @@ else:
     engine.reclaim("c", manual=True)
 print("done", flush=True)
 """
+)
 
 
 def run_child(data_dir: Path, adapter: str, op: str, point: str, nth: int) -> tuple[list[tuple[int, int, int]], bool]:
