@@ -458,4 +458,6 @@ export interface LifecycleReportRow {
 export interface SparkJobRequest {
   job: string;
   namespace?: string | null;
+  /** ttl-backfill: `tag` or `key_prefix`, and `ttl` (e.g. 7d). */
+  params?: Record<string, string>;
 }

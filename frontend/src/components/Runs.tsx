@@ -28,6 +28,13 @@ export const RUN_KIND_LABELS: Record<string, string> = {
   file_clean: "File clean",
   disk_check: "Disk check",
   force_delete: "Force delete",
+  subscription_ttl: "Subscription TTL",
+  backlog_quota: "Backlog quota",
+  catalog_sync: "Catalog sync",
+  lake_export: "Lake export (Spark)",
+  lifecycle_report: "Lifecycle report (Spark)",
+  compaction_plan: "Compaction plan (Spark)",
+  ttl_backfill: "TTL backfill (Spark)",
 };
 
 export const runKindLabel = (kind: string) => RUN_KIND_LABELS[kind] ?? kind.replace(/_/g, " ");

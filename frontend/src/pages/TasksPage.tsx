@@ -6,6 +6,7 @@ import { canOperate } from "../auth/roles";
 import { NamespaceActions, NodeActions } from "../components/Actions";
 import { Field } from "../components/Field";
 import { RUN_KIND_LABELS, RunsList } from "../components/Runs";
+import { SparkJobPanel } from "../components/SparkJobs";
 import { usePageTitle } from "../lib/hooks";
 
 const FILTER_KEYS = ["kind", "state", "namespace", "node", "active"] as const;
@@ -40,6 +41,7 @@ export default function TasksPage() {
       </div>
 
       {canOperate(user) && <StartActionPanel namespaces={nsNames} nodes={nodeNames} />}
+      {canOperate(user) && <SparkJobPanel namespaces={nsNames} />}
 
       <div className="filters" role="search" aria-label="Run filters">
         <Field id="runs-kind" label="Kind">

@@ -259,12 +259,42 @@ describe("tasks", () => {
     expect(screen.queryByTestId("run-cancel-5")).toBeNull();
   });
 
+  it("starts a Spark job: a ttl-backfill carries its rule, and a refused rule is shown at its field", async () => {
+    let posts = 0;
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([]),
+      "POST /api/spark-jobs": () =>
+        posts++ === 0
+          ? jsonResponse({ "params.ttl": ["ttl takes a positive duration such as 1h"] }, 400)
+          : jsonResponse(run(12, { kind: "ttl_backfill", params: { job: "ttl-backfill" } }), 202),
+    });
+    renderApp("/tasks");
+    await screen.findByTestId("spark-job-panel");
+    await waitFor(() => expect(within(screen.getByTestId("spark-namespace")).queryByText("orders")).not.toBeNull());
+    fireEvent.change(screen.getByTestId("spark-job"), { target: { value: "ttl-backfill" } });
+    fireEvent.change(screen.getByTestId("spark-namespace"), { target: { value: "orders" } });
+    fireEvent.change(screen.getByTestId("spark-rule-by"), { target: { value: "key_prefix" } });
+    fireEvent.change(screen.getByTestId("spark-rule-value"), { target: { value: "user:" } });
+    fireEvent.change(screen.getByTestId("spark-rule-ttl"), { target: { value: "soon" } });
+    fireEvent.click(screen.getByTestId("spark-job-submit"));
+    expect((await screen.findByText("ttl takes a positive duration such as 1h")).id).toBe("spark-rule-ttl-error");
+    fireEvent.change(screen.getByTestId("spark-rule-ttl"), { target: { value: "7d" } });
+    fireEvent.click(screen.getByTestId("spark-job-submit"));
+    expect((await screen.findByTestId("spark-job-started")).textContent).toContain("#12");
+    const sent = callsTo(fetch, "POST", "/api/spark-jobs").map(body);
+    expect(sent[1]).toEqual({ job: "ttl-backfill", namespace: "orders", params: { key_prefix: "user:", ttl: "7d" } });
+  });
+
   it("passes filters from the URL and hides the start panel from viewers", async () => {
     const fetch = mockFetch({ "GET /api/auth/me": viewer, "GET /api/namespaces/": page([]), "GET /api/nodes/": [], "GET /api/runs/": page([]) });
     renderApp("/tasks?namespace=orders&active=true");
     expect(await screen.findByText("No runs match")).toBeTruthy();
     expect(String(callsTo(fetch, "GET", "/api/runs/")[0]![0])).toBe("/api/runs/?namespace=orders&active=true");
     expect(screen.queryByTestId("start-action-panel")).toBeNull();
+    expect(screen.queryByTestId("spark-job-panel")).toBeNull();
   });
 });
 
