@@ -53,7 +53,7 @@ from spark_jobs.config import (
     add_common_arguments,
     node_token,
 )
-from spark_jobs.jobs.lake_export import add_data_dir_argument
+from spark_jobs.jobs.lake_export import add_data_dir_argument, segments_dir
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
 from spark_jobs.registry import register
 from spark_jobs.schema import SEGMENT_BASE, SHARD
@@ -142,9 +142,8 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     token = node_token(args.node_url)
     if args.ttl_ms is not None and args.ttl_ms < 1:
         raise ConfigError(f"--ttl-ms must be a positive integer, got {args.ttl_ms}")
-    data_dir = Path(args.data_dir).expanduser().resolve()
-    if not (data_dir / "segments").is_dir():
-        print(f"python -m spark_jobs {JOB_NAME}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
+    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    if data_dir is None:
         return 2
     output = resolve_output(args.output or config.lake_path / "compaction-plans" / args.namespace)
     check_overwrite_target(output, config.lake_path)

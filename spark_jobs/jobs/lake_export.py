@@ -72,6 +72,15 @@ DEFAULT_DATA_DIR = "var/data/node"
 ENV_DATA_DIR = "NODE_DATA_DIR"
 
 
+def segments_dir(job: str, raw: str) -> Path | None:
+    """``--data-dir`` resolved, or ``None`` (after saying why on stderr) when it holds no ``segments/``."""
+    data_dir = Path(raw).expanduser().resolve()
+    if (data_dir / "segments").is_dir():
+        return data_dir
+    print(f"python -m spark_jobs {job}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
+    return None
+
+
 def add_data_dir_argument(parser: argparse.ArgumentParser, what: str = "the node's data directory") -> None:
     """``--data-dir``, the same for every job that reads segment files."""
     parser.add_argument(
@@ -294,9 +303,8 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
     output = resolve_output(args.output or config.lake_path / DATASET)
     check_overwrite_target(output, config.lake_path)
-    data_dir = Path(args.data_dir).expanduser().resolve()
-    if not (data_dir / "segments").is_dir():
-        print(f"python -m spark_jobs {JOB_NAME}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
+    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    if data_dir is None:
         return 2
     with session_for(config, spark) as session:
         result = run_export(session, data_dir, output, namespaces=args.namespace, reader=args.reader)

@@ -58,7 +58,7 @@ from spark_jobs.config import (
     add_common_arguments,
     node_token,
 )
-from spark_jobs.jobs.lake_export import add_data_dir_argument
+from spark_jobs.jobs.lake_export import add_data_dir_argument, segments_dir
 from spark_jobs.registry import register
 from spark_jobs.schema import EXPIRE_AT, OFFSET, SHARD
 from spark_jobs.segments import list_segment_files, segment_records
@@ -189,9 +189,8 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     token = node_token(args.node_url)
     if not args.node_url and args.ns_id is None:
         raise ConfigError("give --ns-id, or --node-url to ask the node for it")
-    data_dir = Path(args.data_dir).expanduser().resolve()
-    if not (data_dir / "segments").is_dir():
-        print(f"python -m spark_jobs {JOB_NAME}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
+    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    if data_dir is None:
         return 2
     output_text = str(
         args.output or config.lake_path / "ttl-backfill" / args.namespace / f"ttl-{int(time.time() * 1000)}.sst"

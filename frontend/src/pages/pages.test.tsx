@@ -12,10 +12,9 @@ import type {
   PolicyView,
   Segment,
   StorageNode,
-  TaskRun,
   User,
 } from "../api/types";
-import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
+import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
 
 // ECharts needs a canvas, which jsdom lacks: stand in a labelled div.
 vi.mock("../components/EChart", () => ({
@@ -62,28 +61,6 @@ const summary: NamespaceSummary = {
   ],
 };
 
-const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
-  id,
-  kind: "compaction",
-  namespace: "orders",
-  node: null,
-  shard: null,
-  state: "queued",
-  progress: 0,
-  steps: 0,
-  counts: {},
-  bytes_reclaimed: 0,
-  dry_run: false,
-  params: {},
-  error: "",
-  started_by: "olga",
-  schedule: "",
-  cancel_requested: false,
-  created_at: "2024-05-01T12:00:00Z",
-  started_at: null,
-  finished_at: null,
-  ...extra,
-});
 
 const policy: PolicyView = {
   fields: {
@@ -93,9 +70,6 @@ const policy: PolicyView = {
   sync_error: "",
 };
 
-const body = (call: unknown[]) => JSON.parse(String((call[1] as RequestInit).body));
-const callsTo = (fetch: ReturnType<typeof mockFetch>, method: string, path: string) =>
-  fetch.mock.calls.filter((c) => ((c[1] as RequestInit | undefined)?.method ?? "GET") === method && String(c[0]).split("?")[0] === path);
 
 beforeEach(() => {
   clearCookies();
@@ -167,7 +141,7 @@ describe("namespace detail", () => {
           reclaimable_bytes: 1024 ** 3,
           records_removable: 5000,
         },
-        "POST /api/namespaces/orders/actions": () => jsonResponse(run(77), 202),
+        "POST /api/namespaces/orders/actions": () => jsonResponse(taskRun(77), 202),
       }),
     );
     renderApp("/namespaces/orders?tab=actions");
@@ -240,12 +214,12 @@ describe("tasks", () => {
         return jsonResponse(
           page([
             polls < 2
-              ? run(5, { state: "running", progress: 0.4, started_at: "2024-05-01T12:00:00Z", counts: { records_expired: 1200 } })
-              : run(5, { state: "succeeded", progress: 1, bytes_reclaimed: 1024 ** 2, started_at: "2024-05-01T12:00:00Z", finished_at: "2024-05-01T12:01:00Z" }),
+              ? taskRun(5, { state: "running", progress: 0.4, started_at: "2024-05-01T12:00:00Z", counts: { records_expired: 1200 } })
+              : taskRun(5, { state: "succeeded", progress: 1, bytes_reclaimed: 1024 ** 2, started_at: "2024-05-01T12:00:00Z", finished_at: "2024-05-01T12:01:00Z" }),
           ]),
         );
       },
-      "POST /api/runs/5/cancel": () => jsonResponse(run(5, { state: "running", cancel_requested: true })),
+      "POST /api/runs/5/cancel": () => jsonResponse(taskRun(5, { state: "running", cancel_requested: true })),
     });
     renderApp("/tasks");
     expect((await screen.findByTestId("run-state-5")).textContent).toBe("running");
@@ -269,7 +243,7 @@ describe("tasks", () => {
       "POST /api/spark-jobs": () =>
         posts++ === 0
           ? jsonResponse({ "params.ttl": ["ttl takes a positive duration such as 1h"] }, 400)
-          : jsonResponse(run(12, { kind: "ttl_backfill", params: { job: "ttl-backfill" } }), 202),
+          : jsonResponse(taskRun(12, { kind: "ttl_backfill", params: { job: "ttl-backfill" } }), 202),
     });
     renderApp("/tasks");
     await screen.findByTestId("spark-job-panel");

@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
 import type { Namespace, TaskRun, User } from "../api/types";
 import { reportRow } from "../test/reports";
-import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
+import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
 
 const operator: User = { username: "olga", role: "operator" };
 const viewer: User = { username: "vic", role: "viewer" };
@@ -27,33 +27,10 @@ const ns: Namespace = {
   last_compaction_at: null,
 };
 
-const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
-  id,
-  kind: "lifecycle_report",
-  namespace: "orders",
-  node: "node-1",
-  shard: null,
-  state: "queued",
-  progress: 0,
-  steps: 0,
-  counts: {},
-  bytes_reclaimed: 0,
-  dry_run: false,
-  params: { job: "lifecycle-report" },
-  error: "",
-  started_by: "olga",
-  schedule: "",
-  cancel_requested: false,
-  created_at: "2024-05-01T12:00:00Z",
-  started_at: null,
-  finished_at: null,
-  ...extra,
-});
+const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun =>
+  taskRun(id, { kind: "lifecycle_report", node: "node-1", params: { job: "lifecycle-report" }, ...extra });
 
 const REPORT = "/api/namespaces/orders/reports/lifecycle";
-const body = (call: unknown[]) => JSON.parse(String((call[1] as RequestInit).body));
-const callsTo = (fetch: ReturnType<typeof mockFetch>, method: string, path: string) =>
-  fetch.mock.calls.filter((c) => ((c[1] as RequestInit | undefined)?.method ?? "GET") === method && String(c[0]).split("?")[0] === path);
 
 const routes = (user: User, extra: Record<string, unknown> = {}) => ({
   "GET /api/auth/me": user,

@@ -4,6 +4,7 @@ import { createMemoryRouter, RouterProvider } from "react-router";
 import { vi } from "vitest";
 import { createQueryClient } from "../app/queryClient";
 import { routes } from "../app/router";
+import type { TaskRun } from "../api/types";
 
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(body === undefined ? null : JSON.stringify(body), {
@@ -54,3 +55,34 @@ export function renderApp(path = "/") {
   );
   return { ...utils, router, queryClient };
 }
+
+/** The JSON body a mocked fetch call sent. */
+export const body = (call: unknown[]) => JSON.parse(String((call[1] as RequestInit).body));
+
+/** The mocked fetch calls to ``method path`` (query string ignored). */
+export const callsTo = (fetch: ReturnType<typeof mockFetch>, method: string, path: string) =>
+  fetch.mock.calls.filter((c) => ((c[1] as RequestInit | undefined)?.method ?? "GET") === method && String(c[0]).split("?")[0] === path);
+
+/** A task run as the API lists it; ``extra`` overrides any field. */
+export const taskRun = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
+  id,
+  kind: "compaction",
+  namespace: "orders",
+  node: null,
+  shard: null,
+  state: "queued",
+  progress: 0,
+  steps: 0,
+  counts: {},
+  bytes_reclaimed: 0,
+  dry_run: false,
+  params: {},
+  error: "",
+  started_by: "olga",
+  schedule: "",
+  cancel_requested: false,
+  created_at: "2024-05-01T12:00:00Z",
+  started_at: null,
+  finished_at: null,
+  ...extra,
+});
