@@ -87,6 +87,11 @@ def test_a_sweep_run_covers_every_namespace_of_the_node(api_as, orders, node, dj
         assert services.schedule_run("expiry_scan", node=orders.node) is None  # one sweep at a time
     assert run is not None and run.namespace is None
     assert services.queue_for_run(run).endswith(".node-1")
+    # One sweep of a kind per node at a time; another kind's lease does not stand in its way.
+    assert leases.acquire_all(leases.node_keys(orders.node, "expiry_scan"), "run:other", 60)
+    assert services.run_step(run.pk) is services.StepOutcome.BUSY
+    leases.release_all(leases.node_keys(orders.node, "expiry_scan"), "run:other")
+    assert leases.acquire_all(leases.node_keys(orders.node, "reclaim"), "run:other", 60)
     while services.run_step(run.pk) is services.StepOutcome.MORE:
         pass
     run.refresh_from_db()

@@ -163,14 +163,16 @@ def step_targets(run: TaskRun) -> list[tuple[StorageNode, int | None]]:
     return [(node, None) for node, _shards in hosting_nodes(run.namespace)]
 
 
-def current_target(run: TaskRun) -> tuple[StorageNode, int | None]:
+def current_target(run: TaskRun) -> tuple[list[tuple[StorageNode, int | None]], int]:
+    """The run's targets and the position of the one its next step goes to."""
     targets = step_targets(run)
-    return targets[min(int(run.params.get("target", 0)), len(targets) - 1)]
+    return targets, min(int(run.params.get("target", 0)), len(targets) - 1)
 
 
 def queue_for_run(run: TaskRun) -> str:
     """The queue of the node the run's next step goes to."""
-    return queue_for(current_target(run)[0])
+    targets, position = current_target(run)
+    return queue_for(targets[position][0])
 
 
 def queue_for_run_id(run_id: int) -> str:
@@ -193,8 +195,7 @@ def run_step(run_id: int) -> StepOutcome:
         runs.finish(run, State.CANCELLED, "cancelled between steps")
         return StepOutcome.DONE
     action = ACTIONS[run.kind]
-    targets = step_targets(run)
-    position = min(int(run.params.get("target", 0)), len(targets) - 1)
+    targets, position = current_target(run)
     node, shard = targets[position]
     keys = leases.shard_keys(run.namespace, run.shard) if run.namespace else leases.node_keys(node, run.kind)
     holder = f"run:{run.pk}"
