@@ -74,7 +74,7 @@ import time
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, cast
 
@@ -908,6 +908,3 @@ class CompactionMixin(LifecycleMixin):
             more=len(candidates) > len(chosen) or any(r.more for r in results),
             **merged,
         )
-
-    def _lc_names(self) -> Iterable[str]:
-        return [info.name for info in self.list_namespaces()]  # type: ignore[attr-defined]

@@ -639,7 +639,7 @@ class LifecycleMixin(abc.ABC):
         """Every namespace a node-wide step may work on now: off-peak, urgent, or a manual request."""
         peak_ok = manual or in_off_peak(now, self._node_policy)
         targets = {}
-        for name in self._sweep_names():
+        for name in self._lc_names():
             try:
                 policy, shards = self._lc_namespace(name)
             except StorageError:
@@ -648,7 +648,8 @@ class LifecycleMixin(abc.ABC):
                 targets[name] = (policy, {s.shard: s for s in shards})
         return targets
 
-    def _sweep_names(self) -> list[str]:
+    def _lc_names(self) -> list[str]:
+        """Every namespace's name (node-wide steps and the dirtiest-shard cleaner walk them)."""
         return [info.name for info in self.list_namespaces()]  # type: ignore[attr-defined]
 
     def _sweep(
@@ -672,7 +673,7 @@ class LifecycleMixin(abc.ABC):
         totals: dict[str, Any] = {}
         more = False
         remaining = limit
-        names = sorted(self._sweep_names())
+        names = sorted(self._lc_names())
         resume = self._sweep_resume.pop(operation, None)
         first = bisect_left(names, resume) if resume is not None else 0
         self._sweeping = True
@@ -721,7 +722,8 @@ class LifecycleMixin(abc.ABC):
                     try:
                         shard.compact_deleted()
                     except StorageError:
-                        continue  # its namespace was deleted or closed meanwhile
+                        self._compacted_at.pop(key, None)  # its namespace was deleted or closed meanwhile
+                        continue
                     self._compacted_at[key] = now
 
     def _expire_batch(
