@@ -3,6 +3,15 @@
 The node-level cleaner asks :func:`clean_trigger` whether this run may delete
 at all, then walks each shard's sealed segments oldest first with
 :func:`cleanable_prefix`. Hours come from the clock in UTC.
+
+Files already renamed ``.deleted`` (retention, reclamation, an earlier run)
+still occupy the disk until their ``file_delete_delay_ms`` passes. They are
+gone already as far as the log is concerned, so they never justify deleting
+more: above a watermark the cleaner purges them first
+(:func:`purge_pending_first`), and its decisions measure the disk as it will
+be once the ones still pending (held by a reader) are gone
+(:func:`use_after_pending`). Without this, bytes retention had just freed
+would make the next run force-delete live, unexpired segments.
 """
 
 from __future__ import annotations
@@ -52,8 +61,13 @@ def file_expired(segment: SegmentInfo, policy: NodePolicy, now_ms: int) -> bool:
     return now_ms - segment.modified_at >= policy.file_reserved_ms
 
 
-def disk_status(used: int, capacity: int, policy: NodePolicy, source: str) -> DiskStatus:
-    """The watermark flags of a measurement (strict: above each ratio)."""
+def disk_status(used: int, capacity: int, policy: NodePolicy, source: str, pending: int = 0) -> DiskStatus:
+    """The watermark flags of a measurement (strict: above each ratio).
+
+    ``pending`` is the bytes of ``.deleted`` files waiting for removal, part of
+    ``used``. The flags say where the disk is now; the cleaner's decisions use
+    :func:`use_after_pending` instead.
+    """
     ratio = used / capacity if capacity > 0 else 0.0
     return DiskStatus(
         used_bytes=used,
@@ -63,12 +77,36 @@ def disk_status(used: int, capacity: int, policy: NodePolicy, source: str) -> Di
         over_max_used=ratio > policy.disk_max_used_ratio,
         clean_forcibly=ratio > policy.disk_clean_forcibly_ratio,
         disk_full=ratio > policy.disk_warning_ratio,
+        pending_delete_bytes=pending,
     )
 
 
+def use_after_pending(status: DiskStatus) -> float:
+    """The used ratio once every pending ``.deleted`` file is removed (what cleaning decides on)."""
+    if status.capacity_bytes <= 0:
+        return 0.0
+    return max(0, status.used_bytes - status.pending_delete_bytes) / status.capacity_bytes
+
+
+def purge_pending_first(status: DiskStatus) -> bool:
+    """Above the lowest cleaning watermark with ``.deleted`` files waiting: remove those
+    before anything else (regardless of their delay; a reader still holding one keeps it
+    until released or ``destroy_forcibly_after_ms``)."""
+    return status.over_max_used and status.pending_delete_bytes > 0
+
+
 def forced_cleaning(status: DiskStatus, policy: NodePolicy) -> bool:
-    """Above ``disk_clean_forcibly_ratio`` (and allowed), unexpired files go too."""
-    return status.clean_forcibly and policy.clean_forcibly_enabled
+    """Above ``disk_clean_forcibly_ratio`` (and allowed), unexpired files go too.
+
+    Measured without pending ``.deleted`` files: they go anyway, so they must not
+    make the cleaner force-delete a live segment.
+    """
+    return policy.clean_forcibly_enabled and use_after_pending(status) > policy.disk_clean_forcibly_ratio
+
+
+def cleaning_pressure(status: DiskStatus, policy: NodePolicy) -> bool:
+    """Above ``disk_max_used_ratio`` without pending ``.deleted`` files: expired files go at any hour."""
+    return use_after_pending(status) > policy.disk_max_used_ratio
 
 
 def clean_trigger(now_ms: int, status: DiskStatus, policy: NodePolicy, manual: bool) -> str | None:
@@ -77,7 +115,7 @@ def clean_trigger(now_ms: int, status: DiskStatus, policy: NodePolicy, manual: b
         return "manual"
     if forced_cleaning(status, policy):
         return "forced"
-    if status.over_max_used:
+    if cleaning_pressure(status, policy):
         return "disk"
     if in_delete_hours(now_ms, policy):
         return "schedule"

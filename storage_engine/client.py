@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -25,6 +26,18 @@ from storage_engine.wire import (
     record_from_json,
     segment_from_json,
 )
+
+
+@dataclass(frozen=True)
+class NodePolicyState:
+    """A node's answer about its node policy: the fields it enforces and their version."""
+
+    policy: dict[str, Any]
+    version: int
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> NodePolicyState:
+        return cls(policy=dict(body["policy"]), version=int(body["version"]))
 
 
 class NodeClient:
@@ -212,13 +225,26 @@ class NodeClient:
         result: dict[str, Any] = self._call("POST", "/v1/node/disk", idempotent=True).json()
         return result
 
+    def node_policy_state(self) -> NodePolicyState:
+        """The node policy in effect with its version (0: never set on this data directory)."""
+        return NodePolicyState.from_json(self._call("GET", "/v1/node/policy", idempotent=True).json())
+
+    def put_node_policy(self, policy: dict[str, Any], *, if_version: int | None = None) -> NodePolicyState:
+        """Replace the node policy (every field; absent = built-in default) and answer what the
+        node now enforces. With ``if_version`` only if that is still the node's version, else
+        ``RemoteError`` with status 412 (``precondition_failed``). Retried safely: the same
+        values again leave the version as it is."""
+        headers = {"If-Match": f'"{if_version}"'} if if_version is not None else {}
+        response = self._call("PUT", "/v1/node/policy", idempotent=True, json={"policy": policy}, headers=headers)
+        return NodePolicyState.from_json(response.json())
+
     def node_policy(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/node/policy", idempotent=True).json()
-        return result
+        """The node policy's fields (see :meth:`node_policy_state` for its version)."""
+        return self.node_policy_state().policy
 
     def set_node_policy(self, policy: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("PUT", "/v1/node/policy", idempotent=True, json={"policy": policy}).json()
-        return result
+        """Replace the node policy; answers its fields (see :meth:`put_node_policy`)."""
+        return self.put_node_policy(policy).policy
 
     def start_job(self, operation: str, **target: Any) -> dict[str, Any]:
         result: dict[str, Any] = self._call(

@@ -9,6 +9,7 @@ progress at ``GET /v1/jobs/{id}`` and cancellation by ``DELETE``. One table,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,25 @@ def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> t
     return (lambda: call(engine, namespace, shard, limit, manual)), target
 
 
+def policy_etag(version: int) -> str:
+    """The node policy's entity tag: its version, quoted (a strong validator)."""
+    return f'"{version}"'
+
+
+def etag_matches(if_match: str, version: int) -> bool:
+    """RFC 9110 If-Match: ``*`` or a list holding the current tag (strong comparison: a weak
+    ``W/`` tag never matches)."""
+    tags = [tag.strip() for tag in if_match.split(",")]
+    return "*" in tags or policy_etag(version) in tags
+
+
+def _policy_answer(engine: StorageAdapter) -> JSONResponse:
+    version = engine.node_policy_version()
+    return JSONResponse(
+        {"policy": engine.node_policy().to_dict(), "version": version}, headers={"ETag": policy_etag(version)}
+    )
+
+
 def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobRegistry) -> None:
     route = table.add
 
@@ -144,19 +164,40 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobReg
         status = await run_in_threadpool(engine.check_disk)
         return JSONResponse(status.to_dict())
 
+    # Policy and version are read and changed under one lock, so an answer never pairs
+    # a policy with another change's version, and If-Match is checked against the version
+    # the change replaces.
+    policy_lock = asyncio.Lock()
+
     @route("/v1/node/policy", "GET", "get_node_policy")
     async def get_node_policy(request: Request) -> Response:
-        return JSONResponse(engine.node_policy().to_dict())
+        async with policy_lock:
+            return _policy_answer(engine)
 
     @route("/v1/node/policy", "PUT", "put_node_policy")
     async def put_node_policy(request: Request) -> Response:
         body = await json_body(request)
         only(body, {"policy"})
-        policy = body.get("policy")
-        if not isinstance(policy, dict):
+        values = body.get("policy")
+        if not isinstance(values, dict):
             raise InvalidArgumentError("policy", "must be a JSON object of node policy fields")
-        await run_in_threadpool(engine.set_node_policy, node_policy_from(policy))
-        return JSONResponse(engine.node_policy().to_dict())
+        policy = node_policy_from(values)  # a refused policy changes nothing, If-Match or not
+        if_match = request.headers.get("if-match")
+        async with policy_lock:
+            current = engine.node_policy_version()
+            if if_match is not None and not etag_matches(if_match, current):
+                return JSONResponse(
+                    {
+                        "error": "precondition_failed",
+                        "message": f"If-Match {if_match} does not match the node policy's version {current}",
+                        "field": "If-Match",
+                        "version": current,
+                    },
+                    status_code=412,
+                    headers={"ETag": policy_etag(current)},
+                )
+            await run_in_threadpool(engine.set_node_policy, policy)
+            return _policy_answer(engine)
 
     @route("/v1/jobs", "POST", "start_job")
     async def start_job(request: Request) -> Response:

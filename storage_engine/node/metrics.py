@@ -23,6 +23,14 @@ SHARD_GAUGES = {
     "expired_bytes": ("lcs_shard_expired_bytes", "Bytes of records expired but not yet reclaimed"),
     "expired_ratio": ("lcs_shard_expired_ratio", "Expired-not-reclaimed records / stored records (0-1)"),
 }
+# Engine counters that need their meaning spelled out (the others are named well enough).
+COUNTER_HELP = {
+    "disk_used_bytes": "Disk bytes used: every file under the data directory with a quota, else the filesystem's",
+    "disk_capacity_bytes": "Disk capacity: the quota, else the filesystem's used plus available bytes",
+    "disk_used_ratio": "disk_used_bytes / disk_capacity_bytes (0-1), compared with the node policy's watermarks",
+    "disk_full": "1 while appends are rejected above disk_warning_ratio",
+    "disk_pending_delete_bytes": "Bytes of deleted segment files not yet removed (.deleted), part of disk_used_bytes",
+}
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_:]")
 
 
@@ -92,6 +100,8 @@ def render_prometheus(stats: EngineStats, http: NodeMetrics, backlog: list[dict[
     for key, value in sorted(stats.counters.items()):
         name = "lcs_" + _UNSAFE.sub("_", key)
         kind = "counter" if name.endswith("_total") else "gauge"
+        if key in COUNTER_HELP:
+            lines.append(f"# HELP {name} {COUNTER_HELP[key]}")
         lines += [f"# TYPE {name} {kind}", f"{name} {value}"]
     for key, (name, help_text, divisor) in BACKLOG_GAUGES.items():
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
