@@ -1,6 +1,12 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class NodesConfig(AppConfig):
     name = "backend.apps.nodes"
     label = "nodes"
+
+    def ready(self) -> None:
+        from backend.apps.nodes.services import ensure_node_schedules
+
+        post_migrate.connect(ensure_node_schedules, sender=self)

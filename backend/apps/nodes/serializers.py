@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from backend.apps.namespaces.models import SyncState
 from backend.apps.nodes.models import StorageNode
 
 
@@ -19,10 +20,31 @@ class NodeInputSerializer(serializers.ModelSerializer):
 
 class NodeOutputSerializer(serializers.ModelSerializer):
     has_token = serializers.SerializerMethodField()
+    policy_sync_state = serializers.ChoiceField(
+        choices=SyncState.choices,
+        help_text="synced: the node confirmed the effective node policy; pending: not yet (retried); "
+        "failed: the node refused it (policy_sync_error says why)",
+    )
+    policy_version = serializers.IntegerField(
+        allow_null=True, help_text="the node policy version the node last confirmed (null: never)"
+    )
 
     class Meta:
         model = StorageNode
-        fields = ["name", "url", "has_token", "healthy", "last_seen_at", "last_error", "policy_overrides", "created_at"]
+        fields = [
+            "name",
+            "url",
+            "has_token",
+            "healthy",
+            "last_seen_at",
+            "last_error",
+            "policy_overrides",
+            "policy_sync_state",
+            "policy_sync_error",
+            "policy_version",
+            "policy_synced_at",
+            "created_at",
+        ]
         read_only_fields = fields
 
     def get_has_token(self, node: StorageNode) -> bool:

@@ -55,7 +55,7 @@ class NodePolicyView(APIView):
 
     @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
     def get(self, request: Request, name: str) -> Response:
-        return Response({"fields": policy_selectors.node_policy_view(get_object_or_404(StorageNode, name=name))})
+        return Response(_node_policy_answer(get_object_or_404(StorageNode, name=name)))
 
     @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
     def patch(self, request: Request, name: str) -> Response:
@@ -65,4 +65,14 @@ class NodePolicyView(APIView):
         node = policy_services.update_node_policy(
             actor=request.user, node=node, set_=change.validated_data["set"], reset=change.validated_data["reset"]
         )
-        return Response({"fields": policy_selectors.node_policy_view(node)})
+        return Response(_node_policy_answer(node))
+
+
+def _node_policy_answer(node: StorageNode) -> dict[str, object]:
+    """The effective node policy per field, and whether the node enforces it (and at which version)."""
+    return {
+        "fields": policy_selectors.node_policy_view(node),
+        "sync_state": node.policy_sync_state,
+        "sync_error": node.policy_sync_error,
+        "version": node.policy_version,
+    }

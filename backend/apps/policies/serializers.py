@@ -24,3 +24,6 @@ class PolicyOutputSerializer(serializers.Serializer):
     fields = serializers.DictField(child=PolicyFieldSerializer())
     sync_state = serializers.CharField(required=False)
     sync_error = serializers.CharField(required=False, allow_blank=True)
+    version = serializers.IntegerField(
+        required=False, allow_null=True, help_text="node policy only: the version the node last confirmed"
+    )

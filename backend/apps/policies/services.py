@@ -17,7 +17,7 @@ from backend.apps.policies.selectors import (
     effective_namespace_policy,
     namespace_layers,
 )
-from storage_engine.errors import PolicyValidationError, StorageError
+from storage_engine.errors import PolicyValidationError
 from storage_engine.policy import NamespacePolicy, NodePolicy, resolve_policy
 
 
@@ -100,7 +100,10 @@ def update_namespace_policy(*, actor: Any, namespace: Any, set_: dict[str, Any],
 
 
 def update_node_policy(*, actor: Any, node: Any, set_: dict[str, Any], reset: list[str]) -> Any:
+    """Save, audit and push a node's policy; it stays ``pending`` until the node confirms it
+    (a node that is down gets it from the reconcile task, see ``backend.apps.nodes.services``)."""
     from backend.apps.lifecycle import services as lifecycle
+    from backend.apps.nodes.services import mark_policy_pending, push_node_policy
 
     with transaction.atomic():
         before = dict(node.policy_overrides)
@@ -108,26 +111,12 @@ def update_node_policy(*, actor: Any, node: Any, set_: dict[str, Any], reset: li
         resolve_policy(NodePolicy, [(NODE, after)])
         node.policy_overrides = after
         node.save(update_fields=["policy_overrides"])
+        mark_policy_pending(node)
         audit.record(
             actor=actor, action="policy.node.update", target_type="node", target=node.name, before=before, after=after
         )
         lifecycle.sync_node_schedules(node)
-    push_node_policy(node)
-    return node
-
-
-def push_node_policy(node: Any) -> bool:
-    """Hand the node its effective policy; a node that is down gets it at its next push."""
-    from backend.apps.nodes.selectors import client_for
-    from backend.apps.policies.selectors import effective_node_policy
-
-    with client_for(node) as client:
-        try:
-            client.set_node_policy(effective_node_policy(node).to_dict())
-        except StorageError as exc:
-            type(node).objects.filter(pk=node.pk).update(last_error=f"node policy not pushed: {exc}")
-            return False
-    return True
+    return push_node_policy(node)
 
 
 __all__ = ["effective_namespace_policy", "update_cluster_policy", "update_namespace_policy", "update_node_policy"]
