@@ -82,6 +82,13 @@ def test_hours_and_triggers() -> None:
     assert clean_trigger(five, disk_status(86, 100, policy, "quota"), policy, manual=False) == "forced"
     status = disk_status(91, 100, policy, "quota")
     assert (status.over_max_used, status.clean_forcibly, status.disk_full) == (True, True, True)
+    # Bytes of .deleted files waiting for removal are part of use, but no reason to delete more:
+    # the flags say where the disk is, the trigger decides on what remains without them.
+    pending = disk_status(91, 100, policy, "quota", pending=20)
+    assert (pending.clean_forcibly, pending.pending_delete_bytes) == (True, 20)
+    assert clean_trigger(five, pending, policy, manual=False) is None  # 71 % once they are gone
+    assert clean_trigger(five, disk_status(91, 100, policy, "quota", pending=10), policy, manual=False) == "disk"
+    assert clean_trigger(five, disk_status(91, 100, policy, "quota", pending=5), policy, manual=False) == "forced"
 
 
 def test_scheduled_runs_delete_at_most_a_batch_of_expired_files(
