@@ -13,6 +13,11 @@ the latest record. The rules live here, once for every adapter:
   min_cleanable_dirty_ratio`` (segments wholly below the first dirty offset
   are clean, the others up to the first uncleanable offset dirty), or dirty
   data older than ``max_compaction_lag_ms``. ``manual`` runs a pass anyway.
+  A step first seals an idle active segment (DESIGN §3 "Idle shards",
+  :func:`storage_engine.rolling.idle_segment_due`, which for a compacted
+  namespace includes an age past ``max_compaction_lag_ms``), so dirty data of
+  a shard nobody writes to is cleaned too; a dry run counts that segment as
+  sealed without sealing it (:func:`sealed_view`).
 - **Key map.** :class:`KeyMap` maps a key to the latest offset seen, within a
   memory budget in bytes (``NodePolicy.compaction_map_budget_bytes`` or per
   call): an open-addressing table (double hashing, a prime number of slots,
@@ -47,8 +52,11 @@ the latest record. The rules live here, once for every adapter:
   segment left without records is dropped whole.
 
 Memory: the map (table and bitmap, :attr:`KeyMap.memory_bytes`) stays within
-the budget: its slots are the largest prime ≤ (budget − budget/32) / 16, but
-at least ``MIN_MAP_SLOTS`` whatever the budget; it is allocated once per
+the budget: its slots are the largest prime ≤ (budget − bitmap) / 16, the
+bitmap being budget/32 but at least 64 bytes. A budget below
+``MIN_MAP_BUDGET_BYTES`` (:mod:`storage_engine.keymap_size`: a one-key table
+and the minimal bitmap) is refused, never enlarged; a budget that fits one key
+cleans one key per round. The map is allocated once per
 compaction call and reused by every round. The fixed overhead beyond it does
 not grow with the segment or the record count: the columns of one batch
 (offsets, keys, attributes, positions: ~0.2 KB per record of the largest
@@ -75,7 +83,7 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, cast
 
 from storage_engine.api import LifecycleResult, Record, SegmentInfo, SegmentState
@@ -83,22 +91,26 @@ from storage_engine.cleaning import in_off_peak
 from storage_engine.codec import ATTR_EXPIRE, ATTR_VALUE, HEADER_SIZE, RecordColumns, batch_columns, batch_keys
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.expiry import is_expired
+from storage_engine.keymap_size import (
+    LOAD_FACTOR,
+    MIN_MAP_BUDGET_BYTES,
+    MIN_MAP_SLOTS,
+    SLOT_BYTES,
+    bitmap_bytes,
+)
 from storage_engine.lifecycle import (
     KEEP,
     REMOVE,
     SUPERSEDED,
     LifecycleMixin,
+    LifecycleShard,
     Removal,
     RemovalRule,
     ShardWork,
 )
 from storage_engine.policy import NamespacePolicy
+from storage_engine.rolling import idle_segment_due
 
-SLOT_BYTES = 16  # one KeyMap slot: 8-byte hash, 4-byte CRC-32, 4-byte offset delta
-LOAD_FACTOR = 0.9  # entries per slot a map is filled to (as Kafka's dedupe buffer)
-MIN_MAP_SLOTS = 19  # a prime: whatever the budget, a map holds at least 17 keys
-BITMAP_SHARE = 32  # 1/32 of the budget is the superseded-offsets bitmap: a round spans ≤ budget/4 offsets
-MIN_BITMAP_BYTES = 64
 MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
@@ -110,11 +122,14 @@ _COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Recor
 
 
 def _prime_at_most(n: int) -> int:
-    n = max(n, MIN_MAP_SLOTS)
-    while True:
+    """The largest prime ≤ ``n`` (double hashing visits every slot of a prime table)."""
+    if n < MIN_MAP_SLOTS:
+        raise ValueError(f"no key map of fewer than {MIN_MAP_SLOTS} slots")
+    while n > 2:
         if n % 2 and all(n % d for d in range(3, int(n**0.5) + 1, 2)):
             return n
         n -= 1
+    return 2
 
 
 class KeyMap:
@@ -136,10 +151,13 @@ class KeyMap:
     )
 
     def __init__(self, budget_bytes: int, base: int = 0) -> None:
+        if budget_bytes < MIN_MAP_BUDGET_BYTES:
+            raise ValueError(f"a key map needs at least {MIN_MAP_BUDGET_BYTES} bytes, not {budget_bytes}")
         self.budget_bytes = budget_bytes
-        bitmap = max(MIN_BITMAP_BYTES, budget_bytes // BITMAP_SHARE)
+        bitmap = bitmap_bytes(budget_bytes)
         self.slots = _prime_at_most((budget_bytes - bitmap) // SLOT_BYTES)
         self.capacity = int(self.slots * LOAD_FACTOR)
+        assert self.capacity >= 1, "a map that holds no key would never finish a round"
         self.span = min(MAX_ROUND_SPAN, 8 * bitmap)
         self._hashes = array("q", bytes(8 * self.slots))
         self._crcs = array("I", bytes(4 * self.slots))
@@ -369,7 +387,9 @@ def cleanable_range(
     """The cleanable range of a shard from its segments (oldest first, active last)."""
     log_start = segments[0].base_offset if segments else 0
     first_dirty = max(state.first_dirty, log_start)
-    first_uncleanable = segments[-1].base_offset if segments else 0
+    # With every segment sealed (a dry run's view of a step that seals an idle active
+    # segment) the range runs to the end offset.
+    first_uncleanable = max(segments[-1].base_offset, segments[-1].last_offset + 1) if segments else 0
     cleanable: list[SegmentInfo] = []
     for seg in segments:
         if seg.state is not SegmentState.SEALED:
@@ -392,6 +412,16 @@ def cleanable_range(
     return CleanableRange(log_start, first_dirty, first_uncleanable, clean, dirty, dirty_min, tuple(cleanable))
 
 
+def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:
+    """``segments`` as a compaction step sees them once it has sealed an idle active segment
+    (:func:`~storage_engine.rolling.idle_segment_due`), without changing anything: what a
+    dry run (``compaction_estimate``) must count to report what ``compact`` would do."""
+    out = list(segments)
+    if out and idle_segment_due(out[-1], policy, now):
+        out[-1] = replace(out[-1], state=SegmentState.SEALED)
+    return out
+
+
 def cleaning_rule(
     kmap: KeyMap, map_end: int, first_dirty: int, state: CleanerState, policy: NamespacePolicy, now: int
 ) -> RemovalRule:
@@ -410,6 +440,8 @@ def cleaning_rule(
     def rule(cols: RecordColumns) -> list[int]:
         offsets, attrs = cols.offsets, cols.attrs
         n = len(offsets)
+        if n == 0:  # a run with no live record (every one was dead or just expired)
+            return []
         lo = bisect_left(offsets, first_dirty) if offsets[0] < first_dirty else 0
         hi = bisect_left(offsets, map_end) if offsets[-1] >= map_end else n
         out: list[int] = []
@@ -600,6 +632,7 @@ class _Totals:
     index_entries_deleted: int = 0
     expired_records: int = 0
     rounds: int = 0
+    rolled: int = 0
     more: bool = False
 
     def add_work(self, work: ShardWork) -> None:
@@ -619,10 +652,15 @@ class CompactionMixin(LifecycleMixin):
     ``compact_with_plan``, ``compact_dirtiest``) over any adapter's shards."""
 
     def _map_budget(self, map_budget_bytes: int | None) -> int:
+        """The key-map budget of a call: as given (never enlarged), or the node's."""
         if map_budget_bytes is None:
-            return self._node_policy.compaction_map_budget_bytes
-        if isinstance(map_budget_bytes, bool) or not isinstance(map_budget_bytes, int) or map_budget_bytes < 1:
-            raise InvalidArgumentError("map_budget_bytes", "must be an integer ≥ 1")
+            return self._node_policy.compaction_map_budget_bytes  # validated ≥ the minimum with the policy
+        if isinstance(map_budget_bytes, bool) or not isinstance(map_budget_bytes, int):
+            raise InvalidArgumentError("map_budget_bytes", "must be an integer")
+        if map_budget_bytes < MIN_MAP_BUDGET_BYTES:
+            raise InvalidArgumentError(
+                "map_budget_bytes", f"must be ≥ {MIN_MAP_BUDGET_BYTES} (the smallest key map: one key and its bitmap)"
+            )
         return map_budget_bytes
 
     def compact(
@@ -696,7 +734,12 @@ class CompactionMixin(LifecycleMixin):
         totals: _Totals,
     ) -> bool:
         state = load_state(s)
-        segments = s.lifecycle_segments()
+        if dry_run:
+            segments = sealed_view(s.lifecycle_segments(), policy, now)
+        else:
+            sealed: dict[str, Any] = {}
+            segments = self._step_segments(cast(LifecycleShard, s), policy, now, sealed)
+            totals.rolled += sealed.get("rolled", 0)
         rng = cleanable_range(segments, state, policy, now)
         if not manual and not rng.due(policy, now):
             return False
@@ -854,12 +897,13 @@ class CompactionMixin(LifecycleMixin):
         return result
 
     def compaction_ranges(self, namespace: str) -> list[dict[str, Any]]:
-        """Per shard: first dirty and first uncleanable offsets, clean/dirty bytes, ratio, due."""
+        """Per shard: first dirty and first uncleanable offsets, clean/dirty bytes, ratio, due
+        (as the next compaction step would find them: an idle active segment counts as sealed)."""
         policy, shards = self._select(namespace, None)
         now = self.clock.now_ms()
         out = []
         for s in shards:
-            rng = cleanable_range(s.lifecycle_segments(), load_state(s), policy, now)
+            rng = cleanable_range(sealed_view(s.lifecycle_segments(), policy, now), load_state(s), policy, now)
             out.append(
                 {
                     "shard": s.shard,
@@ -878,26 +922,29 @@ class CompactionMixin(LifecycleMixin):
         compact the ``limit_shards`` with the highest dirty ratio (ties: the most dirty bytes)."""
         t0 = time.perf_counter()
         self._check_limit(limit_shards)
+        self._map_budget(map_budget_bytes)  # refused before any shard is touched
         now = self.clock.now_ms()
         candidates: list[tuple[float, int, str, int]] = []
-        for info in self._lc_names():
-            policy, shards = self._lc_namespace(info)
-            if not policy.compacts:
-                continue
-            for s in shards:
-                rng = cleanable_range(s.lifecycle_segments(), load_state(s), policy, now)
-                if rng.due(policy, now):
-                    candidates.append((rng.dirty_ratio, rng.dirty_bytes, info, s.shard))
+        sealed: dict[str, Any] = {}
+        with self._lifecycle_ops:
+            for info in self._lc_names():
+                policy, shards = self._lc_namespace(info)
+                if not policy.compacts:
+                    continue
+                for s in shards:
+                    rng = cleanable_range(self._step_segments(s, policy, now, sealed), load_state(s), policy, now)
+                    if rng.due(policy, now):
+                        candidates.append((rng.dirty_ratio, rng.dirty_bytes, info, s.shard))
         if not candidates:
-            return self._result("compact_dirtiest", None, None, t0, skipped="not_due")
+            return self._result("compact_dirtiest", None, None, t0, skipped="not_due", **sealed)
         candidates.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
         chosen = candidates[:limit_shards]
         results = [self.compact(ns, sh, map_budget_bytes=map_budget_bytes) for _, _, ns, sh in chosen]
-        merged: dict[str, Any] = {}
+        merged: dict[str, Any] = dict(sealed)
         for r in results:
             for k in ("scanned", "records_removed", "bytes_reclaimed", "segments_rewritten", "segments_deleted"):
                 merged[k] = merged.get(k, 0) + getattr(r, k)
-            for k in ("records_written", "bytes_before", "bytes_after", "rounds", "index_entries_deleted"):
+            for k in ("records_written", "bytes_before", "bytes_after", "rounds", "index_entries_deleted", "rolled"):
                 merged[k] = merged.get(k, 0) + getattr(r, k)
         one = len(chosen) == 1
         return self._result(

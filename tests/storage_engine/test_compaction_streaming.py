@@ -22,8 +22,9 @@ from storage_engine.codec import (
     encode_batch,
     rebuild_batch,
 )
-from storage_engine.compaction import BITMAP_SHARE, LOAD_FACTOR, MAP_OVERHEAD_BYTES, SLOT_BYTES, KeyMap
+from storage_engine.compaction import MAP_OVERHEAD_BYTES, KeyMap
 from storage_engine.config import Durability, EngineConfig
+from storage_engine.keymap_size import BITMAP_SHARE, LOAD_FACTOR, SLOT_BYTES
 from storage_engine.policy import MiB, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
 
