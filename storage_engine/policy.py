@@ -16,10 +16,12 @@ defaults and validation so that the node and Django never disagree.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
+from storage_engine.bounds import MAX_INT64, bound_text, finite_number, int_ok
 from storage_engine.errors import PolicyValidationError
 
 HOUR_MS = 3_600_000
@@ -108,7 +110,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "max_delete_per_scan": (1, None),
     "scan_interval_ms": (1_000, None),
     "reclaim_dead_ratio": (0.0, 1.0),
-    "retention_ms": (1, None),
+    "retention_ms": (0, None),  # 0 is Kafka's "every sealed segment is eligible at once"
     "retention_bytes": (1, None),
     "segment_bytes": (1024, 16 * GiB),
     "segment_ms": (1, None),
@@ -150,33 +152,38 @@ def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) ->
         if not isinstance(value, bool):
             errors[name] = "must be true or false"
         return
-    if expected is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            errors[name] = "must be an integer"
-            return
-    elif expected is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            errors[name] = "must be a number"
-            return
-    elif expected is str and not isinstance(value, str):
-        errors[name] = "must be a string"
+    if expected is str:
+        if not isinstance(value, str):
+            errors[name] = "must be a string"
+        return
+    # Numbers: a bool is not one; NaN and ±Infinity compare false with every bound (they would
+    # pass) and a stored one breaks every later JSON answer; past 64 bits nothing can store it.
+    if expected is int and not int_ok(value):
+        errors[name] = "must be an integer from -2^63 to 2^63-1"
+        return
+    if not finite_number(value):
+        errors[name] = "must be a finite number"
         return
     low, high = _BOUNDS.get(name, (None, None))
     if low is not None and value < low:
-        errors[name] = f"must be ≥ {low}"
-    elif high is not None and value > high:
-        errors[name] = f"must be ≤ {high}"
+        errors[name] = f"must be ≥ {bound_text(low)}"
+    elif value > (high if high is not None else MAX_INT64):
+        errors[name] = f"must be ≤ {bound_text(high if high is not None else MAX_INT64)}"
 
 
-def _check_hours(name: str, value: str | None, errors: dict[str, str]) -> None:
-    if value is None:
+_HOUR = re.compile(r"[0-9]{1,2}")  # ASCII: str.isdigit() takes "²", which int() then refuses
+
+
+def _check_hours(name: str, value: object, errors: dict[str, str]) -> None:
+    if not isinstance(value, str) or name in errors:  # null, or the type is already reported
         return
     for part in value.split(";"):
         part = part.strip()
         hours = part.split("-") if name == "off_peak_hours" else [part]
-        if not part or len(hours) > 2 or not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
+        if not part or len(hours) > 2 or not all(_HOUR.fullmatch(h) and int(h) <= 23 for h in hours):
             rule = "a ';' list of hours 00-23" + (" or ranges like 01-05" if name == "off_peak_hours" else "")
-            errors[name] = f"must be {rule}; got {value!r}"
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            errors[name] = f"must be {rule}; got {shown!r}"
             return
 
 

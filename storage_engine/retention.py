@@ -20,7 +20,10 @@ def retention_applies(policy: NamespacePolicy) -> bool:
 
 
 def breaks_retention_ms(segment: SegmentInfo, policy: NamespacePolicy, now: int) -> bool:
-    """Time rule: ``now − segment.max_timestamp > retention_ms`` (an empty segment never breaks it)."""
+    """Time rule: ``now − segment.max_timestamp > retention_ms`` (an empty segment never breaks it).
+
+    ``retention_ms = 0`` is valid (Kafka's ``retention.ms=0``): every segment whose newest record
+    is older than now breaks it; one stamped exactly ``now`` waits a millisecond."""
     if policy.retention_ms is None or segment.max_timestamp is None:
         return False
     return now - segment.max_timestamp > policy.retention_ms

@@ -7,21 +7,79 @@ import re
 from collections.abc import Sequence
 
 from storage_engine.api import NewRecord, Record
+from storage_engine.bounds import MAX_INT64, int_ok, int_rule
 from storage_engine.errors import InvalidArgumentError, InvalidRecordError, RecordTooLargeError
 from storage_engine.policy import NamespacePolicy
 
-NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+# Anchored with \Z, not "$" (which lets a trailing "\n" in): the control plane's RegexField searches with it.
+NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}\Z")
 MAX_SHARDS = 1024
 MAX_TAGS = 64
 MAX_TAG_BYTES = 255
 MAX_HEADERS = 64
-MAX_TIMESTAMP_MS = (1 << 63) - 1
+MAX_TIMESTAMP_MS = MAX_INT64
+MAX_OFFSET = MAX_INT64
 # Bytes a record costs beyond its payload in every adapter's accounting.
 RECORD_OVERHEAD_BYTES = 32
 
 
+def check_int(value: object, field: str, minimum: int = 0, maximum: int = MAX_INT64) -> int:
+    """``value`` as an integer within ``minimum..maximum`` or :class:`InvalidArgumentError` naming ``field``."""
+    if not int_ok(value, minimum, maximum):
+        raise InvalidArgumentError(field, int_rule(minimum, maximum))
+    return value
+
+
+# ASCII digits only: Python's int() also takes Unicode digits ("٣"), "1_000" and surrounding
+# spaces, and raises ValueError for "²" (which str.isdigit() accepts) and past 4,300 digits.
+# 19 digits hold any int64.
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")
+
+
+def int_from_text(text: str, field: str, minimum: int = 0, maximum: int = MAX_INT64) -> int:
+    """A decimal integer written in ASCII digits (a query or path parameter), within bounds."""
+    if not _DECIMAL.fullmatch(text):
+        raise InvalidArgumentError(field, f"{int_rule(minimum, maximum)}, written in ASCII digits")
+    return check_int(int(text), field, minimum, maximum)
+
+
+def check_offset(value: object, field: str = "offset") -> int:
+    return check_int(value, field, 0, MAX_OFFSET)
+
+
+def check_timestamp(value: object, field: str = "timestamp") -> int:
+    return check_int(value, field, 0, MAX_TIMESTAMP_MS)
+
+
+def check_shard_arg(shard: object) -> int:
+    """The type of a shard argument; whether the namespace has it is the adapter's
+    :class:`~storage_engine.errors.UnknownShardError`."""
+    if isinstance(shard, bool) or not isinstance(shard, int):
+        raise InvalidArgumentError("shard", "must be an integer")
+    return shard
+
+
+def _tag_problem(tag: object) -> str | None:
+    """Why ``tag`` is not a tag (a non-empty string of at most MAX_TAG_BYTES UTF-8 bytes), or None."""
+    rule = f"must be a non-empty string of at most {MAX_TAG_BYTES} UTF-8 bytes"
+    if not isinstance(tag, str) or not tag:
+        return rule
+    try:
+        size = len(tag.encode())
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 form
+        return rule
+    return rule if size > MAX_TAG_BYTES else None
+
+
+def check_tag(tag: object) -> str:
+    problem = _tag_problem(tag)
+    if problem is not None or not isinstance(tag, str):
+        raise InvalidArgumentError("tag", problem or "must be a string")
+    return tag
+
+
 def validate_namespace_name(name: object) -> str:
-    if not isinstance(name, str) or not NAMESPACE_NAME.match(name):
+    if not isinstance(name, str) or not NAMESPACE_NAME.fullmatch(name):
         raise InvalidArgumentError("name", "must be 1-200 characters of letters, digits, '.', '_' or '-'")
     if name in {".", ".."}:
         raise InvalidArgumentError("name", "must not be '.' or '..'")
@@ -45,19 +103,17 @@ def record_size(record: NewRecord | Record) -> int:
 
 
 def _check_timestamp(value: object, field: str, index: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidRecordError(field, "must be an integer number of milliseconds", index)
-    if not 0 <= value <= MAX_TIMESTAMP_MS:
-        raise InvalidRecordError(field, "must be between 0 and 2^63-1 ms", index)
+    if not int_ok(value, 0, MAX_TIMESTAMP_MS):
+        raise InvalidRecordError(field, f"{int_rule(0, MAX_TIMESTAMP_MS)} (milliseconds)", index)
 
 
 def _check_tags_and_headers(r: NewRecord, i: int) -> None:
     if not isinstance(r.tags, tuple) or len(r.tags) > MAX_TAGS:
         raise InvalidRecordError("tags", f"must be a tuple of at most {MAX_TAGS} strings", i)
     for tag in r.tags:
-        if not isinstance(tag, str) or not tag or len(tag.encode()) > MAX_TAG_BYTES:
-            rule = f"each tag must be a non-empty string of at most {MAX_TAG_BYTES} bytes"
-            raise InvalidRecordError("tags", rule, i)
+        problem = _tag_problem(tag)
+        if problem is not None:
+            raise InvalidRecordError("tags", f"each tag {problem}", i)
     if not isinstance(r.headers, tuple) or len(r.headers) > MAX_HEADERS:
         raise InvalidRecordError("headers", f"must be a tuple of at most {MAX_HEADERS} (name, bytes) pairs", i)
     for h in r.headers:
@@ -100,7 +156,15 @@ def validate_records(records: Sequence[NewRecord], policy: NamespacePolicy) -> l
 
 
 def validate_read_limits(max_records: object, max_bytes: object) -> None:
-    if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
-        raise InvalidArgumentError("max_records", "must be an integer ≥ 1")
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise InvalidArgumentError("max_bytes", "must be an integer ≥ 1")
+    check_int(max_records, "max_records", 1)
+    check_int(max_bytes, "max_bytes", 1)
+
+
+def validate_read_args(shard: object, offset: object, max_records: object, max_bytes: object = 1) -> None:
+    """The arguments of every read (``read``, ``read_tag``): one check, so every adapter refuses
+    the same input with the same error. Whether ``offset`` lies in the shard is the adapter's
+    :class:`~storage_engine.errors.OffsetOutOfRangeError`. ``read_tag`` has no byte limit and
+    leaves ``max_bytes`` at its (valid) default."""
+    check_shard_arg(shard)
+    check_offset(offset)
+    validate_read_limits(max_records, max_bytes)

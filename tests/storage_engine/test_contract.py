@@ -367,7 +367,7 @@ def test_read_at_end_offset_is_empty_not_an_error(adapter: StorageAdapter) -> No
     assert (caught_up.records, caught_up.next_offset, caught_up.end_offset) == ((), 2, 2)
 
 
-@pytest.mark.parametrize("offset", [3, 100, -1])
+@pytest.mark.parametrize("offset", [3, 100])  # a negative offset is an invalid argument (test_bad_arguments)
 def test_read_outside_the_log_is_out_of_range(adapter: StorageAdapter, offset: int) -> None:
     ns = make_ns(adapter)
     adapter.append(ns, 0, [rec(), rec()])
@@ -460,7 +460,8 @@ def test_read_tag_from_an_offset(adapter: StorageAdapter) -> None:
     assert offsets("b", 3) == ([], 5)  # no further records: next_offset is end_offset
     assert offsets("a", 5) == ([], 5)
     assert offsets("missing") == ([], 5)
-    assert offsets("a", -10) == ([0, 2, 4], 5)  # below the log start: clamped, not an error
+    with pytest.raises(InvalidArgumentError):  # below 0 is no offset at all (test_bad_arguments)
+        offsets("a", -10)
 
 
 def test_read_tag_returns_a_record_once_however_often_it_carries_the_tag(adapter: StorageAdapter) -> None:

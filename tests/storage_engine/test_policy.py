@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 
 import pytest
@@ -116,3 +117,56 @@ def test_inheritance_validates_the_merged_policy():
             [("cluster", {"max_compaction_lag_ms": 100}), ("namespace", {"min_compaction_lag_ms": 200})],
         )
     assert "min_compaction_lag_ms" in caught.value.errors
+
+
+def test_retention_ms_zero_is_valid():
+    """Kafka accepts ``retention.ms=0``: every sealed segment is eligible at once."""
+    assert namespace_policy_from({"retention_ms": 0}).retention_ms == 0
+    policy, resolved = resolve_policy(NamespacePolicy, [("cluster", {}), ("namespace", {"retention_ms": 0})])
+    assert policy.retention_ms == 0 and resolved["retention_ms"].source == "namespace"  # the control plane's path
+    assert "retention_ms" in errors_of(namespace_policy_from, {"retention_ms": -1})
+
+
+NAMESPACE_FLOATS = [f.name for f in fields(NamespacePolicy) if isinstance(f.default, float)]
+NODE_FLOATS = [f.name for f in fields(NodePolicy) if isinstance(f.default, float)]
+# Every numeric field of both policies, with the builder that validates it.
+NUMERIC = [
+    (build, name)
+    for build, described in ((namespace_policy_from, NAMESPACE_FIELDS), (node_policy_from, NODE_FIELDS))
+    for name, info in described.items()
+    if info.unit not in ("bool", "choice", "hours")
+]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(("build", "field"), NUMERIC, ids=[f for _, f in NUMERIC])
+def test_nan_and_infinity_are_refused_in_every_numeric_field(build, field, value):
+    """NaN compares false with every bound, so it used to pass, be stored, and break every later answer."""
+    floating = field in NAMESPACE_FLOATS or field in NODE_FLOATS
+    rule = "must be a finite number" if floating else "must be an integer from -2^63 to 2^63-1"
+    assert errors_of(build, {field: value}) == {field: rule}
+
+
+@pytest.mark.parametrize(("build", "field"), NUMERIC, ids=[f for _, f in NUMERIC])
+def test_numbers_beyond_64_bits_and_booleans_are_refused(build, field):
+    for value in (1 << 63, 10**5000, True):
+        assert field in errors_of(build, {field: value}), value
+    assert len(NUMERIC) > 30  # every numeric field of both policies is covered
+
+
+def test_float_fields_take_ints_and_finite_floats():
+    assert NAMESPACE_FLOATS and NODE_FLOATS
+    assert namespace_policy_from({"reclaim_dead_ratio": 1}).reclaim_dead_ratio == 1
+    assert node_policy_from({"urgent_expired_ratio": 0.25}).urgent_expired_ratio == 0.25
+
+
+@pytest.mark.parametrize("value", [4, 4.0, ["04"], {"h": 4}, None])
+def test_a_delete_when_that_is_not_a_string_is_a_validation_error(value):
+    """A non-string ``delete_when`` used to crash the hour check (``.split`` on an int)."""
+    assert "delete_when" in errors_of(node_policy_from, {"delete_when": value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("delete_when", "²"), ("delete_when", "٠٤"), ("off_peak_hours", "١-٥")])
+def test_hours_take_ascii_digits_only(field, value):
+    """``"²".isdigit()`` is true and ``int("²")`` raises: ASCII digits only, refused as a rule, not a crash."""
+    assert "list of hours" in errors_of(node_policy_from, {field: value})[field]

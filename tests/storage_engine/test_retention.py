@@ -116,6 +116,40 @@ def test_a_read_below_the_log_start_is_out_of_range(lc_adapter: StorageAdapter, 
     assert_verified(lc_adapter)
 
 
+def test_zero_retention_deletes_every_segment_older_than_now(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    """``retention_ms = 0`` (Kafka accepts it): a segment is due as soon as ``now − max_timestamp > 0``."""
+    ns = make_ns(lc_adapter, segment_bytes=1024, retention_ms=0)
+    now = clock.now_ms()
+    fill(lc_adapter, ns, 8, timestamp=now - 1)
+    fill(lc_adapter, ns, 4, timestamp=now)  # 0 ms old: not yet past a retention of 0
+    segments = lc_adapter.list_segments(ns, 0)
+    past = [s for s in segments if s.max_timestamp is not None and s.max_timestamp < now]
+    assert 0 < len(past) < len(segments)
+    result = lc_adapter.apply_retention(ns)
+    assert result.segments_deleted == len(past) and result.rolled == 0
+    assert lc_adapter.shard_stats(ns, 0).log_start_offset == segments[len(past)].base_offset
+    clock.advance(1)  # now every record is 1 ms old: everything goes, the end offset stays
+    result = lc_adapter.apply_retention(ns, shard=0)
+    assert result.rolled == 1 and result.log_start_offset == 12
+    stats = lc_adapter.shard_stats(ns, 0)
+    assert (stats.log_start_offset, stats.end_offset, stats.record_count) == (12, 12, 0)
+    assert_verified(lc_adapter)
+
+
+def test_zero_retention_in_the_plan(clock: ManualClock) -> None:
+    from storage_engine.api import SegmentInfo
+
+    def seg(base: int, ts: int, state: SegmentState = SegmentState.SEALED) -> SegmentInfo:
+        return SegmentInfo("n", 0, base, base, 1, 1, 100, ts, ts, None, True, state, 0, 0)
+
+    policy = NamespacePolicy(retention_ms=0)
+    plan = deletable_segments([seg(0, 9_999), seg(1, 10_000), seg(2, 10_000, SegmentState.ACTIVE)], policy, 10_000)
+    assert (plan.count, plan.reasons, plan.roll) == (1, ("time",), False)
+    everything = [seg(0, 9_998), seg(1, 9_999, SegmentState.ACTIVE)]
+    plan = deletable_segments(everything, policy, 10_000)
+    assert (plan.count, plan.roll) == (2, True)  # the active one too: roll first, keep the end offset
+
+
 def test_the_plan_is_a_contiguous_prefix(clock: ManualClock) -> None:
     from storage_engine.api import SegmentInfo
 
