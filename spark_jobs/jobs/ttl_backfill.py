@@ -19,12 +19,13 @@ behind, and the scan must see that the record is gone rather than mark a missing
 
 The file is ``--output`` (default ``<lake path>/ttl-backfill/<namespace>/ttl-<now ms>.sst``, a local
 path). With ``--node-url`` (bearer token from ``$NODE_TOKEN``) the job asks the node for the namespace id
-(``GET /v1/namespaces/{ns}/ttl-index``) and its TTL, then has it ingest the file
-(``POST /v1/namespaces/{ns}/ttl-index/ingest`` with the file's path: the node reads it from its own
-filesystem, so the job runs on the node's machine or writes to a mount the node shares). The node
-validates every key, skips records already gone or dead, and loads the rest atomically with RocksDB's
-``ingest_external_file``. Without ``--node-url``, ``--ns-id`` names the namespace id and the file is
-left for ``StorageAdapter.ingest_ttl_index``.
+(``GET /v1/namespaces/{ns}/ttl-index``) and its TTL, then uploads the file
+(``PUT /v1/namespaces/{ns}/ttl-index``, the SST as the body): the node writes it into its import
+directory, ingests it and removes it, so the job needs no filesystem shared with the node (the node
+reads no file outside ``<data_dir>/import/``). The node validates every key, skips records already gone
+or dead, and loads the rest atomically with RocksDB's ``ingest_external_file``. Without ``--node-url``,
+``--ns-id`` names the namespace id and the file is left for ``StorageAdapter.ingest_ttl_index`` (write
+it into the engine's ``ttl_import_dir()`` and pass its name).
 
 What an ingested entry does: the next ``expire-scan`` after its ``expire_at`` marks the record dead (its
 tag and key entries go) and ``reclaim`` then removes it from its segment. Reads judge visibility by the
@@ -162,8 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m spark_jobs {JOB_NAME}",
         description="Give already-written records of a namespace an explicit TTL by a rule: compute their "
-        "TTL-index entries from the sealed segments, write them as an SST file and (with --node-url) have "
-        "the node ingest it, so the next TTL scans expire them. Prints a JSON summary.",
+        "TTL-index entries from the sealed segments, write them as an SST file and (with --node-url) upload "
+        "it to the node, which ingests it, so the next TTL scans expire them. Prints a JSON summary.",
     )
     parser.add_argument("--namespace", required=True, help="the namespace to backfill")
     rule = parser.add_mutually_exclusive_group(required=True)
@@ -174,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ns-id", type=int, help="the namespace id (default: asked from --node-url)")
     parser.add_argument("--namespace-ttl-ms", type=int, help="the namespace TTL (default: the node's policy)")
     parser.add_argument("--output", help="the SST file (default <lake path>/ttl-backfill/<ns>/ttl-<now>.sst)")
-    parser.add_argument("--node-url", help=f"have this node ingest the file (token from env {ENV_NODE_TOKEN})")
+    parser.add_argument("--node-url", help=f"upload the file to this node to ingest (token from env {ENV_NODE_TOKEN})")
     add_common_arguments(parser)
     return parser
 
@@ -196,7 +197,7 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         args.output or config.lake_path / "ttl-backfill" / args.namespace / f"ttl-{int(time.time() * 1000)}.sst"
     )
     if "://" in output_text or output_text.startswith("file:"):
-        raise ConfigError(f"--output must be a local file the node can read, got {output_text!r}")
+        raise ConfigError(f"--output must be a local file, got {output_text!r}")
     output = Path(output_text).expanduser().resolve()
 
     ns_id, namespace_ttl_ms = args.ns_id, args.namespace_ttl_ms
@@ -224,7 +225,7 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         exit_code = 0
         if client is not None and summary["sst"]:
             try:
-                summary["ingested"] = client.ingest_ttl_index(args.namespace, summary["sst"])
+                summary["ingested"] = client.upload_ttl_index(args.namespace, summary["sst"])
             except StorageError as exc:
                 print(f"python -m spark_jobs {JOB_NAME}: error: the node refused the file: {exc}", file=sys.stderr)
                 summary["ingested"] = False

@@ -15,10 +15,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from storage_engine.api import EngineStats, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
@@ -29,8 +31,9 @@ from storage_engine.node.idempotency import IdempotencyCache
 from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
-from storage_engine.node.params import MAX_BODY_BYTES, int_param, json_body, only, shard_param
+from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
 from storage_engine.node.subscriptions import add_subscription_routes
+from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 from storage_engine.wire import (
@@ -48,15 +51,51 @@ from storage_engine.wire import (
 log = logging.getLogger("storage_node")
 Handler = Callable[[Request], Awaitable[Response]]
 MAX_BATCH_RECORDS = 100_000
+INTERNAL_ERROR = {"error": "internal_error", "message": "the node failed to answer; its log has the details"}
+MAX_PATH_SHOWN = 200  # characters of a request path quoted in an error
+
+
+def _shown_path(request: Request) -> str:
+    path = request.url.path
+    return path if len(path) <= MAX_PATH_SHOWN else path[:MAX_PATH_SHOWN] + "…"
+
+
+def _allowed_methods(routes: list[Route], scope: Scope) -> list[str]:
+    """Every method some route serves at this path (Starlette's own 405 names one route's only)."""
+    allowed: set[str] = set()
+    for r in routes:
+        if r.matches(scope)[0] is not Match.NONE:
+            allowed |= r.methods or set()
+    return sorted(allowed)
+
+
+def _http_error_handler(routes: list[Route]) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """Starlette's own errors (no such route, wrong method) in the node's error shape, not plain text."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        headers = exc.headers
+        if exc.status_code == 404:
+            body: dict[str, Any] = {
+                "error": "not_found",
+                "message": f"no route {request.method} {_shown_path(request)}",
+            }
+        elif exc.status_code == 405:
+            allowed = _allowed_methods(routes, request.scope)
+            message = f"{request.method} is not allowed on {_shown_path(request)}; allowed: {', '.join(allowed)}"
+            body = {"error": "method_not_allowed", "message": message, "allowed": allowed}
+            headers = {"Allow": ", ".join(allowed)}
+        else:
+            body = {"error": "http_error", "message": str(exc.detail)}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+    return handle
 
 
 async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
     """A produce body: JSON ``{"records": [...]}`` or one binary batch (``application/vnd.lcs.batch``)."""
     if request.headers.get("content-type", "").split(";")[0].strip() == MEDIA_TYPE:
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            raise InvalidArgumentError("body", f"must be at most {MAX_BODY_BYTES} bytes")
-        return decode_produce(raw)
+        return decode_produce(await read_body(request))
     return _records_from(await json_body(request), now_ms)
 
 
@@ -88,6 +127,9 @@ class RouteTable:
                     if status >= 500:
                         log.error("%s %s: %s", method, request.url.path, exc)
                     response = JSONResponse(error_body(exc), status_code=status)
+                except Exception:  # a bug, not bad input: logged whole, answered in the error shape
+                    log.exception("%s %s failed", method, request.url.path)
+                    response = JSONResponse(INTERNAL_ERROR, status_code=500)
                 self.metrics.observe(name, response.status_code, time.perf_counter() - started)
                 return response
 
@@ -283,6 +325,9 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     add_lifecycle_routes(table, engine, jobs)
     add_subscription_routes(table, engine)
+    add_ttl_index_routes(table, engine)
+    with contextlib.suppress(InvalidArgumentError):  # a memory engine may have no data dir (no import dir)
+        engine.ttl_import_dir()  # created now, so a caller sharing the data dir can place files in it
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -292,4 +337,9 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         log.info("closing engine: flushing, fsyncing, closing RocksDB")
         await run_in_threadpool(engine.close)
 
-    return Starlette(routes=table.routes, middleware=[Middleware(BearerAuth, token=token)], lifespan=lifespan)
+    return Starlette(
+        routes=table.routes,
+        middleware=[Middleware(BearerAuth, token=token)],
+        exception_handlers={HTTPException: _http_error_handler(table.routes)},
+        lifespan=lifespan,
+    )

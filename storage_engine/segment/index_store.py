@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import struct
@@ -59,6 +60,8 @@ from rocksdict import IngestExternalFileOptions, Options, Rdict, ReadOptions, Ss
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.meta import SegmentMeta
+
+log = logging.getLogger(__name__)
 
 _PREFIX = struct.Struct(">IH")
 _NS = struct.Struct(">I")
@@ -658,11 +661,12 @@ class ForeignTTLEntryError(InvalidArgumentError):
 
     code = "foreign_ttl_entry"
 
-    def __init__(self, path: str, key: bytes, reason: str) -> None:
-        self.path = path
-        self.key = key.hex()
+    def __init__(self, file: str, index: int, reason: str) -> None:
+        # The entry is named by its position, never by its bytes: errors quote no file contents.
+        self.file = file
+        self.index = index
         self.reason = reason
-        super().__init__("path", f"{path}: TTL entry {key.hex()} {reason}")
+        super().__init__("file", f"{file}: TTL entry #{index} {reason}")
 
 
 def decode_ttl_key(key: bytes) -> tuple[int, int, int, int]:
@@ -681,11 +685,10 @@ def sst_options() -> Options:
 def open_sst(path: Path, scratch_root: Path) -> Iterator[Rdict]:
     """An SST file as a read-only view: rocksdict has no SST reader, so the file is ingested (copied,
     the caller's file stays) into a scratch database under ``scratch_root``, removed afterwards.
+    ``path`` is a checked file of the import directory (:func:`storage_engine.ttl_import.import_file`).
 
-    Raises :class:`InvalidArgumentError` (field ``path``) for a missing or unreadable file or one
-    that is not an SST file RocksDB accepts."""
-    if not path.is_file():
-        raise InvalidArgumentError("path", f"{path}: no such file on the node")
+    Raises :class:`InvalidArgumentError` (field ``file``) for a file that is not an SST file
+    RocksDB accepts; the message names the file, never RocksDB's error (which may quote its bytes)."""
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="ttl-ingest-", dir=scratch_root))
     db: Rdict | None = None
@@ -696,7 +699,8 @@ def open_sst(path: Path, scratch_root: Path) -> Iterator[Rdict]:
         try:
             db.ingest_external_file([str(path)], opts)
         except Exception as exc:  # rocksdict raises a plain Exception for a bad file
-            raise InvalidArgumentError("path", f"{path}: not an ingestible SST file ({exc})") from None
+            log.info("ttl-index ingest: %s is not an ingestible SST file: %s", path, exc)
+            raise InvalidArgumentError("file", f"{path.name}: not a valid SST file") from None
         yield db
     finally:
         if db is not None:
@@ -717,21 +721,21 @@ def validated_ttl_entries(db: Rdict, path: Path, ns_id: int, end_offsets: list[i
     """The entries of an SST view (:func:`open_sst`) in key order, each checked to be a TTL-index
     entry of namespace ``ns_id`` whose shard has end offset ``end_offsets[shard]``; the first one
     that is not raises :class:`ForeignTTLEntryError`."""
-    where = str(path)
-    for raw_key, raw_value in cast(Iterable[tuple[bytes, bytes]], db.items()):
+    where = path.name
+    for i, (raw_key, raw_value) in enumerate(cast(Iterable[tuple[bytes, bytes]], db.items())):
         key, value = bytes(raw_key), bytes(raw_value)
         if len(key) != TTL_KEY_BYTES:
-            raise ForeignTTLEntryError(where, key, f"is {len(key)} bytes, a TTL key is {TTL_KEY_BYTES}")
+            raise ForeignTTLEntryError(where, i, f"is {len(key)} bytes, a TTL key is {TTL_KEY_BYTES}")
         if len(value) not in (0, TTL_VALUE_BYTES):
-            raise ForeignTTLEntryError(where, key, f"has a {len(value)}-byte value (0 or {TTL_VALUE_BYTES})")
+            raise ForeignTTLEntryError(where, i, f"has a {len(value)}-byte value (0 or {TTL_VALUE_BYTES})")
         expire_at, n, shard, offset = decode_ttl_key(key)
         if n != ns_id:
-            raise ForeignTTLEntryError(where, key, f"belongs to namespace id {n}, not {ns_id}")
+            raise ForeignTTLEntryError(where, i, f"belongs to namespace id {n}, not {ns_id}")
         if shard >= len(end_offsets):
-            raise ForeignTTLEntryError(where, key, f"names shard {shard}; the namespace has {len(end_offsets)}")
+            raise ForeignTTLEntryError(where, i, f"names shard {shard}; the namespace has {len(end_offsets)}")
         if offset >= end_offsets[shard]:
             raise ForeignTTLEntryError(
-                where, key, f"points at offset {offset}, at or past the end {end_offsets[shard]} of shard {shard}"
+                where, i, f"points at offset {offset}, at or past the end {end_offsets[shard]} of shard {shard}"
             )
         yield TTLSstEntry(key, value, expire_at, shard, offset)
 
@@ -782,7 +786,7 @@ def ingest_ttl_file(
                 finally:
                     filtered.unlink(missing_ok=True)
     return {
-        "path": str(path),
+        "file": path.name,
         "entries": entries,
         "ingested": ingested,
         "skipped": len(skip),

@@ -1,8 +1,10 @@
 """Bulk-loading the TTL index from an SST file (``ingest_ttl_index``): every adapter in process with a
-manual clock, and a real node through ``NodeClient`` (``POST /v1/namespaces/{ns}/ttl-index/ingest``).
+manual clock, and a real node through ``NodeClient`` (``PUT /v1/namespaces/{ns}/ttl-index`` uploads,
+``POST .../ttl-index/ingest`` names a file of the node's import directory).
 
 The SST files are written here with ``rocksdict.SstFileWriter`` and the engine's own key encoder
-(``ttl_key``), as the ``ttl-backfill`` Spark job writes them.
+(``ttl_key``), as the ``ttl-backfill`` Spark job writes them. The engine reads them only from its
+import directory (``<data_dir>/import/``), by bare name.
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ def populate(eng: StorageAdapter, clock: ManualClock) -> dict[int, dict[int, boo
     return tagged
 
 
+def importable(eng: StorageAdapter, name: str, entries: Sequence[tuple[int, int, int, int]], value: bytes = b"") -> str:
+    """Write an SST into the engine's import directory; returns the name to ingest it by."""
+    write_sst(eng.ttl_import_dir() / name, entries, value)
+    return name
+
+
 def visible(eng: StorageAdapter, shard: int) -> list[int]:
     start = eng.shard_stats(NS, shard).log_start_offset
     return [r.offset for r in eng.read(NS, shard, start, max_records=10_000).records]
@@ -83,12 +91,13 @@ def test_ingested_entries_expire_exactly_the_named_records(
     ns_id = int(info["ns_id"])  # type: ignore[call-overload]
     wanted = {(s, o) for s, offsets in tagged.items() for o, t in offsets.items() if t}
     entries = [(START_MS + HOUR_MS, ns_id, s, o) for s, o in sorted(wanted)]
-    sst = write_sst(tmp_path / "ttl.sst", entries)
+    name = importable(eng, "ttl.sst", entries)
 
-    result = eng.ingest_ttl_index(NS, str(sst))
+    result = eng.ingest_ttl_index(NS, name)
     assert (result["entries"], result["ingested"], result["skipped"]) == (len(wanted), len(wanted), 0)
     assert result["min_expire_at"] == result["max_expire_at"] == START_MS + HOUR_MS
-    assert sst.exists()  # copied, not moved
+    assert result["file"] == name
+    assert (eng.ttl_import_dir() / name).exists()  # copied, not moved
 
     assert eng.expire_scan(NS, manual=True).expired_records == 0  # not due yet
     assert eng.verify(NS).ok, eng.verify(NS).problems  # waiting entries for records without an expire_at
@@ -114,11 +123,11 @@ def test_reingesting_skips_dead_records(engine: tuple[StorageAdapter, ManualCloc
     tagged = populate(eng, clock)
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
     first = [o for o, t in sorted(tagged[0].items()) if t][:3]
-    sst = write_sst(tmp_path / "a.sst", [(START_MS + 10, ns_id, 0, o) for o in first])
-    assert eng.ingest_ttl_index(NS, str(sst))["ingested"] == 3
+    sst = importable(eng, "a.sst", [(START_MS + 10, ns_id, 0, o) for o in first])
+    assert eng.ingest_ttl_index(NS, sst)["ingested"] == 3
     clock.set(START_MS + 10)
     assert eng.expire_scan(NS, manual=True).expired_records == 3
-    again = eng.ingest_ttl_index(NS, str(sst))
+    again = eng.ingest_ttl_index(NS, sst)
     assert (again["ingested"], again["skipped"]) == (0, 3)
     assert eng.expire_scan(NS, manual=True).expired_records == 0
     assert eng.shard_stats(NS, 0).live_count == eng.shard_stats(NS, 0).record_count - 3
@@ -132,8 +141,8 @@ def test_two_backfills_of_one_record_count_it_dead_once(
     tagged = populate(eng, clock)
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
     first = [o for o, t in sorted(tagged[0].items()) if t][:3]
-    eng.ingest_ttl_index(NS, str(write_sst(tmp_path / "a.sst", [(START_MS + 10, ns_id, 0, o) for o in first])))
-    eng.ingest_ttl_index(NS, str(write_sst(tmp_path / "b.sst", [(START_MS + 20, ns_id, 0, o) for o in first])))
+    eng.ingest_ttl_index(NS, importable(eng, "a.sst", [(START_MS + 10, ns_id, 0, o) for o in first]))
+    eng.ingest_ttl_index(NS, importable(eng, "b.sst", [(START_MS + 20, ns_id, 0, o) for o in first]))
     clock.set(START_MS + 20)
     eng.expire_scan(NS, manual=True)
     stats = eng.shard_stats(NS, 0)
@@ -156,33 +165,65 @@ def test_a_foreign_entry_refuses_the_whole_file(
     populate(eng, clock)
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
     good = [(START_MS, ns_id, 0, o) for o in range(5)]
-    sst = write_sst(tmp_path / "mixed.sst", [*good, bad(ns_id)])  # type: ignore[operator]
+    sst = importable(eng, "mixed.sst", [*good, bad(ns_id)])  # type: ignore[operator]
     with pytest.raises(ForeignTTLEntryError) as refused:
-        eng.ingest_ttl_index(NS, str(sst))
+        eng.ingest_ttl_index(NS, sst)
     assert reason in str(refused.value) and refused.value.code == "foreign_ttl_entry"
+    assert refused.value.field == "file" and str(eng.ttl_import_dir()) not in str(refused.value)
     clock.set(START_MS + 1)
     assert eng.expire_scan(NS, manual=True).expired_records == 0  # nothing went in
 
 
-def test_malformed_files_are_refused(engine: tuple[StorageAdapter, ManualClock], tmp_path: Path) -> None:
+def test_malformed_files_are_refused(engine: tuple[StorageAdapter, ManualClock]) -> None:
     eng, clock = engine
     populate(eng, clock)
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
-    with pytest.raises(InvalidArgumentError, match="no such file"):
-        eng.ingest_ttl_index(NS, str(tmp_path / "missing.sst"))
-    junk = tmp_path / "junk.sst"
-    junk.write_bytes(b"not an sst" * 100)
-    with pytest.raises(InvalidArgumentError, match="not an ingestible SST"):
-        eng.ingest_ttl_index(NS, str(junk))
-    short = tmp_path / "short.sst"
+    with pytest.raises(InvalidArgumentError, match="no such file") as missing:
+        eng.ingest_ttl_index(NS, "missing.sst")
+    assert missing.value.field == "file"
+    secret = b"SECRET-BYTES-" * 100
+    (eng.ttl_import_dir() / "junk.sst").write_bytes(secret)
+    with pytest.raises(InvalidArgumentError, match=r"junk\.sst: not a valid SST file") as junk:
+        eng.ingest_ttl_index(NS, "junk.sst")
+    assert "SECRET" not in str(junk.value) and junk.value.field == "file"  # no file bytes, no RocksDB message
+    short = eng.ttl_import_dir() / "short.sst"
     writer = SstFileWriter(options=sst_options())
     writer.open(str(short))
     writer[b"\x00" * 8] = b""
     writer.finish()
-    with pytest.raises(ForeignTTLEntryError, match="is 8 bytes"):
-        eng.ingest_ttl_index(NS, str(short))
+    with pytest.raises(ForeignTTLEntryError, match="is 8 bytes") as short_key:
+        eng.ingest_ttl_index(NS, "short.sst")
+    assert "00000000" not in str(short_key.value)  # an entry is named by its position, not its bytes
     with pytest.raises(ForeignTTLEntryError, match="3-byte value"):
-        eng.ingest_ttl_index(NS, str(write_sst(tmp_path / "v.sst", [(START_MS, ns_id, 0, 1)], value=b"abc")))
+        eng.ingest_ttl_index(NS, importable(eng, "v.sst", [(START_MS, ns_id, 0, 1)], value=b"abc"))
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../segments", "a/b.sst", ".hidden.sst", "..", "", "x" * 201, 7, None])
+def test_only_bare_names_in_the_import_directory(engine: tuple[StorageAdapter, ManualClock], name: object) -> None:
+    eng, clock = engine
+    populate(eng, clock)
+    with pytest.raises(InvalidArgumentError) as refused:
+        eng.ingest_ttl_index(NS, name)  # type: ignore[arg-type]
+    assert refused.value.field == "file" and "bare name" in refused.value.rule
+
+
+def test_a_link_out_of_the_import_directory_is_refused(
+    engine: tuple[StorageAdapter, ManualClock], tmp_path: Path
+) -> None:
+    eng, clock = engine
+    populate(eng, clock)
+    ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
+    outside = write_sst(tmp_path / "outside.sst", [(START_MS + 10, ns_id, 0, 0)])
+    (eng.ttl_import_dir() / "link.sst").symlink_to(outside)
+    with pytest.raises(InvalidArgumentError, match="not a regular file"):
+        eng.ingest_ttl_index(NS, "link.sst")
+
+
+def test_the_import_directory_lives_in_the_data_directory(
+    engine: tuple[StorageAdapter, ManualClock], tmp_path: Path
+) -> None:
+    eng, _ = engine
+    assert eng.ttl_import_dir() == tmp_path / "data" / "import" and eng.ttl_import_dir().is_dir()
 
 
 # -- through a real node ---------------------------------------------------------------------------------
@@ -192,7 +233,7 @@ def client(node: object) -> Iterator[NodeClient]:
         yield c
 
 
-def test_node_ingest_route_then_expire_scan(client: NodeClient, tmp_path: Path) -> None:
+def test_node_upload_route_then_expire_scan(client: NodeClient, node: object, tmp_path: Path) -> None:
     client.create_namespace(NS, 1, POLICY)
     now = int(time.time() * 1000)
     old = now - 2 * HOUR_MS  # producer timestamps two hours back: a 1 h TTL has passed, no sleeping
@@ -204,8 +245,11 @@ def test_node_ingest_route_then_expire_scan(client: NodeClient, tmp_path: Path) 
     assert info["shards"] == 1 and info["end_offsets"] == [10]
     odd = [o for i, o in enumerate(offsets) if i % 2]
     sst = write_sst(tmp_path / "node.sst", [(old + o + HOUR_MS, info["ns_id"], 0, o) for o in odd])
-    result = client.ingest_ttl_index(NS, str(sst))
+    result = client.upload_ttl_index(NS, sst)
     assert result["ingested"] == 5 and result["namespace"] == NS
+    assert result["uploaded_bytes"] == sst.stat().st_size
+    import_dir = node.data_dir / "import"  # type: ignore[attr-defined]
+    assert list(import_dir.iterdir()) == []  # the upload is removed once ingested
     step = client.lifecycle_step(NS, "expire-scan", manual=True)
     assert step["expired_records"] == 5
     stats = client.shard_stats(NS, 0)
@@ -213,7 +257,28 @@ def test_node_ingest_route_then_expire_scan(client: NodeClient, tmp_path: Path) 
 
     foreign = write_sst(tmp_path / "foreign.sst", [(old, info["ns_id"] + 1, 0, 0)])
     with pytest.raises(RemoteError) as refused:
-        client.ingest_ttl_index(NS, str(foreign))
+        client.upload_ttl_index(NS, foreign)
     assert refused.value.status == 400 and refused.value.remote_code == "foreign_ttl_entry"
-    with pytest.raises(InvalidArgumentError):
-        client.ingest_ttl_index(NS, "relative/path.sst")
+    junk = tmp_path / "junk.sst"
+    junk.write_bytes(b"SECRET" * 50)
+    with pytest.raises(InvalidArgumentError) as not_sst:
+        client.upload_ttl_index(NS, junk)
+    assert not_sst.value.field == "body" and "SECRET" not in str(not_sst.value)
+    assert list(import_dir.iterdir()) == []
+
+
+def test_node_ingests_only_files_of_its_import_directory(client: NodeClient, node: object) -> None:
+    client.create_namespace(NS, 1, POLICY)
+    offset = client.append(NS, 0, [NewRecord(value=b"x")]).base_offset
+    info = client.ttl_index_info(NS)
+    import_dir = node.data_dir / "import"  # type: ignore[attr-defined]
+    write_sst(import_dir / "placed.sst", [(int(time.time() * 1000) - 1, info["ns_id"], 0, offset)])
+    assert client.ingest_ttl_index(NS, "placed.sst")["ingested"] == 1
+    assert (import_dir / "placed.sst").exists()  # a placed file is the caller's: copied, left
+    for name in ["/etc/passwd", "../LOCK", "import/placed.sst"]:
+        with pytest.raises(InvalidArgumentError) as refused:
+            client.ingest_ttl_index(NS, name)
+        assert refused.value.field == "file"
+    with pytest.raises(InvalidArgumentError) as old_contract:
+        client._call("POST", f"/v1/namespaces/{NS}/ttl-index/ingest", idempotent=False, json={"path": "/etc/passwd"})
+    assert old_contract.value.field == "path" and "root:" not in str(old_contract.value)

@@ -183,14 +183,14 @@ def test_backfill_expires_exactly_the_matching_records(
     assert len(expected) >= 15 and len(sealed) < len(facts)  # the active segments are not covered
 
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
-    sst = tmp_path / "out" / "gdpr.sst"
+    sst = eng.ttl_import_dir() / "gdpr.sst"  # the engine ingests only files of its import directory
     argv = ["--namespace", NS, "--tag", "gdpr", "--ttl", "1h", "--data-dir", str(data_dir)]
     assert main([*argv, "--ns-id", str(ns_id), "--output", str(sst), "--lake-path", str(tmp_path)], spark=spark) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["entries"] == len(expected) and summary["sst"] == str(sst) and summary["ingested"] is None
     assert summary["min_expire_at"] == min(facts[k]["timestamp"] for k in expected) + HOUR_MS
 
-    loaded = eng.ingest_ttl_index(NS, str(sst))
+    loaded = eng.ingest_ttl_index(NS, sst.name)
     assert (loaded["ingested"], loaded["skipped"]) == (len(expected), 0)
 
     first = min(facts[k]["timestamp"] for k in expected) + HOUR_MS
@@ -258,7 +258,9 @@ def test_through_a_real_node(
             assert main([*argv, "--data-dir", str(node.data_dir), "--output", str(sst)], spark=spark) == 0
             summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
             assert summary["entries"] == len(expected)
-            assert summary["ingested"]["ingested"] == len(expected)
+            assert summary["ingested"]["ingested"] == len(expected)  # uploaded: no filesystem shared with the node
+            assert summary["ingested"]["uploaded_bytes"] == sst.stat().st_size
+            assert list((node.data_dir / "import").iterdir()) == []
 
             step = client.lifecycle_step(NS, "expire-scan", manual=True)
             assert step["expired_records"] == len(expected)

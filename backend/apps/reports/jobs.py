@@ -77,7 +77,8 @@ def _compaction_plan_args(ctx: JobContext) -> list[str]:
 
 def _ttl_backfill_args(ctx: JobContext) -> list[str]:
     """The rule (``params``: ``tag`` or ``key_prefix``, and ``ttl``; checked by :func:`check_params`); the
-    SST file goes to the namespace's node for ingestion."""
+    job uploads its SST file to the namespace's node (``--node-url``), which ingests it: no filesystem is
+    shared with the node beyond the segments the job reads from ``--data-dir``."""
     rule = (
         ["--tag", str(ctx.params["tag"])] if ctx.params.get("tag") else ["--key-prefix", str(ctx.params["key_prefix"])]
     )
