@@ -37,6 +37,7 @@ import abc
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 from storage_engine.policy import NamespacePolicy, NodePolicy
 
@@ -110,13 +111,22 @@ class SegmentState(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
-    """Metadata of one segment (DESIGN §2). ``last_offset`` is -1 when empty.
+    """Metadata and figures of one segment (DESIGN §2, §3 "Figures"). ``last_offset`` is -1 when empty.
 
-    ``max_expire_at`` is the largest explicit ``expire_at`` in the segment (or
-    ``None``); ``has_unbounded`` is true when any record lacks an explicit
-    ``expire_at``. ``size_bytes`` is the bytes the segment occupies in its
-    store. Adapters without files (``rocksdb``, ``memory``) report logical
-    segments with the same rolling rules so the catalog looks the same.
+    ``record_count`` is the records stored (a rewrite removes some);
+    ``expired_records`` / ``expired_bytes`` the stored records that are
+    expired at the time of the call (effective expiry passed, or marked dead)
+    and their bytes (``size_bytes`` when every record is expired, else the
+    encoded sizes of the expired ones; :mod:`storage_engine.figures`);
+    ``live_count`` = ``record_count − expired_records``, what a reader can
+    still get. ``deadline`` is when every record will have expired, with the
+    namespace's ``ttl_ms`` taken into account (``None``: some record never
+    expires). ``min_expire_at`` / ``max_expire_at`` bound the explicit
+    ``expire_at`` values (``None`` when no record has one); ``has_unbounded``
+    is true when any record lacks one. ``size_bytes`` is the bytes the segment
+    occupies in its store. Adapters without files (``rocksdb``, ``memory``)
+    report logical segments with the same rolling rules so the catalog looks
+    the same.
     """
 
     namespace: str
@@ -133,16 +143,23 @@ class SegmentInfo:
     state: SegmentState
     created_at: int
     modified_at: int
+    expired_records: int = 0
+    expired_bytes: int = 0
+    deadline: int | None = None
+    min_expire_at: int | None = None
+    first_timestamp: int | None = None  # the first record's timestamp: a segment's age for rolling (None when empty)
 
 
 @dataclass(frozen=True, slots=True)
 class ShardStats:
-    """Bounds and sizes of one shard.
+    """Bounds, sizes and expired figures of one shard: the sums of its segments' figures.
 
     ``expired_records`` / ``expired_bytes`` count what is expired but not yet
-    reclaimed: records marked dead by the TTL-index scan plus every record of
-    a segment whose deadline has passed (DESIGN §3, layers 2 and 3).
-    ``expired_ratio`` is ``expired_records / record_count`` (0 when empty).
+    reclaimed, exactly as :class:`SegmentInfo` defines them, over every
+    segment (the active one included). ``live_count`` = ``record_count −
+    expired_records`` (what reads return); ``expired_ratio`` is
+    ``expired_records / record_count`` and ``expired_bytes_ratio``
+    ``expired_bytes / size_bytes`` (0 when empty).
     """
 
     namespace: str
@@ -156,6 +173,31 @@ class ShardStats:
     expired_records: int = 0
     expired_bytes: int = 0
     expired_ratio: float = 0.0
+    expired_bytes_ratio: float = 0.0
+
+
+def shard_stats_of(
+    namespace: str, shard: int, log_start_offset: int, end_offset: int, segments: Sequence[SegmentInfo]
+) -> ShardStats:
+    """A shard's stats from its segments' figures (the one place they are summed)."""
+    records = sum(s.record_count for s in segments)
+    size = sum(s.size_bytes for s in segments)
+    expired = sum(s.expired_records for s in segments)
+    expired_bytes = sum(s.expired_bytes for s in segments)
+    return ShardStats(
+        namespace=namespace,
+        shard=shard,
+        log_start_offset=log_start_offset,
+        end_offset=end_offset,
+        record_count=records,
+        live_count=records - expired,
+        size_bytes=size,
+        segment_count=len(segments),
+        expired_records=expired,
+        expired_bytes=expired_bytes,
+        expired_ratio=expired / records if records else 0.0,
+        expired_bytes_ratio=expired_bytes / size if size else 0.0,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +235,15 @@ class LifecycleResult:
       rewritten without their dead records; ``records_removed`` and
       ``bytes_reclaimed`` are what left the store through either;
     - ``files_removed``: ``.deleted`` files removed for good by this call;
+    - file cleaning (``clean_files``) only: ``bytes_reclaimed`` is the bytes the
+      run actually freed (files removed, or dropped from a store without
+      files), and ``pending_delete_bytes`` the bytes of ``.deleted`` files
+      still on disk after it (held by a reader, or waiting for their delay);
     - ``forced_deletes``: segments deleted by disk pressure although not expired;
-    - ``rolled``: the active segment was rolled so every old one could go
-      (retention); ``log_start_offset``: the shard's new log start when one
+    - ``rolled``: active segments sealed by this call, so that what they hold
+      could be treated as sealed: an idle one (see the lifecycle calls of
+      :class:`StorageAdapter`), or, for retention, one rolled so every old
+      segment could go; ``log_start_offset``: the shard's new log start when one
       shard was named, else ``None``;
     - compaction: ``scanned`` counts records read, ``records_written`` the
       records kept in rewritten segments, ``bytes_before`` / ``bytes_after``
@@ -224,6 +272,7 @@ class LifecycleResult:
     bytes_before: int = 0
     bytes_after: int = 0
     rounds: int = 0
+    pending_delete_bytes: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -248,12 +297,27 @@ LIFECYCLE_COUNTS = (
 class DiskStatus:
     """Disk use of the data directory against the node policy's watermarks.
 
-    ``source`` is ``"filesystem"`` (``shutil.disk_usage`` of the data dir),
-    ``"quota"`` (bytes under the data dir against
-    ``EngineConfig.disk_capacity_bytes``) or ``"memory"`` (stored bytes of the
-    memory adapter against that quota; ratio 0 without one). The flags are
-    strict comparisons: ``used_ratio > disk_max_used_ratio`` etc.
-    ``disk_full`` means appends are rejected with ``DiskFullError``.
+    What ``used_bytes`` counts depends on ``source``:
+
+    - ``"quota"`` (``EngineConfig.disk_capacity_bytes`` set): the apparent size
+      of every file under the data directory — segment files, ``.deleted``
+      files waiting for removal, the RocksDB index store (SST, WAL, MANIFEST,
+      its logs), checkpoints, ``trash/`` and the small marker files — against
+      that capacity;
+    - ``"filesystem"``: the used bytes of the filesystem holding the data
+      directory (``statvfs``: every file on it, this node's or not), against
+      used + the bytes available to the node (``df``'s ``Use%``);
+    - ``"memory"``: stored bytes of the memory adapter against the quota
+      (ratio 0 without one).
+
+    ``pending_delete_bytes`` is the part of ``used_bytes`` held by segment
+    files already deleted from the log (renamed ``.deleted``) and waiting for
+    ``file_delete_delay_ms`` or a reader; always 0 for adapters without files.
+    The flags are strict comparisons of ``used_ratio``: ``used_ratio >
+    disk_max_used_ratio`` etc.; ``disk_full`` means appends are rejected with
+    ``DiskFullError``. The file cleaner decides on the use *without* pending
+    files (it purges them first above a watermark), so ``clean_forcibly`` can
+    be true while no live file needs to go.
     """
 
     used_bytes: int
@@ -263,6 +327,7 @@ class DiskStatus:
     over_max_used: bool
     clean_forcibly: bool
     disk_full: bool
+    pending_delete_bytes: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -321,13 +386,15 @@ class SubscriptionInfo:
 
 @dataclass(frozen=True, slots=True)
 class BacklogInfo:
-    """A subscription's backlog on one shard.
+    """A subscription's backlog on one shard (DESIGN §2 and §3 "Figures").
 
-    ``messages`` is ``end_offset − cursor − 1`` counting only stored offsets
-    (at or above the log start); ``bytes`` the stored bytes of those records
-    (exact for whole segments, prorated by offset for the segment holding the
-    cursor); ``age_ms`` how old the oldest unacknowledged visible record is
-    (0 when there is none).
+    ``messages`` is the offset distance ``end_offset − cursor − 1`` counting
+    only stored offsets (at or above the log start); ``live_messages`` the
+    records after the cursor that a consumer will actually receive (stored,
+    not removed by compaction, not expired); ``bytes`` the stored bytes of the
+    offsets after the cursor (exact for whole segments, prorated by offset for
+    the segment holding the cursor); ``age_ms`` how old the oldest
+    unacknowledged visible record is (0 when there is none).
     """
 
     namespace: str
@@ -338,6 +405,7 @@ class BacklogInfo:
     messages: int
     bytes: int
     age_ms: int
+    live_messages: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -432,6 +500,17 @@ class StorageAdapter(abc.ABC):
     # to interrupt (a crash in the middle loses nothing acknowledged and not
     # expired), returns a LifecycleResult, and holds a shard's write lock for
     # at most one batch of work at a time, so appends and reads keep flowing.
+    #
+    # Idle shards (DESIGN §3): appends are what roll segments, so every step that
+    # works on segments (expire_scan, apply_retention, reclaim, clean_files, compact,
+    # compact_dirtiest; per namespace, per shard or node-wide; scheduled or manual)
+    # first seals an active segment that the next append would roll (older than
+    # segment_ms by its first record's time; for a compacted namespace
+    # max_compaction_lag_ms when smaller) or whose every record is past its deadline
+    # (storage_engine.rolling.idle_segment_due), counts it in ``rolled`` and treats it
+    # as sealed. The end offset is kept (the next append gets the offset it would have
+    # had); an empty active segment is never sealed or dropped. A step skipped
+    # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
 
     @abc.abstractmethod
     def expire_scan(
@@ -489,6 +568,14 @@ class StorageAdapter(abc.ABC):
         segment that does not qualify. Deleted files are removed at once unless
         a reader holds them: then when released, or after
         ``destroy_forcibly_after_ms``.
+
+        Files deleted earlier and still waiting for ``file_delete_delay_ms``
+        (renamed ``.deleted`` by retention or reclamation) never cause more
+        deletion: when use is above ``disk_max_used_ratio`` they are removed
+        first, whatever their delay (readers are respected as above), and the
+        trigger and the forced decision measure use without the ones still
+        pending (:class:`DiskStatus`). ``bytes_reclaimed`` is the bytes the
+        run freed; ``pending_delete_bytes`` what remains pending.
         """
 
     @abc.abstractmethod
@@ -496,7 +583,10 @@ class StorageAdapter(abc.ABC):
         """Measure disk use now and update the disk-full flag.
 
         Above ``disk_warning_ratio`` appends raise ``DiskFullError`` (nothing is
-        written) until a later measurement finds use back at or below it.
+        written) until a later measurement finds use back at or below it. What
+        "used" counts (every file under the data directory with a quota, the
+        filesystem's used bytes without) and the pending ``.deleted`` bytes are
+        described on :class:`DiskStatus`.
         """
 
     @abc.abstractmethod
@@ -537,7 +627,10 @@ class StorageAdapter(abc.ABC):
         ``max_compaction_lag_ms`` (else ``skipped="not_due"``), or always with
         ``manual``. A key-hash → latest-offset map is built over the dirty
         range within ``map_budget_bytes`` (default the node's
-        ``compaction_map_budget_bytes``); when it fills, what it covers is
+        ``compaction_map_budget_bytes``), never more: a budget below the smallest
+        map (``storage_engine.keymap_size.MIN_MAP_BUDGET_BYTES``, one key) is
+        refused with ``InvalidArgumentError``, and a one-key budget cleans one key
+        per round. When the map fills, what it covers is
         cleaned and another round continues (at most ``max_rounds``, then
         ``more``). A record is kept iff it is the latest for its key (or past
         the map), not expired, and, if a tombstone, its delete horizon (first
@@ -551,7 +644,8 @@ class StorageAdapter(abc.ABC):
     def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, object]:
         """Dry run of a manual :meth:`compact`: ``bytes_before``, ``bytes_after``,
         ``reclaimable_bytes``, ``records_removable`` (and ``rounds``), exactly what
-        ``compact(..., manual=True)`` with the default budget would then reclaim."""
+        ``compact(..., manual=True)`` with the default budget would then reclaim
+        (an idle active segment counted as the sealed segment compact would make it)."""
 
     @abc.abstractmethod
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:
@@ -570,9 +664,17 @@ class StorageAdapter(abc.ABC):
         ids and answers ``ns_id`` 0."""
 
     @abc.abstractmethod
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
-        """Bulk-load TTL-index entries for ``namespace`` from the SST file at ``path`` (a path the
-        engine can read; the file is copied, never moved or changed).
+    def ttl_import_dir(self) -> Path:
+        """The directory :meth:`ingest_ttl_index` reads files from: ``<data_dir>/import/``
+        (:mod:`storage_engine.ttl_import`), created when missing. ``InvalidArgumentError`` on
+        ``file`` for an engine without a data directory (the memory adapter may have none)."""
+
+    @abc.abstractmethod
+    def ingest_ttl_index(self, namespace: str, file: str) -> dict[str, object]:
+        """Bulk-load TTL-index entries for ``namespace`` from the SST file named ``file`` in
+        :meth:`ttl_import_dir`: a bare file name, never a path, so that no caller can make the
+        engine read (or echo) a file elsewhere on its host. The file is copied, never moved or
+        changed.
 
         The file is an SST written with ``rocksdict.SstFileWriter`` in raw mode, keys ascending:
         key ``ttl_key(expire_at, ns_id, shard, offset)``, value ``ttl_value(size, flags)`` or
@@ -580,12 +682,13 @@ class StorageAdapter(abc.ABC):
         validated first: a key of another namespace id, a shard outside ``0..shards-1``, an offset
         at or past the shard's end or a malformed key or value refuses the whole file with
         ``ForeignTTLEntryError`` (code ``foreign_ttl_entry``, HTTP 400) and nothing is loaded; a
-        missing or non-SST file is ``InvalidArgumentError`` on ``path``. Entries for records
-        already gone (below the log start) or dead are left out. The rest become visible to the
-        next :meth:`expire_scan` at once and atomically (RocksDB ``ingest_external_file`` for the
-        log adapters; the memory adapter inserts them, keeping an offset's existing entry).
+        bad name, a missing file or one that is not an SST file is ``InvalidArgumentError`` on
+        ``file`` (whose message never quotes the file's bytes or RocksDB's error). Entries for
+        records already gone (below the log start) or dead are left out. The rest become visible
+        to the next :meth:`expire_scan` at once and atomically (RocksDB ``ingest_external_file``
+        for the log adapters; the memory adapter inserts them, keeping an offset's existing entry).
 
-        Returns ``{"namespace", "path", "entries", "ingested", "skipped", "min_expire_at",
+        Returns ``{"namespace", "file", "entries", "ingested", "skipped", "min_expire_at",
         "max_expire_at", "duration_ms"}``. An entry only makes the scan mark its record dead (and
         reclamation then remove it); reads decide visibility from the record's own
         ``expire_at`` and the namespace TTL.
@@ -599,11 +702,24 @@ class StorageAdapter(abc.ABC):
 
     @abc.abstractmethod
     def set_node_policy(self, policy: NodePolicy) -> NodePolicy:
-        """Replace the node policy (validated); returns it."""
+        """Replace the node policy (validated); returns it.
+
+        Adapters with a data directory persist it there atomically before it
+        takes effect, with a version one higher than the last
+        (:meth:`node_policy_version`); the same values again change nothing and
+        keep the version. Precedence at open: the persisted policy, once one was
+        set, over ``EngineConfig.node_policy``, over the built-in defaults. The
+        memory adapter keeps it in memory only.
+        """
 
     @abc.abstractmethod
     def node_policy(self) -> NodePolicy:
         """The node policy in effect."""
+
+    @abc.abstractmethod
+    def node_policy_version(self) -> int:
+        """The version of the node policy in effect: 0 until one is set, then +1 per change
+        (persisted with the policy, so it survives a restart)."""
 
     @abc.abstractmethod
     def verify(self, namespace: str) -> VerifyReport:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -280,11 +281,26 @@ class NodeClient:
         result: dict[str, Any] = self._call("GET", f"/v1/namespaces/{namespace}/ttl-index", idempotent=True).json()
         return result
 
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, Any]:
-        """Ask the node to bulk-load the TTL-index SST file at ``path`` (a path on the node's host).
+    def upload_ttl_index(self, namespace: str, path: str | Path) -> dict[str, Any]:
+        """Send the local TTL-index SST file at ``path`` to the node, which bulk-loads it
+        (``PUT /v1/namespaces/{ns}/ttl-index``). The file is streamed, not read into memory;
+        not retried (the stream cannot be replayed), though loading a file twice is harmless."""
+        with open(path, "rb") as body:
+            result: dict[str, Any] = self._call(
+                "PUT",
+                f"/v1/namespaces/{namespace}/ttl-index",
+                idempotent=False,
+                content=body,
+                headers={"Content-Type": "application/octet-stream"},
+            ).json()
+        return result
+
+    def ingest_ttl_index(self, namespace: str, file: str) -> dict[str, Any]:
+        """Ask the node to bulk-load ``file``, the bare name of an SST file already placed in its
+        import directory (``<data_dir>/import/``; for a caller sharing the node's data directory).
         Idempotent: loading the same file twice puts the same keys twice."""
         result: dict[str, Any] = self._call(
-            "POST", f"/v1/namespaces/{namespace}/ttl-index/ingest", idempotent=True, json={"path": path}
+            "POST", f"/v1/namespaces/{namespace}/ttl-index/ingest", idempotent=True, json={"file": file}
         ).json()
         return result
 

@@ -167,6 +167,11 @@ class EncodedRecords:
         return HEADER_SIZE + len(self.data)
 
     @property
+    def min_expire_at(self) -> int:
+        """The smallest explicit expire_at, −1 when no record has one."""
+        return min((e[1] for e in self.expires), default=-1)
+
+    @property
     def has_unbounded(self) -> bool:
         return bool(self.flags & FLAG_HAS_UNBOUNDED)
 

@@ -40,6 +40,7 @@ from storage_engine.cleaning import (
     file_expired,
     forced_cleaning,
     in_off_peak,
+    purge_pending_first,
 )
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
@@ -55,6 +56,7 @@ from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
 from storage_engine.retention import RetentionPlan, deletable_segments
+from storage_engine.rolling import idle_segment_due
 from storage_engine.segment.counters import Counters
 
 log = logging.getLogger(__name__)
@@ -191,8 +193,9 @@ class LifecycleShard(Protocol):
         """Mark expired, not yet dead records at ``offsets`` dead, with their index entries (read checks)."""
         ...
 
-    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
-        """Remove ``.deleted`` files whose delay has passed and that no reader holds (or forcibly)."""
+    def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
+        """Remove ``.deleted`` files whose delay has passed (every one with ``purge``) and that
+        no reader holds (or forcibly, after ``destroy_forcibly_after_ms``)."""
         ...
 
     def compact_deleted(self) -> None:
@@ -209,22 +212,6 @@ class LifecycleShard(Protocol):
 def sum_work(result: dict[str, Any], work: ShardWork) -> None:
     for f in fields(work):
         result[f.name] = result.get(f.name, 0) + getattr(work, f.name)
-
-
-def expired_figures(
-    segments: Iterable[SegmentInfo], dead_bytes: Iterable[int], ttl_ms: int | None, now: int
-) -> tuple[int, int]:
-    """(records, bytes) expired but not reclaimed: whole segments past their deadline, plus the
-    records the TTL scan marked dead elsewhere (shared by every adapter's stats)."""
-    records = nbytes = 0
-    for segment, dead in zip(segments, dead_bytes, strict=True):
-        if segment.record_count and segment_expired(segment, ttl_ms, now):
-            records += segment.record_count
-            nbytes += segment.size_bytes
-        else:
-            records += segment.record_count - segment.live_count
-            nbytes += dead
-    return records, nbytes
 
 
 def check_indexes(
@@ -346,9 +333,22 @@ class LifecycleMixin(abc.ABC):
         """(used bytes, capacity bytes, source) of the data directory now."""
 
     # -- setup and teardown ------------------------------------------------------------------
-    def _init_lifecycle(self, config: EngineConfig, clock: Clock) -> None:
+    def _init_lifecycle(
+        self,
+        config: EngineConfig,
+        clock: Clock,
+        stored_policy: tuple[NodePolicy, int] | None = None,
+        persist_policy: Callable[[NodePolicy, int], None] | None = None,
+    ) -> None:
+        """``stored_policy``: the node policy and version persisted by an earlier
+        ``set_node_policy`` (it wins over ``config.node_policy``, which only says what a
+        node that was never told anything enforces); ``persist_policy`` makes a new one
+        durable. Adapters without a data directory pass neither: the policy lives in memory.
+        """
         validate_node_policy(config.node_policy)
-        self._node_policy = config.node_policy
+        self._node_policy, self._node_policy_version = stored_policy or (config.node_policy, 0)
+        self._persist_node_policy = persist_policy
+        self._node_policy_lock = threading.Lock()  # one change at a time: versions never repeat
         self.lifecycle_counters = Counters()
         self.lifecycle_counters.set_many(dict.fromkeys(ZEROED_COUNTERS, 0))
         self._delete_bucket = TokenBucket(clock, self._node_policy.delete_rate_per_s)
@@ -394,6 +394,7 @@ class LifecycleMixin(abc.ABC):
             out["disk_capacity_bytes"] = disk.capacity_bytes
             out["disk_used_ratio"] = disk.used_ratio
             out["disk_full"] = int(disk.disk_full)
+            out["disk_pending_delete_bytes"] = disk.pending_delete_bytes
         return out
 
     # -- node policy -----------------------------------------------------------------------------
@@ -401,7 +402,14 @@ class LifecycleMixin(abc.ABC):
         if not isinstance(policy, NodePolicy):
             raise InvalidArgumentError("policy", "must be a NodePolicy")
         validate_node_policy(policy)
-        self._node_policy = policy
+        with self._node_policy_lock:
+            if policy == self._node_policy and self._node_policy_version > 0:
+                return policy  # the same values again (a retried PUT): same version, nothing written
+            version = self._node_policy_version + 1
+            if self._persist_node_policy is not None:
+                # Durable before it takes effect: a crash after this enforces it, before it the old one.
+                self._persist_node_policy(policy, version)
+            self._node_policy, self._node_policy_version = policy, version
         self._delete_bucket.set_rate(policy.delete_rate_per_s)
         self._reclaim_bucket.set_rate(policy.reclaim_bytes_per_s)
         return policy
@@ -409,10 +417,14 @@ class LifecycleMixin(abc.ABC):
     def node_policy(self) -> NodePolicy:
         return self._node_policy
 
+    def node_policy_version(self) -> int:
+        """How many times the node policy was changed (persisted with it); 0: never set."""
+        return self._node_policy_version
+
     # -- disk ----------------------------------------------------------------------------------------
     def check_disk(self) -> DiskStatus:
         used, capacity, source = self._measure_disk()
-        status = disk_status(used, capacity, self._node_policy, source)
+        status = disk_status(used, capacity, self._node_policy, source, self._pending_delete_bytes())
         with self._disk_lock:
             was_full = self._disk is not None and self._disk.disk_full
             self._disk = status
@@ -447,6 +459,10 @@ class LifecycleMixin(abc.ABC):
     def _disk_pressure(self) -> bool:
         status = self._disk or self.check_disk()
         return status.over_max_used
+
+    def _pending_delete_bytes(self) -> int:
+        """Bytes of ``.deleted`` files waiting for removal, over every shard (part of the used bytes)."""
+        return 0  # adapters with files say how many
 
     # -- helpers -------------------------------------------------------------------------------------
     def _retention_plan(
@@ -490,9 +506,37 @@ class LifecycleMixin(abc.ABC):
             **values,
         )
 
-    def _remove_files(self, shards: Iterable[LifecycleShard], now: int, totals: dict[str, Any]) -> None:
+    def _step_segments(
+        self, s: LifecycleShard, policy: NamespacePolicy, now: int, totals: dict[str, Any]
+    ) -> list[SegmentInfo]:
+        """The shard's segments as a lifecycle step works on them: an idle active segment
+        (:func:`~storage_engine.rolling.idle_segment_due`) sealed first, counted in ``rolled``.
+
+        Appends are what roll segments, so without this a shard nobody writes to would keep
+        expired, old or dirty data in its active segment forever (DESIGN §3 "Idle shards").
+        ``roll_empty`` keeps the end offset and never seals an empty segment. The check reads
+        metadata the step lists anyway; only a seal lists again.
+        """
+        segments = s.lifecycle_segments()
+        if segments and idle_segment_due(segments[-1], policy, now) and s.roll_empty(now):
+            totals["rolled"] = totals.get("rolled", 0) + 1
+            segments = s.lifecycle_segments()
+        return segments
+
+    def _seal_idle(
+        self, namespaces: Iterable[tuple[NamespacePolicy, Iterable[LifecycleShard]]], now: int, totals: dict[str, Any]
+    ) -> None:
+        """Seal the idle active segments of these shards (for steps that list no segments)."""
+        for policy, shards in namespaces:
+            for s in shards:
+                self._step_segments(s, policy, now, totals)
+
+    def _remove_files(
+        self, shards: Iterable[LifecycleShard], now: int, totals: dict[str, Any], *, purge: bool = False
+    ) -> None:
+        """Remove the shards' due ``.deleted`` files (with ``purge``, all that no reader holds)."""
         for s in shards:
-            work = s.remove_due_files(now, self._node_policy)
+            work = s.remove_due_files(now, self._node_policy, purge=purge)
             if work.files_removed:
                 self.lifecycle_counters.add_many(
                     {"files_removed_total": work.files_removed, "files_removed_bytes_total": work.files_removed_bytes}
@@ -596,6 +640,7 @@ class LifecycleMixin(abc.ABC):
         batch: list[TTLEntry] = []
         by_index = {(name, index): s for name, (_, shards_of) in targets.items() for index, s in shards_of.items()}
         with self._lifecycle_ops:
+            self._seal_idle(((p, shards_of.values()) for p, shards_of in targets.values()), now, totals)
             for entry in self._ttl_candidates(namespace, shard, now, scanned):
                 if (entry.namespace, entry.shard) not in by_index:
                     continue  # a namespace the sweep skips (not off-peak, not urgent) or deleted meanwhile
@@ -756,7 +801,7 @@ class LifecycleMixin(abc.ABC):
         with self._lifecycle_ops:
             self._remove_files(shards, now, totals)
             for s in shards:
-                segments = s.lifecycle_segments()
+                segments = self._step_segments(s, policy, now, totals)
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 plan = deletable_segments(segments, policy, now)
                 plan = self._retention_plan(namespace, s.shard, policy, segments, plan)
@@ -781,16 +826,25 @@ class LifecycleMixin(abc.ABC):
     def clean_files(self, manual: bool = False) -> LifecycleResult:
         t0 = time.perf_counter()
         node = self._node_policy
-        everything = [s for _, shards in self._lc_all() for s in shards]
+        namespaces = self._lc_all()
+        everything = [s for _, shards in namespaces for s in shards]
         totals: dict[str, Any] = {}
         self.lifecycle_counters.add("cleaner_runs_total")
         with self._lifecycle_ops:
             now = self.clock.now_ms()
+            pending_before = self._pending_delete_bytes()
             self._remove_files(everything, now, totals)
             status = self.check_disk()
+            if purge_pending_first(status):
+                # What retention or reclamation already deleted goes first, whatever its delay: it
+                # may be all the disk needs, and no live segment is touched for bytes already free.
+                self._remove_files(everything, now, totals, purge=True)
+                status = self.check_disk()
             trigger = clean_trigger(now, status, node, manual)
             if trigger is None:
+                self._count_freed(totals, pending_before)
                 return self._result("clean_files", None, None, t0, skipped="not_due", **totals)
+            self._seal_idle(namespaces, now, totals)
             forced = forced_cleaning(status, node)
             # Oldest first across shards, each shard's candidates in offset order.
             heap: list[tuple[int, int, int, _Chain]] = []
@@ -828,15 +882,29 @@ class LifecycleMixin(abc.ABC):
                         "cleaner_forced_deletes_total": work.forced_deletes,
                     }
                 )
-                if forced and not expired:
+                if forced:  # stop forcing as soon as use (without pending files) is back at the watermark
                     forced = forced_cleaning(self.check_disk(), node)
                 nxt = next(chain.rest, None)
                 if nxt is not None:
                     heapq.heappush(heap, (nxt.modified_at, nxt.base_offset, i, _Chain(nxt, chain.rest)))
             now = self.clock.now_ms()
             self._remove_files(everything, now, totals)
+            self._count_freed(totals, pending_before)
             self.check_disk()
         return self._result("clean_files", None, None, t0, **totals)
+
+    def _count_freed(self, totals: dict[str, Any], pending_before: int) -> None:
+        """Make a cleaner run's ``bytes_reclaimed`` the bytes it freed, and report what is pending.
+
+        Dropping a segment counts its bytes as reclaimed, but a file a reader still holds
+        only becomes pending; removing files deleted earlier frees bytes no drop of this run
+        counted. So: freed = dropped + (pending before − pending after). Stores without
+        files never have pending bytes: what they drop counts as freed (RocksDB hands the
+        space back when it compacts the dropped range).
+        """
+        pending_after = self._pending_delete_bytes()
+        totals["bytes_reclaimed"] = totals.get("bytes_reclaimed", 0) + pending_before - pending_after
+        totals["pending_delete_bytes"] = pending_after
 
     # -- layer 3: reclamation ---------------------------------------------------------------------------------------
     def reclaim(
@@ -861,7 +929,7 @@ class LifecycleMixin(abc.ABC):
         with self._lifecycle_ops:
             self._remove_files(shards, now, totals)
             for s in shards:
-                segments = s.lifecycle_segments()
+                segments = self._step_segments(s, policy, now, totals)
                 sealed = [seg for seg in segments if seg.state is SegmentState.SEALED]
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 whole = [seg.base_offset for seg in sealed if segment_expired(seg, policy.ttl_ms, now)]

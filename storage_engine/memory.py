@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
+from pathlib import Path
 
 from storage_engine.api import (
     AppendResult,
@@ -35,6 +36,7 @@ from storage_engine.api import (
     SegmentState,
     ShardStats,
     StorageAdapter,
+    shard_stats_of,
 )
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
@@ -49,6 +51,7 @@ from storage_engine.errors import (
     UnknownShardError,
 )
 from storage_engine.expiry import is_expired
+from storage_engine.figures import ExpiredFigures, FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import (
     KEEP,
     LifecycleMixin,
@@ -57,24 +60,21 @@ from storage_engine.lifecycle import (
     ShardWork,
     TTLEntry,
     check_indexes,
-    expired_figures,
     removal_rule,
 )
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_namespace_policy
 from storage_engine.rolling import should_roll
 from storage_engine.subscriptions import SubscriptionMixin
+from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
+    check_shard_arg,
+    check_tag,
+    check_timestamp,
     validate_namespace_name,
-    validate_read_limits,
+    validate_read_args,
     validate_records,
     validate_shard_count,
 )
-
-
-def _require_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentError(name, "must be an integer")
-    return value
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +96,7 @@ class _Segment:
     size_bytes: int = 0
     min_timestamp: int | None = None
     max_expire_at: int | None = None
+    min_expire_at: int | None = None  # a lower bound once a rewrite removed records (enough for the figures)
     has_unbounded: bool = False
     stored: int = 0  # records not removed by a rewrite
     dead: set[int] = field(default_factory=set)  # offsets marked dead (layer 2)
@@ -112,6 +113,7 @@ class _Segment:
         self.has_unbounded = self.has_unbounded or len(explicit) < len(records)
         if explicit:
             self.max_expire_at = max(explicit) if self.max_expire_at is None else max(self.max_expire_at, *explicit)
+            self.min_expire_at = min(explicit) if self.min_expire_at is None else min(self.min_expire_at, *explicit)
         self.records.extend(records)
         self.timestamps.extend(stamps)
         self.sizes.extend(sizes)
@@ -134,7 +136,30 @@ class _Segment:
     def last_offset(self) -> int:
         return self.base_offset + len(self.records) - 1
 
-    def info(self, namespace: str, shard: int, state: SegmentState) -> SegmentInfo:
+    def facts(self) -> SegmentFacts:
+        count = len(self.records)
+        return SegmentFacts(
+            base_offset=self.base_offset,
+            last_offset=self.base_offset + count - 1,
+            record_count=self.stored,
+            live_count=self.stored - len(self.dead),
+            size_bytes=self.size_bytes,
+            dead_bytes=self.dead_bytes,
+            min_timestamp=self.min_timestamp,
+            max_timestamp=self.max_ts_so_far[-1] if count else None,
+            min_expire_at=self.min_expire_at,
+            max_expire_at=self.max_expire_at,
+            has_unbounded=self.has_unbounded,
+        )
+
+    def rows(self, first: int, last: int) -> Iterator[ProfileRow]:
+        """The figures' view of the stored records ``first..last`` (storage_engine.figures)."""
+        for i in range(first - self.base_offset, last - self.base_offset + 1):
+            r = self.records[i]
+            if r is not None:
+                yield self.timestamps[i], r.expire_at, self.sizes[i], self.base_offset + i in self.dead
+
+    def info(self, namespace: str, shard: int, state: SegmentState, figures: ExpiredFigures) -> SegmentInfo:
         count = len(self.records)
         return SegmentInfo(
             namespace=namespace,
@@ -142,7 +167,7 @@ class _Segment:
             base_offset=self.base_offset,
             last_offset=self.base_offset + count - 1,
             record_count=self.stored,
-            live_count=self.stored - len(self.dead),
+            live_count=self.stored - figures.records,
             size_bytes=self.size_bytes,
             min_timestamp=self.min_timestamp,
             max_timestamp=self.max_ts_so_far[-1] if count else None,
@@ -151,6 +176,11 @@ class _Segment:
             state=state,
             created_at=self.created_at,
             modified_at=self.modified_at,
+            expired_records=figures.records,
+            expired_bytes=figures.bytes,
+            deadline=figures.deadline,
+            min_expire_at=self.min_expire_at,
+            first_timestamp=self.timestamps[0] if count else None,
         )
 
 
@@ -185,6 +215,7 @@ class _Shard:
         self.tags: dict[str, list[int]] = {}  # tag → ascending offsets
         self.ttl: dict[int, int] = {}  # offset → expire_at: the TTL index of this shard
         self.deleted = False
+        self.figures = FiguresCache()  # expired figures of partly expired segments
         self.cleaner_state: bytes | None = None  # key compaction's checkpoint (CleanerState.pack())
 
     @property
@@ -217,30 +248,23 @@ class _Shard:
         return None if segment is None else segment.record(offset - segment.base_offset)
 
     def infos(self) -> list[SegmentInfo]:
+        """The segments with their expired figures at the clock's now."""
         last = len(self.segments) - 1
-        return [
-            seg.info(self.namespace.name, self.index, SegmentState.ACTIVE if i == last else SegmentState.SEALED)
+        now, ttl_ms = self.clock.now_ms(), self.namespace.policy.ttl_ms
+        infos = [
+            seg.info(
+                self.namespace.name,
+                self.index,
+                SegmentState.ACTIVE if i == last else SegmentState.SEALED,
+                self.figures.figures(seg.facts(), ttl_ms, now, seg.rows),
+            )
             for i, seg in enumerate(self.segments)
         ]
+        self.figures.retain(seg.base_offset for seg in self.segments)
+        return infos
 
     def stats(self) -> ShardStats:
-        count = sum(s.stored for s in self.segments)
-        expired, expired_bytes = expired_figures(
-            self.infos(), [s.dead_bytes for s in self.segments], self.namespace.policy.ttl_ms, self.clock.now_ms()
-        )
-        return ShardStats(
-            namespace=self.namespace.name,
-            shard=self.index,
-            log_start_offset=self.log_start_offset,
-            end_offset=self.end_offset,
-            record_count=count,
-            live_count=count - sum(len(s.dead) for s in self.segments),
-            size_bytes=sum(s.size_bytes for s in self.segments),
-            segment_count=len(self.segments),
-            expired_records=expired,
-            expired_bytes=expired_bytes,
-            expired_ratio=expired / count if count else 0.0,
-        )
+        return shard_stats_of(self.namespace.name, self.index, self.log_start_offset, self.end_offset, self.infos())
 
     # -- lifecycle (LifecycleShard) ----------------------------------------------------------
     def _unindex(self, r: Record) -> int:
@@ -361,6 +385,7 @@ class _Shard:
                     continue
                 if r.expire_at != e.expire_at:  # a bulk-loaded deadline: verify needs to know why it died
                     segment.deadlines[e.offset] = e.expire_at
+                    self.figures.forget(segment.base_offset)  # killed before its own deadline, maybe
                 self._mark_dead(segment, r, work)
         return work
 
@@ -377,8 +402,8 @@ class _Shard:
                     self._mark_dead(segment, r, work)
         return work
 
-    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
-        return ShardWork()
+    def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
+        return ShardWork()  # no files: a dropped segment's memory is released at once
 
     def compact_deleted(self) -> None:
         """Nothing to compact in memory."""
@@ -446,7 +471,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     def _shard(self, namespace: str, shard: int) -> _Shard:
         ns = self._namespace(namespace)
-        if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < len(ns.shards):
+        if not 0 <= check_shard_arg(shard) < len(ns.shards):
             raise UnknownShardError(namespace, shard, len(ns.shards))
         return ns.shards[shard]
 
@@ -553,9 +578,8 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
     def read(
         self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
     ) -> ReadResult:
+        validate_read_args(shard, offset, max_records, max_bytes)
         s = self._shard(namespace, shard)
-        validate_read_limits(max_records, max_bytes)
-        _require_int(offset, "offset")
         out: list[Record] = []
         policy = s.namespace.policy
         check, ttl_ms = policy.read_time_check, policy.ttl_ms
@@ -587,7 +611,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
         s = self._shard(namespace, shard)
-        _require_int(timestamp, "timestamp")
+        check_timestamp(timestamp)
         with s.lock:
             self._check_live(s)
             for segment in s.segments:
@@ -611,11 +635,9 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         return r
 
     def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
+        validate_read_args(shard, offset, max_records)
+        check_tag(tag)
         s = self._shard(namespace, shard)
-        validate_read_limits(max_records, 1)
-        _require_int(offset, "offset")
-        if not isinstance(tag, str):
-            raise InvalidArgumentError("tag", "must be a string")
         policy = s.namespace.policy
         now = self._clock.now_ms()
         out: list[Record] = []
@@ -726,24 +748,24 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             "end_offsets": [s.end_offset for s in ns.shards],
         }
 
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+    def ttl_import_dir(self) -> Path:
+        return import_dir(self.config.data_dir)
+
+    def ingest_ttl_index(self, namespace: str, file: str) -> dict[str, object]:
         """Insert the SST file's entries into the shards' TTL dicts and the namespace heap (no
         namespace ids here: keys carry ``MEMORY_NS_ID``). An offset that already has an entry, a
         record that is gone or dead keeps what it has (counted as skipped)."""
         import tempfile
         import time
-        from pathlib import Path
 
         from storage_engine.segment.index_store import open_sst, validated_ttl_entries
 
         t0 = time.perf_counter()
         ns = self._namespace(namespace)
-        if not isinstance(path, str) or not path:
-            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
-        file = Path(path)
-        with self._lifecycle_ops, open_sst(file, Path(tempfile.gettempdir())) as db:
+        path = import_file(self.ttl_import_dir(), file)
+        with self._lifecycle_ops, open_sst(path, Path(tempfile.gettempdir())) as db:
             ends = [s.end_offset for s in ns.shards]
-            entries = list(validated_ttl_entries(db, file, MEMORY_NS_ID, ends))  # all checked before any goes in
+            entries = list(validated_ttl_entries(db, path, MEMORY_NS_ID, ends))  # all checked before any goes in
             added: list[tuple[int, int, int]] = []
             for e in entries:
                 s = ns.shards[e.shard]
@@ -759,7 +781,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
                     heapq.heappush(ns.ttl_heap, item)
         return {
             "namespace": namespace,
-            "path": path,
+            "file": path.name,
             "entries": len(entries),
             "ingested": len(added),
             "skipped": len(entries) - len(added),

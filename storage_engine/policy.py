@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from storage_engine.bounds import MAX_INT64, bound_text, finite_number, int_ok
 from storage_engine.errors import PolicyValidationError
+from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -137,7 +138,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "delete_rate_per_s": (1, None),
     "reclaim_bytes_per_s": (1, None),
     "urgent_expired_ratio": (0.0, 1.0),
-    "compaction_map_budget_bytes": (64 * 1024, None),
+    "compaction_map_budget_bytes": (MIN_MAP_BUDGET_BYTES, None),  # the smallest key map compaction can honour
 }
 
 

@@ -160,6 +160,7 @@ class RocksShard(ShardBase):
                 has_unbounded=body.has_unbounded,
                 now=now,
                 flags=body.flags,
+                min_expire_at=body.min_expire_at,
             )
             dirty[active.base_offset] = active
             self._next_offset = last + 1

@@ -313,15 +313,41 @@ class SubscriptionMixin:
         start = first_unacked(cursor, stats.log_start_offset)
         messages = backlog_messages(cursor, stats.log_start_offset, stats.end_offset)
         nbytes = backlog_bytes(segments, start) if messages else 0
-        age = 0
+        age = live = 0
         if messages and with_age:
             try:
                 page = self.read(namespace, shard, min(start, stats.end_offset), max_records=1)
-            except OffsetOutOfRangeError:
+                live = self._live_from(namespace, shard, segments, start)
+            except OffsetOutOfRangeError:  # the log start moved past the cursor meanwhile
                 page = None
             if page is not None and page.records:
                 age = max(0, now - page.records[0].timestamp)
-        return BacklogInfo(namespace, sub.name, shard, cursor, stats.end_offset, messages, nbytes, age)
+        return BacklogInfo(namespace, sub.name, shard, cursor, stats.end_offset, messages, nbytes, age, live)
+
+    def _live_from(self, namespace: str, shard: int, segments: Sequence[SegmentInfo], start: int) -> int:
+        """Records at or after ``start`` a reader would get: the segments' live counts, and in the
+        segment holding ``start`` the visible records on the smaller side of it, counted by reading."""
+        live = 0
+        for seg in segments:
+            if seg.record_count == 0 or seg.last_offset < start:
+                continue
+            if seg.base_offset >= start:
+                live += seg.live_count
+            elif seg.last_offset - start < start - seg.base_offset:
+                live += self._visible_between(namespace, shard, start, seg.last_offset)
+            else:
+                live += seg.live_count - self._visible_between(namespace, shard, seg.base_offset, start - 1)
+        return live
+
+    def _visible_between(self, namespace: str, shard: int, first: int, last: int) -> int:
+        count, offset = 0, first
+        while offset <= last:
+            page = self.read(namespace, shard, offset, max_records=10_000, max_bytes=64 << 20)
+            count += sum(1 for r in page.records if r.offset <= last)
+            if not page.records or page.records[-1].offset >= last:
+                break
+            offset = page.next_offset
+        return count
 
     # -- message TTL -----------------------------------------------------------------------------------------
     def expire_subscriptions(

@@ -26,6 +26,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--producers", type=int, default=1, help="producer threads (default 1)")
     parser.add_argument("--keyed", action="store_true", help="give every record a distinct key")
     parser.add_argument("--tags", type=int, default=0, help="tags per record (default 0)")
+    parser.add_argument(
+        "--expire-in-ms",
+        type=int,
+        help="give every record an explicit expire_at this far ahead (spread over 1 s); default none",
+    )
     parser.add_argument("--adapter", choices=ADAPTERS, default="segment", help="engine adapter (default segment)")
     parser.add_argument("--data-dir", type=Path, help="where to write (default: a temp dir, removed afterwards)")
     parser.add_argument("--batch-size", type=int, default=100, help="records per append call (default 100)")
@@ -36,11 +41,14 @@ def make_records(args: argparse.Namespace, start: int, count: int) -> list[NewRe
     """Records ``start .. start+count-1``; values share one buffer so generation stays cheap."""
     value = b"v" * args.value_bytes
     tags = [f"tag-{i}" for i in range(TAG_POOL)]
+    ahead = getattr(args, "expire_in_ms", None)
+    base = None if ahead is None else int(time.time() * 1000) + ahead
     return [
         NewRecord(
             value,
             key=b"key-%012d" % i if args.keyed else None,
             tags=tuple(tags[(i + j) % TAG_POOL] for j in range(args.tags)),
+            expire_at=None if base is None else base + (i * 7919) % 1000,
         )
         for i in range(start, start + count)
     ]

@@ -22,6 +22,7 @@ from storage_engine.errors import InvalidArgumentError
 from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.params import json_body, only
 from storage_engine.policy import node_policy_from
+from storage_engine.validation import check_int, check_offset, int_from_text
 
 if TYPE_CHECKING:
     from storage_engine.node.app import RouteTable
@@ -42,15 +43,25 @@ OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
 
 
 def _optional_int(value: Any, name: str, minimum: int) -> int | None:
+    """A query parameter's text or a JSON body's integer, from ``minimum`` to 2^63-1."""
     if value is None:
         return None
     if isinstance(value, str):
-        if not value.lstrip("-").isdigit():
-            raise InvalidArgumentError(name, "must be an integer")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(name, f"must be an integer ≥ {minimum}")
-    return value
+        return int_from_text(value, name, minimum)
+    return check_int(value, name, minimum)
+
+
+def _plan(keep: Any) -> dict[int, list[int]]:
+    """A compaction plan's ``keep``: segment base offset (a JSON key, so text) → offsets to keep."""
+    if not isinstance(keep, dict):
+        raise InvalidArgumentError("keep", "is required: {segment base offset: [offsets to keep]}")
+    plan: dict[int, list[int]] = {}
+    for base_text, offsets in keep.items():
+        base = int_from_text(base_text, "keep")  # the key's text is in no message: it may be anything
+        if not isinstance(offsets, list):
+            raise InvalidArgumentError(f"keep.{base}", "must be a list of offsets to keep")
+        plan[base] = [check_offset(o, f"keep.{base}[{i}]") for i, o in enumerate(offsets)]
+    return plan
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -69,6 +80,8 @@ def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> t
     namespace = args.get("namespace")
     if scope == "namespace" and not isinstance(namespace, str):
         raise InvalidArgumentError("namespace", f"is required for {operation}")
+    if namespace is not None and not isinstance(namespace, str):
+        raise InvalidArgumentError("namespace", "must be a namespace name (a string)")
     shard = _optional_int(args.get("shard"), "shard", 0)
     limit = _optional_int(args.get("limit"), "limit", 1)
     manual = _flag(args.get("manual"), "manual")
@@ -127,32 +140,11 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobReg
         body = await json_body(request)
         only(body, {"shard", "keep"})
         shard = _optional_int(body.get("shard"), "shard", 0)
-        keep = body.get("keep")
-        if shard is None or not isinstance(keep, dict):
-            raise InvalidArgumentError("keep", "is required: {segment base offset: [offsets to keep]}")
-        try:
-            plan = {int(base): [int(o) for o in offsets] for base, offsets in keep.items()}
-        except (TypeError, ValueError):
-            raise InvalidArgumentError("keep", "must map segment base offsets to lists of integer offsets") from None
+        if shard is None:
+            raise InvalidArgumentError("shard", "is required: the shard the plan compacts")
+        plan = _plan(body.get("keep"))
         result = await run_in_threadpool(engine.compact_with_plan, request.path_params["ns"], shard, plan)
         return JSONResponse(result.to_dict())
-
-    @route("/v1/namespaces/{ns}/ttl-index", "GET", "ttl_index_info")
-    async def ttl_index_info(request: Request) -> Response:
-        """What a writer of TTL-index SST files for this namespace needs: its id, shards, ends."""
-        return JSONResponse(await run_in_threadpool(engine.ttl_index_info, request.path_params["ns"]))
-
-    @route("/v1/namespaces/{ns}/ttl-index/ingest", "POST", "ttl_index_ingest")
-    async def ttl_index_ingest(request: Request) -> Response:
-        """Bulk-load TTL-index entries from an SST file: ``{"path": "/abs/file.sst"}``, a path on the
-        node's own filesystem (the writer runs on the same machine or a shared mount; the node copies
-        the file and leaves it). No upload: SST files can be large, and ingestion needs a file."""
-        body = await json_body(request)
-        only(body, {"path"})
-        path = body.get("path")
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise InvalidArgumentError("path", "is required: the absolute path of an SST file the node can read")
-        return JSONResponse(await run_in_threadpool(engine.ingest_ttl_index, request.path_params["ns"], path))
 
     @route("/v1/namespaces/{ns}/verify", "POST", "verify")
     async def verify(request: Request) -> Response:

@@ -22,6 +22,7 @@ SHARD_GAUGES = {
     "expired_records": ("lcs_shard_expired_records", "Records expired but not yet reclaimed"),
     "expired_bytes": ("lcs_shard_expired_bytes", "Bytes of records expired but not yet reclaimed"),
     "expired_ratio": ("lcs_shard_expired_ratio", "Expired-not-reclaimed records / stored records (0-1)"),
+    "expired_bytes_ratio": ("lcs_shard_expired_bytes_ratio", "Expired-not-reclaimed bytes / stored bytes (0-1)"),
 }
 # Engine counters that need their meaning spelled out (the others are named well enough).
 COUNTER_HELP = {

@@ -53,10 +53,14 @@ from storage_engine.segment.index_store import IndexStore, NamespaceRecord, inge
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription, SubscriptionMixin
+from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
+    check_shard_arg,
+    check_tag,
+    check_timestamp,
     record_size,
     validate_namespace_name,
-    validate_read_limits,
+    validate_read_args,
     validate_records,
     validate_shard_count,
 )
@@ -71,12 +75,6 @@ class _Namespace:
     def info(self) -> NamespaceInfo:
         r = self.record
         return NamespaceInfo(name=r.name, shards=r.shards, policy=r.policy, created_at=r.created_at)
-
-
-def _check_int(name: str, value: object, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(name, f"must be an integer ≥ {minimum}")
-    return value
 
 
 def _first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:
@@ -145,6 +143,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         self._namespaces: dict[str, _Namespace] = {}
         self.data_dir = DataDir(Path(config.data_dir), self.name)
         try:
+            stored_policy = self.data_dir.load_node_policy()  # before anything opens: a bad file fails fast
             self.store = IndexStore(self.data_dir.index_dir, self.extra_column_families)
             try:
                 self._open_namespaces()
@@ -155,7 +154,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             self.data_dir.release()
             raise
         self._pool = IOPool(config.io_workers, config.max_requests_per_batch, config.fsync_interval_ms, self.name)
-        self._init_lifecycle(config, clock)
+        self._init_lifecycle(config, clock, stored_policy, self.data_dir.save_node_policy)
         self._init_subscriptions()
 
     # -- what a subclass provides ----------------------------------------------------
@@ -201,8 +200,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def _shard(self, namespace: str, shard: int) -> ShardBase:
         ns = self._namespace(namespace)
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise InvalidArgumentError("shard", "must be an integer")
+        check_shard_arg(shard)
         if not 0 <= shard < len(ns.shards):
             raise UnknownShardError(namespace, shard, len(ns.shards))
         return ns.shards[shard]
@@ -288,10 +286,8 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
     def read(
         self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
     ) -> ReadResult:
-        validate_read_limits(max_records, max_bytes)
+        validate_read_args(shard, offset, max_records, max_bytes)
         log = self._shard(namespace, shard)
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise InvalidArgumentError("offset", "must be an integer")
         out: list[Record] = []
         size = 0
         policy = log.policy
@@ -327,7 +323,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
         log = self._shard(namespace, shard)
-        _check_int("timestamp", timestamp)
+        check_timestamp(timestamp)
         with log.reading() as view:
             # The time index says every record up to its offset is older than
             # ``timestamp``; start just after it and skip batches by header.
@@ -356,16 +352,15 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         return r
 
     def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
-        validate_read_limits(max_records, 1)
+        validate_read_args(shard, offset, max_records)
+        check_tag(tag)
         log = self._shard(namespace, shard)
-        if not isinstance(tag, str) or not tag:
-            raise InvalidArgumentError("tag", "must be a non-empty string")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise InvalidArgumentError("offset", "must be an integer")
         policy = log.policy
         now = self.clock.now_ms()
         out: list[Record] = []
         with log.reading() as view:
+            if offset > view.end_offset:  # as read(): past the end is out of range, not an empty answer
+                raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
             cursor = max(offset, view.log_start_offset)
             while len(out) < max_records:
                 wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records - len(out))
@@ -430,15 +425,17 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             "end_offsets": [s.view.end_offset for s in ns.shards],
         }
 
-    def ingest_ttl_index(self, namespace: str, path: str) -> dict[str, object]:
+    def ttl_import_dir(self) -> Path:
+        return import_dir(self.data_dir.root)
+
+    def ingest_ttl_index(self, namespace: str, file: str) -> dict[str, object]:
         """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
         (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
         ns = self._namespace(namespace)
-        if not isinstance(path, str) or not path:
-            raise InvalidArgumentError("path", "must be the path of an SST file the node can read")
+        path = import_file(self.ttl_import_dir(), file)
         with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
             bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
-            result = ingest_ttl_file(self.store, Path(path), ns.record.ns_id, bounds, self.data_dir.trash_dir)
+            result = ingest_ttl_file(self.store, path, ns.record.ns_id, bounds, self.data_dir.trash_dir)
         return {"namespace": namespace, **result}
 
     # -- subscription hooks (SubscriptionMixin): cursors live in the ``cursors`` family --------
@@ -465,11 +462,19 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         return out
 
     def _measure_disk(self) -> tuple[int, int, str]:
+        """With a quota: every byte under the data directory (segments, ``.deleted`` files,
+        RocksDB's files, checkpoints). Without: the filesystem's used bytes against used +
+        what the node may still write (``df``'s ``Use%``: blocks reserved for root are
+        neither, since the node cannot write them)."""
         root = self.data_dir.root
         if self.config.disk_capacity_bytes is not None:
             return tree_bytes(root), self.config.disk_capacity_bytes, "quota"
         usage = shutil.disk_usage(root)
-        return usage.total - usage.free, usage.total, "filesystem"
+        return usage.used, usage.used + usage.free, "filesystem"
+
+    def _pending_delete_bytes(self) -> int:
+        namespaces = list(self._namespaces.values())  # a snapshot: creates and deletes may run meanwhile
+        return sum(log.pending_file_bytes() for ns in namespaces for log in ns.shards)
 
     def check_disk(self) -> DiskStatus:
         self._check_open()

@@ -319,6 +319,11 @@ class ShardLog(ShardBase):
                     store.write(wb)
                     wb = store.batch()
                     pending = 0
+        cp = self.index.checkpoint
+        if cp.next_offset < self._next_offset:
+            # Dropped segments (an idle shard's sealed tail) left a gap before an empty active
+            # segment: no batch moves the checkpoint there, so it goes to the end offset.
+            cp.next_offset, cp.segment_base, cp.position = self._next_offset, self._segments[-1].base_offset, 0
         self.index.commit(wb, [s.meta for s in self._segments])  # states may have changed in step 2
         store.write(wb, sync=True)
         if reindexed:
@@ -364,6 +369,8 @@ class ShardLog(ShardBase):
             has_unbounded=h.has_unbounded,
             now=now,
             flags=h.flags,
+            # The header keeps no minimum: 0 is a lower bound, enough for the figures to stay exact.
+            min_expire_at=0 if h.max_expire_at >= 0 else -1,
         )
 
     # -- appending (the shard's I/O worker only) -----------------------------------------
@@ -428,6 +435,7 @@ class ShardLog(ShardBase):
                 has_unbounded=body.has_unbounded,
                 now=now,
                 flags=body.flags,
+                min_expire_at=body.min_expire_at,
             )
             dirty[seg.base_offset] = seg.meta
             pos += length
@@ -582,14 +590,16 @@ class ShardLog(ShardBase):
                 with self._trash_lock:
                     self._trash.append((seg, now, delay_ms))
 
-    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
-        """Remove ``.deleted`` files whose delay has passed and that no reader holds; one
-        held longer than ``destroy_forcibly_after_ms`` goes anyway."""
+    def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
+        """Remove ``.deleted`` files whose delay has passed (with ``purge``: every one, the
+        disk is above a watermark) and that no reader holds; one held longer than
+        ``destroy_forcibly_after_ms`` goes anyway. A purge respects readers exactly as
+        the delay does: a held file stays pending."""
         work = ShardWork()
         with self._trash_lock:
             keep: list[tuple[Segment, int, int]] = []
             for seg, at, delay in self._trash:
-                if now - at < delay:
+                if not (purge or now - at >= delay):
                     keep.append((seg, at, delay))
                     continue
                 size = seg.size
@@ -607,13 +617,23 @@ class ShardLog(ShardBase):
             self._trash = keep
         return work
 
+    def pending_file_bytes(self) -> int:
+        """Bytes of ``.deleted`` files not yet removed (part of the disk's used bytes)."""
+        with self._trash_lock:
+            return sum(seg.size for seg, _, _ in self._trash)
+
     def roll_empty(self, now: int) -> bool:
         with self.write_lock:
             self.check_usable()
             if self._segments[-1].meta.record_count == 0:
                 return False
             dirty: dict[int, SegmentMeta] = {}
-            self._roll(dirty, now)
+            new = self._roll(dirty, now)
+            # The checkpoint follows to the new (empty) active segment, as an append's first
+            # batch there would move it: the sealed one may be dropped next (an idle shard's
+            # expired segment), and recovery resumes indexing from the checkpoint's segment.
+            cp = self.index.checkpoint
+            cp.segment_base, cp.position = new.base_offset, 0
             wb = self.index.store.batch()
             self.index.commit(wb, dirty.values())
             self.index.store.write(wb, sync=True)
@@ -686,6 +706,7 @@ class ShardLog(ShardBase):
             max_timestamp=old.max_timestamp,
             state=SegmentState.SEALED,
             modified_at=old.modified_at,
+            min_expire_at=old.min_expire_at,  # a lower bound of what remains, enough for the figures
         )
         path = str(seg.path)
         sparse = array("Q")  # (batch base offset, position) pairs for the offsets index, 16 B each

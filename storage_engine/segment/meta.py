@@ -1,11 +1,12 @@
 """Per-segment metadata (DESIGN §2) and the rolling rule shared by every log adapter.
 
 A :class:`SegmentMeta` is the value stored in the index store's ``segments``
-column family, keyed ``ns_id | shard | base_offset``. Value layout (100 bytes,
-big-endian; version 1 values, 91 bytes, lack the last two fields)::
+column family, keyed ``ns_id | shard | base_offset``. Value layout (108 bytes,
+big-endian; version 2 values, 100 bytes, lack the last field; version 1 values,
+91 bytes, the last three)::
 
     pos size type field
-      0    1 u8   format version (1)
+      0    1 u8   format version (3)
       1    8 u64  base_offset
       9    8 i64  last_offset         −1 while empty
      17    8 u64  record_count
@@ -22,6 +23,9 @@ big-endian; version 1 values, 91 bytes, lack the last two fields)::
      91    8 u64  dead_bytes          record bytes marked dead, not yet reclaimed
      99    1 u8   content flags       codec FLAG_HAS_EXPIRE/KEYS/TAGS of any batch
                                       (0xFF: unknown, from a version 1 value)
+    100    8 i64  min_expire_at       smallest explicit expire_at, −1 when none
+                                      (0 from older values that have one: unknown,
+                                      so the figures read the segment to be exact)
 
 ``state`` DELETING marks a segment whose deletion has begun: it is no longer
 part of the log, and opening the shard finishes the deletion.
@@ -33,12 +37,14 @@ import struct
 from dataclasses import dataclass
 
 from storage_engine.api import SegmentInfo, SegmentState
+from storage_engine.figures import ExpiredFigures, SegmentFacts
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import should_roll
 
-_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQB")
+_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBq")
+_STRUCT_V2 = struct.Struct(">BQqQQQqqqqBBqqQB")
 _STRUCT_V1 = struct.Struct(">BQqQQQqqqqBBqq")
-_VERSION = 2
+_VERSION = 3
 UNKNOWN_FLAGS = 0xFF
 _STATES = tuple(SegmentState)
 
@@ -60,6 +66,7 @@ class SegmentMeta:
     modified_at: int = 0
     dead_bytes: int = 0
     content_flags: int = 0
+    min_expire_at: int = -1
 
     @property
     def next_offset(self) -> int:
@@ -83,8 +90,9 @@ class SegmentMeta:
         has_unbounded: bool,
         now: int,
         flags: int = 0,
+        min_expire_at: int = -1,
     ) -> None:
-        """Add one appended batch."""
+        """Add one appended batch (``min_expire_at`` −1: no explicit expire_at in it)."""
         if self.record_count == 0:
             self.first_timestamp = first_timestamp
             self.min_timestamp = min_timestamp
@@ -97,6 +105,8 @@ class SegmentMeta:
         self.size_bytes += nbytes
         self.last_offset = last_offset
         self.max_expire_at = max(self.max_expire_at, max_expire_at)
+        if min_expire_at >= 0:
+            self.min_expire_at = min_expire_at if self.min_expire_at < 0 else min(self.min_expire_at, min_expire_at)
         self.has_unbounded = self.has_unbounded or has_unbounded
         self.content_flags |= flags
         self.modified_at = now
@@ -119,13 +129,16 @@ class SegmentMeta:
             self.modified_at,
             self.dead_bytes,
             self.content_flags,
+            self.min_expire_at,
         )
 
     @classmethod
     def unpack(cls, raw: bytes) -> SegmentMeta:
         if len(raw) == _STRUCT_V1.size:
             raw = raw + struct.pack(">QB", 0, UNKNOWN_FLAGS)
-            raw = bytes([_VERSION]) + raw[1:] if raw[0] == 1 else raw
+        if len(raw) == _STRUCT_V2.size:
+            has_explicit = _STRUCT_V2.unpack(raw)[9] >= 0  # max_expire_at
+            raw = bytes([_VERSION]) + raw[1:] + struct.pack(">q", 0 if has_explicit else -1)
         (
             version,
             base,
@@ -143,15 +156,33 @@ class SegmentMeta:
             modified,
             dead_bytes,
             content_flags,
+            min_exp,
         ) = _STRUCT.unpack(raw)
         if version != _VERSION:
             raise ValueError(f"unsupported segment metadata version {version}")
         return cls(
             base, created, last, count, live, size, first_ts, min_ts, max_ts, max_exp, bool(unbounded),
-            _STATES[state], modified, dead_bytes, content_flags,
+            _STATES[state], modified, dead_bytes, content_flags, min_exp,
         )  # fmt: skip
 
-    def to_info(self, namespace: str, shard: int) -> SegmentInfo:
+    def facts(self) -> SegmentFacts:
+        empty = self.record_count == 0
+        return SegmentFacts(
+            base_offset=self.base_offset,
+            last_offset=self.last_offset,
+            record_count=self.record_count,
+            live_count=self.live_count,
+            size_bytes=self.size_bytes,
+            dead_bytes=self.dead_bytes,
+            min_timestamp=None if empty else self.min_timestamp,
+            max_timestamp=None if empty else self.max_timestamp,
+            min_expire_at=None if self.min_expire_at < 0 else self.min_expire_at,
+            max_expire_at=None if self.max_expire_at < 0 else self.max_expire_at,
+            has_unbounded=self.has_unbounded,
+        )
+
+    def to_info(self, namespace: str, shard: int, figures: ExpiredFigures) -> SegmentInfo:
+        """The public view of this segment with its expired figures (see :mod:`storage_engine.figures`)."""
         empty = self.record_count == 0
         return SegmentInfo(
             namespace=namespace,
@@ -159,7 +190,7 @@ class SegmentMeta:
             base_offset=self.base_offset,
             last_offset=self.last_offset,
             record_count=self.record_count,
-            live_count=self.live_count,
+            live_count=self.record_count - figures.records,
             size_bytes=self.size_bytes,
             min_timestamp=None if empty else self.min_timestamp,
             max_timestamp=None if empty else self.max_timestamp,
@@ -168,4 +199,9 @@ class SegmentMeta:
             state=self.state,
             created_at=self.created_at,
             modified_at=self.modified_at,
+            expired_records=figures.records,
+            expired_bytes=figures.bytes,
+            deadline=figures.deadline,
+            min_expire_at=None if self.min_expire_at < 0 else self.min_expire_at,
+            first_timestamp=None if empty else self.first_timestamp,
         )

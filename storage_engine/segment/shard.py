@@ -32,13 +32,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from storage_engine.api import Record, SegmentInfo, SegmentState, ShardStats
+from storage_engine.api import Record, SegmentInfo, SegmentState, ShardStats, shard_stats_of
 from storage_engine.clock import Clock
 from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
 from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
-from storage_engine.lifecycle import ShardWork, TTLEntry, check_indexes, expired_figures
+from storage_engine.figures import FiguresCache, ProfileRow
+from storage_engine.lifecycle import ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.index_store import (
@@ -95,6 +96,7 @@ class ShardBase(abc.ABC):
         self._readers_done = threading.Condition()
         self._closed = False
         self._deleted = False
+        self.figures = FiguresCache()  # expired figures of partly expired segments (storage_engine.figures)
         # Set when the shard cannot be served (a damaged sealed segment, a failed write);
         # reads and appends raise it, other shards are unaffected.
         self.failure: Exception | None = None
@@ -157,32 +159,33 @@ class ShardBase(abc.ABC):
 
     # -- metadata -------------------------------------------------------------------------
     def segment_infos(self) -> list[SegmentInfo]:
-        return [m.to_info(self.namespace, self.shard) for m in self.view.metas()]
+        return self._infos(self.view)
 
     def lifecycle_segments(self) -> list[SegmentInfo]:
         return self.segment_infos()
 
     def stats(self) -> ShardStats:
         view = self.view
+        return shard_stats_of(self.namespace, self.shard, view.log_start_offset, view.end_offset, self._infos(view))
+
+    def _infos(self, view: Any) -> list[SegmentInfo]:
+        """The view's segments with their expired figures at the clock's now."""
         metas: list[SegmentMeta] = view.metas()
-        infos = [m.to_info(self.namespace, self.shard) for m in metas]
-        records = sum(m.record_count for m in metas)
-        expired, expired_bytes = expired_figures(
-            infos, [m.dead_bytes for m in metas], self.policy.ttl_ms, self.clock.now_ms()
-        )
-        return ShardStats(
-            namespace=self.namespace,
-            shard=self.shard,
-            log_start_offset=view.log_start_offset,
-            end_offset=view.end_offset,
-            record_count=records,
-            live_count=sum(m.live_count for m in metas),
-            size_bytes=sum(m.size_bytes for m in metas),
-            segment_count=len(metas),
-            expired_records=expired,
-            expired_bytes=expired_bytes,
-            expired_ratio=expired / records if records else 0.0,
-        )
+        now, ttl_ms = self.clock.now_ms(), self.policy.ttl_ms
+
+        def rows(first: int, last: int) -> Iterator[ProfileRow]:
+            dead = set(self.index.store.dead_offsets(self.index.prefix, first, last + 1))
+            with self.reading() as current:
+                for r in self.iter_records(current, first):
+                    if r.offset > last:
+                        break
+                    yield r.timestamp, r.expire_at, encoded_size(r), r.offset in dead
+
+        infos = [
+            m.to_info(self.namespace, self.shard, self.figures.figures(m.facts(), ttl_ms, now, rows)) for m in metas
+        ]
+        self.figures.retain(m.base_offset for m in metas)
+        return infos
 
     # -- lifecycle: what each store implements ---------------------------------------------
     @abc.abstractmethod
@@ -214,9 +217,13 @@ class ShardBase(abc.ABC):
     def rewrite_segment(self, base: int, now: int) -> ShardWork:
         """Rewrite a sealed segment without its expired and dead records."""
 
-    def remove_due_files(self, now: int, node: NodePolicy) -> ShardWork:
-        """Remove deleted files that are due (stores without files have none)."""
+    def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
+        """Remove deleted files that are due, or all with ``purge`` (stores without files have none)."""
         return ShardWork()
+
+    def pending_file_bytes(self) -> int:
+        """Bytes of deleted files waiting for removal (stores without files have none)."""
+        return 0
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         """Store-specific checks (the sparse offset index of segment files)."""
@@ -314,6 +321,8 @@ class ShardBase(abc.ABC):
                 # A bulk-loaded deadline (not the record's own) is kept on the mark: verify needs to know why.
                 bulk = r is not None and r.expire_at != e.expire_at
                 wb.put(offset_key(prefix, offset), deadline_value(e.expire_at) if bulk else b"", dead_handle)
+                if bulk:  # killed before its own deadline, maybe: its expiry key changes
+                    self.figures.forget(meta.base_offset)
                 meta.live_count -= 1
                 meta.dead_bytes += e.size if e.flags >= 0 or r is None else encoded_size(r)
                 dirty[meta.base_offset] = meta

@@ -27,7 +27,10 @@ def test_create_list_with_backlog_and_delete(api_as, events, node):
     body = api_as("viewer").get("/api/namespaces/events/subscriptions").json()
     assert body["node_error"] == ""
     [billing] = body["results"]
-    assert [(b["shard"], b["messages"]) for b in billing["backlog"]] == [(0, 3), (1, 0)]
+    assert [(b["shard"], b["messages"], b["live_messages"]) for b in billing["backlog"]] == [(0, 3, 3), (1, 0, 0)]
+    # The subscription's figures are the sums over its shards.
+    assert (billing["messages"], billing["live_messages"]) == (3, 3)
+    assert billing["bytes"] == sum(b["bytes"] for b in billing["backlog"]) > 0
     assert api_as("viewer").get("/api/namespaces/events/summary").json()["backlog_messages"] == 3
     assert (
         admin.delete("/api/namespaces/events/subscriptions/billing", {"confirm": "bill"}, format="json").status_code

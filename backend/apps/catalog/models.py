@@ -18,7 +18,12 @@ class Segment(models.Model):
     state = models.CharField(max_length=12)
     created_at_ms = models.BigIntegerField()
     modified_at_ms = models.BigIntegerField()
-    # Records stored but no longer live (expired or dead, not yet reclaimed) ÷ stored; kept for filtering.
+    # The engine's figures (storage_engine.api.SegmentInfo), carried unchanged: expired but not yet
+    # reclaimed records and bytes, and when every record will have expired (namespace TTL included).
+    expired_records = models.BigIntegerField(default=0)
+    expired_bytes = models.BigIntegerField(default=0)
+    deadline = models.BigIntegerField(null=True)
+    # expired_records ÷ record_count; kept for filtering and sorting.
     expired_ratio = models.FloatField(default=0.0)
     synced_at = models.DateTimeField(auto_now=True)
 

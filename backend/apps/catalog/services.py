@@ -29,6 +29,9 @@ SYNCED_FIELDS = [
     "state",
     "created_at_ms",
     "modified_at_ms",
+    "expired_records",
+    "expired_bytes",
+    "deadline",
     "expired_ratio",
 ]
 
@@ -58,7 +61,10 @@ def _values(info: SegmentInfo) -> dict[str, Any]:
         "state": info.state.value,
         "created_at_ms": info.created_at,
         "modified_at_ms": info.modified_at,
-        "expired_ratio": (info.record_count - info.live_count) / info.record_count if info.record_count else 0.0,
+        "expired_records": info.expired_records,
+        "expired_bytes": info.expired_bytes,
+        "deadline": info.deadline,
+        "expired_ratio": info.expired_records / info.record_count if info.record_count else 0.0,
     }
 
 

@@ -78,6 +78,9 @@ def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:
             except StorageError as exc:
                 errors.append(f"{node.name}: {exc}")
     for entry in rows.values():
-        if entry["backlog"]:
-            entry["backlog"].sort(key=lambda row: row["shard"])
+        shards_backlog = entry["backlog"] or []
+        shards_backlog.sort(key=lambda row: row["shard"])
+        # A subscription's backlog is the sum over its shards (DESIGN §3 "Figures"); null when no node answered.
+        for figure in ("messages", "live_messages", "bytes"):
+            entry[figure] = sum(row[figure] for row in shards_backlog) if entry["backlog"] else None
     return list(rows.values()), "; ".join(errors)

@@ -114,7 +114,8 @@ class ShardBacklogSerializer(serializers.Serializer):
     shard = serializers.IntegerField()
     cursor = serializers.IntegerField()
     end_offset = serializers.IntegerField()
-    messages = serializers.IntegerField()
+    messages = serializers.IntegerField(help_text="offset distance: end_offset − cursor − 1 over stored offsets")
+    live_messages = serializers.IntegerField(help_text="records after the cursor a consumer will receive")
     bytes = serializers.IntegerField()
     age_ms = serializers.IntegerField(allow_null=True)
 
@@ -124,6 +125,9 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     initial = serializers.CharField()
     created_at = serializers.DateTimeField()
     backlog = ShardBacklogSerializer(many=True, allow_null=True)
+    messages = serializers.IntegerField(allow_null=True, help_text="sum of the shards' offset distances")
+    live_messages = serializers.IntegerField(allow_null=True, help_text="sum of the shards' live records")
+    bytes = serializers.IntegerField(allow_null=True, help_text="sum of the shards' backlog bytes")
 
 
 class SubscriptionListOutputSerializer(serializers.Serializer):

@@ -189,6 +189,10 @@ export interface Segment {
   state: SegmentState;
   created_at_ms: number | null;
   modified_at_ms: number | null;
+  expired_records: number;
+  expired_bytes: number;
+  /** When every record will have expired, namespace TTL included; null when some record never does. */
+  deadline: number | null;
   expired_ratio: number;
   synced_at: string | null;
 }

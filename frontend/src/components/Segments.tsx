@@ -109,7 +109,7 @@ export function SegmentsTable({ segments }: { segments: Segment[] }) {
                 <MsTime value={s.max_timestamp} now={now} />
               </td>
               <td>
-                {s.has_unbounded ? <span className="muted">some never expire</span> : <MsTime value={s.max_expire_at} now={now} />}
+                {s.deadline === null ? <span className="muted">some never expire</span> : <MsTime value={s.deadline} now={now} />}
               </td>
             </tr>
           ))}
