@@ -110,6 +110,7 @@ from storage_engine.lifecycle import (
 )
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import idle_segment_due
+from storage_engine.validation import check_shard_arg
 
 MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
@@ -857,8 +858,7 @@ class CompactionMixin(LifecycleMixin):
 
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:
         t0 = time.perf_counter()
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise InvalidArgumentError("shard", "must be an integer")
+        check_shard_arg(shard)
         if not isinstance(keep, dict):
             raise InvalidArgumentError("keep", "must map segment base offsets to lists of offsets to keep")
         _, shards = self._select(namespace, shard)

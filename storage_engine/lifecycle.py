@@ -50,7 +50,6 @@ from storage_engine.errors import (
     InvalidArgumentError,
     StorageError,
     UnknownNamespaceError,
-    UnknownShardError,
 )
 from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.pacing import TokenBucket
@@ -58,6 +57,7 @@ from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_pol
 from storage_engine.retention import RetentionPlan, deletable_segments
 from storage_engine.rolling import idle_segment_due
 from storage_engine.segment.counters import Counters
+from storage_engine.validation import check_shard
 
 log = logging.getLogger(__name__)
 
@@ -475,11 +475,7 @@ class LifecycleMixin(abc.ABC):
         policy, shards = self._lc_namespace(namespace)
         if shard is None:
             return policy, list(shards)
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise InvalidArgumentError("shard", "must be an integer")
-        if not 0 <= shard < len(shards):
-            raise UnknownShardError(namespace, shard, len(shards))
-        return policy, [shards[shard]]
+        return policy, [shards[check_shard(namespace, shard, len(shards))]]
 
     @staticmethod
     def _check_limit(limit: int | None) -> None:

@@ -48,7 +48,6 @@ from storage_engine.errors import (
     NamespaceExistsError,
     OffsetOutOfRangeError,
     UnknownNamespaceError,
-    UnknownShardError,
 )
 from storage_engine.expiry import is_expired
 from storage_engine.figures import ExpiredFigures, FiguresCache, ProfileRow, SegmentFacts
@@ -67,7 +66,7 @@ from storage_engine.rolling import should_roll
 from storage_engine.subscriptions import SubscriptionMixin
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
-    check_shard_arg,
+    check_shard,
     check_tag,
     check_timestamp,
     validate_namespace_name,
@@ -471,9 +470,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     def _shard(self, namespace: str, shard: int) -> _Shard:
         ns = self._namespace(namespace)
-        if not 0 <= check_shard_arg(shard) < len(ns.shards):
-            raise UnknownShardError(namespace, shard, len(ns.shards))
-        return ns.shards[shard]
+        return ns.shards[check_shard(namespace, shard, len(ns.shards))]
 
     @staticmethod
     def _check_live(s: _Shard) -> None:

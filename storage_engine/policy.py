@@ -352,3 +352,22 @@ NODE_FIELDS: dict[str, FieldInfo] = {
 }
 
 FIELDS: dict[str, FieldInfo] = {**NAMESPACE_FIELDS, **NODE_FIELDS}
+
+
+def namespace_policy_recovered(values: Mapping[str, Any]) -> tuple[NamespacePolicy, list[str]]:
+    """A stored namespace policy as it is loaded: every field that breaks a rule (say a NaN
+    stored before validation refused it) falls back to its default, so one bad value can
+    never make the namespace unlistable. Returns the policy and the names of the fields reset."""
+    known = {f.name for f in fields(NamespacePolicy)}
+    kept: dict[str, Any] = {}
+    reset: list[str] = []
+    for name, value in values.items():
+        if name not in known:
+            continue
+        try:
+            validate_namespace_policy(NamespacePolicy(**{**kept, name: value}))
+        except (PolicyValidationError, TypeError, ValueError):
+            reset.append(name)
+            continue
+        kept[name] = value
+    return NamespacePolicy(**kept), reset

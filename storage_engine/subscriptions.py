@@ -45,12 +45,12 @@ from storage_engine.errors import (
     OffsetOutOfRangeError,
     ProducerHeldTooLongError,
     SubscriptionExistsError,
-    UnknownShardError,
     UnknownSubscriptionError,
 )
 from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.policy import NamespacePolicy
 from storage_engine.retention import RetentionPlan
+from storage_engine.validation import check_shard
 
 if TYPE_CHECKING:
     from storage_engine.api import NamespaceInfo, ShardStats
@@ -200,11 +200,7 @@ class SubscriptionMixin:
 
     @staticmethod
     def _check_shard(info: NamespaceInfo, shard: object) -> int:
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise InvalidArgumentError("shard", "must be an integer")
-        if not 0 <= shard < info.shards:
-            raise UnknownShardError(info.name, shard, info.shards)
-        return shard
+        return check_shard(info.name, shard, info.shards)
 
     def _views(self, namespace: str, shards: int) -> dict[int, tuple[ShardStats, list[SegmentInfo]]]:
         return {s: (self.shard_stats(namespace, s), self.list_segments(namespace, s)) for s in range(shards)}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from storage_engine.api import NewRecord, Record
 from storage_engine.bounds import MAX_INT64, int_ok, int_rule
-from storage_engine.errors import InvalidArgumentError, InvalidRecordError, RecordTooLargeError
+from storage_engine.errors import InvalidArgumentError, InvalidRecordError, RecordTooLargeError, UnknownShardError
 from storage_engine.policy import NamespacePolicy
 
 # Anchored with \Z, not "$" (which lets a trailing "\n" in): the control plane's RegexField searches with it.
@@ -52,11 +52,18 @@ def check_timestamp(value: object, field: str = "timestamp") -> int:
 
 
 def check_shard_arg(shard: object) -> int:
-    """The type of a shard argument; whether the namespace has it is the adapter's
-    :class:`~storage_engine.errors.UnknownShardError`."""
+    """The type of a shard argument (:func:`check_shard` also checks the namespace has it)."""
     if isinstance(shard, bool) or not isinstance(shard, int):
         raise InvalidArgumentError("shard", "must be an integer")
     return shard
+
+
+def check_shard(namespace: str, shard: object, shards: int) -> int:
+    """A shard argument of a namespace with ``shards`` shards: an int in ``0..shards-1``."""
+    index = check_shard_arg(shard)
+    if not 0 <= index < shards:
+        raise UnknownShardError(namespace, index, shards)
+    return index
 
 
 def _tag_problem(tag: object) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from starlette.types import Scope
 
 from storage_engine.api import EngineStats, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
-from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.errors import InvalidArgumentError
 from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.idempotency import IdempotencyCache
@@ -32,12 +31,12 @@ from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
 from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
+from storage_engine.node.routes import RouteTable
 from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 from storage_engine.wire import (
-    error_body,
     namespace_to_json,
     new_record_from_json,
     policy_from_json,
@@ -45,13 +44,10 @@ from storage_engine.wire import (
     record_to_json,
     segment_to_json,
     shard_stats_to_json,
-    status_for,
 )
 
 log = logging.getLogger("storage_node")
-Handler = Callable[[Request], Awaitable[Response]]
 MAX_BATCH_RECORDS = 100_000
-INTERNAL_ERROR = {"error": "internal_error", "message": "the node failed to answer; its log has the details"}
 MAX_PATH_SHOWN = 200  # characters of a request path quoted in an error
 
 
@@ -107,36 +103,6 @@ def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
     if len(records) > MAX_BATCH_RECORDS:
         raise InvalidArgumentError("records", f"must hold at most {MAX_BATCH_RECORDS} records")
     return [new_record_from_json(r, i, now_ms) for i, r in enumerate(records)]
-
-
-class RouteTable:
-    """Routes that record request metrics and answer engine errors as JSON with their status."""
-
-    def __init__(self, metrics: NodeMetrics) -> None:
-        self.metrics = metrics
-        self.routes: list[Route] = []
-
-    def add(self, path: str, method: str, name: str) -> Callable[[Handler], Handler]:
-        def wrap(fn: Handler) -> Handler:
-            async def endpoint(request: Request) -> Response:
-                started = time.perf_counter()
-                try:
-                    response = await fn(request)
-                except StorageError as exc:
-                    status = status_for(exc)
-                    if status >= 500:
-                        log.error("%s %s: %s", method, request.url.path, exc)
-                    response = JSONResponse(error_body(exc), status_code=status)
-                except Exception:  # a bug, not bad input: logged whole, answered in the error shape
-                    log.exception("%s %s failed", method, request.url.path)
-                    response = JSONResponse(INTERNAL_ERROR, status_code=500)
-                self.metrics.observe(name, response.status_code, time.perf_counter() - started)
-                return response
-
-            self.routes.append(Route(path, endpoint, methods=[method], name=name))
-            return fn
-
-        return wrap
 
 
 def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:

@@ -25,7 +25,7 @@ from storage_engine.policy import node_policy_from
 from storage_engine.validation import check_int, check_offset, int_from_text
 
 if TYPE_CHECKING:
-    from storage_engine.node.app import RouteTable
+    from storage_engine.node.routes import RouteTable
 
 Step = Callable[[], LifecycleResult]
 # operation → (scope, how to call the engine once)

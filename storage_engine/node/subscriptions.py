@@ -15,7 +15,7 @@ from storage_engine.node.params import int_param, json_body, only, shard_param
 from storage_engine.wire import read_result_to_json
 
 if TYPE_CHECKING:
-    from storage_engine.node.app import RouteTable
+    from storage_engine.node.routes import RouteTable
 
 BASE = "/v1/namespaces/{ns}/subscriptions"
 

@@ -23,7 +23,7 @@ from storage_engine.errors import InvalidArgumentError
 from storage_engine.node.params import json_body, only
 
 if TYPE_CHECKING:
-    from storage_engine.node.app import RouteTable
+    from storage_engine.node.routes import RouteTable
 
 MAX_UPLOAD_BYTES = 16 << 30  # an SST of 16 GiB holds ~500 million TTL entries
 

@@ -42,7 +42,6 @@ from storage_engine.errors import (
     OffsetOutOfRangeError,
     SegmentDeletedError,
     UnknownNamespaceError,
-    UnknownShardError,
 )
 from storage_engine.expiry import is_expired, segment_deadline
 from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
@@ -55,7 +54,7 @@ from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription, SubscriptionMixin
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
-    check_shard_arg,
+    check_shard,
     check_tag,
     check_timestamp,
     record_size,
@@ -200,10 +199,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def _shard(self, namespace: str, shard: int) -> ShardBase:
         ns = self._namespace(namespace)
-        check_shard_arg(shard)
-        if not 0 <= shard < len(ns.shards):
-            raise UnknownShardError(namespace, shard, len(ns.shards))
-        return ns.shards[shard]
+        return ns.shards[check_shard(namespace, shard, len(ns.shards))]
 
     def create_namespace(self, name: str, shards: int, policy: NamespacePolicy | None = None) -> NamespaceInfo:
         self._check_open()

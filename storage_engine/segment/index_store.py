@@ -58,7 +58,7 @@ from typing import Any, cast
 from rocksdict import IngestExternalFileOptions, Options, Rdict, ReadOptions, SstFileWriter, WriteBatch, WriteOptions
 
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policy import NamespacePolicy, namespace_policy_recovered
 from storage_engine.segment.meta import SegmentMeta
 
 log = logging.getLogger(__name__)
@@ -197,8 +197,9 @@ class NamespaceRecord:
     @classmethod
     def unpack(cls, name: str, raw: bytes) -> NamespaceRecord:
         body = json.loads(raw)
-        known = {f.name for f in fields(NamespacePolicy)}
-        policy = NamespacePolicy(**{k: v for k, v in body["policy"].items() if k in known})
+        policy, reset = namespace_policy_recovered(body["policy"])
+        if reset:
+            log.warning("namespace %s: stored policy fields %s break a rule; using their defaults", name, reset)
         return cls(name, body["id"], body["shards"], policy, body["created_at"])
 
 

@@ -170,3 +170,14 @@ def test_a_delete_when_that_is_not_a_string_is_a_validation_error(value):
 def test_hours_take_ascii_digits_only(field, value):
     """``"²".isdigit()`` is true and ``int("²")`` raises: ASCII digits only, refused as a rule, not a crash."""
     assert "list of hours" in errors_of(node_policy_from, {field: value})[field]
+
+
+def test_a_stored_policy_with_a_bad_value_loads_with_that_field_reset() -> None:
+    """A NaN stored before validation refused it must not make the namespace unlistable."""
+    from storage_engine.segment.index_store import NamespaceRecord
+
+    raw = b'{"id": 3, "shards": 2, "created_at": 5, "policy": {"ttl_ms": 60000, "reclaim_dead_ratio": NaN, "nope": 1}}'
+    record = NamespaceRecord.unpack("ns", raw)
+    assert record.policy.ttl_ms == 60_000
+    assert record.policy.reclaim_dead_ratio == NamespacePolicy().reclaim_dead_ratio
+    assert (record.ns_id, record.shards, record.created_at) == (3, 2, 5)
