@@ -128,6 +128,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by the app (no CDN)
     "django_celery_beat",
     "backend.apps.core",
     "backend.apps.audit",
@@ -214,6 +215,10 @@ SPECTACULAR_SETTINGS = {
     # The schema describes the API, not data: anyone may read it (every route still checks its caller).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # /api/docs/ works offline: Swagger UI and Redoc come from drf-spectacular-sidecar under /static/.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {
