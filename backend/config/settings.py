@@ -10,6 +10,7 @@ them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -90,6 +91,34 @@ if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
+# The cache holds state every web worker and host must share (the login throttle): Redis (``REDIS_URL``, or
+# the broker when that is Redis) when there is one; local memory, i.e. per process, only without Redis.
+# Keys are prefixed per deployment (from the secret key, which every worker of one system shares) so that
+# separate systems on one Redis do not count each other's logins.
+CACHE_REDIS_URL = REDIS_URL or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
+CACHE_KEY_PREFIX = env("CACHE_KEY_PREFIX", "") or "lcs-" + hashlib.sha256(SECRET_KEY.encode()).hexdigest()[:12] + (
+    f"-{os.getpid()}" if APP_ENV == "test" else ""  # concurrent test runs share var/secret_key, not counters
+)
+_LOCMEM = "django.core.cache.backends.locmem.LocMemCache"
+CACHES: dict[str, dict[str, object]] = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_REDIS_URL,
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+    if CACHE_REDIS_URL
+    else {"BACKEND": _LOCMEM, "LOCATION": "default", "KEY_PREFIX": CACHE_KEY_PREFIX},
+    # Used when the shared cache fails: the throttle still holds per process rather than not at all.
+    "local": {"BACKEND": _LOCMEM, "LOCATION": "local", "KEY_PREFIX": CACHE_KEY_PREFIX},
+}
+# Login attempts (API and /admin/login/) per client address, counted in the cache above.
+LOGIN_THROTTLE_RATE = env("LOGIN_THROTTLE_RATE", "10/min")
+# Reverse proxies in front of the app that append to X-Forwarded-For. 0: the client is REMOTE_ADDR and the
+# header is ignored (it is the client's to forge); N: the client is the Nth address from the right.
+TRUSTED_PROXY_COUNT = int(env("TRUSTED_PROXY_COUNT", "0") or 0)
 # Workers consume this queue; separate systems sharing one Redis use separate queues.
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
@@ -205,7 +234,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["backend.apps.core.permissions.IsViewer"],
     "DEFAULT_SCHEMA_CLASS": "backend.apps.core.schema.ApiAutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_THROTTLE_RATES": {"login": env("LOGIN_THROTTLE_RATE", "10/min")},
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # DRF's client address (throttles) follows the same rule
     "EXCEPTION_HANDLER": "backend.apps.core.exceptions.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {

@@ -44,6 +44,7 @@ def registered_node(db: Any, node: Any, settings: Any) -> StorageNode:
 
 @pytest.fixture(autouse=True)
 def _fresh_throttles() -> None:
-    from django.core.cache import cache
+    # Not cache.clear(): the cache is Redis, whose database the Celery broker may share.
+    from backend.apps.core.throttling import reset_login_throttle
 
-    cache.clear()
+    reset_login_throttle()

@@ -52,6 +52,8 @@ def record(
 
 def record_login_failure(sender: Any, credentials: dict[str, Any], request: Any = None, **_: Any) -> None:
     """Signal receiver for ``user_login_failed``; the password is never stored."""
+    from backend.apps.core.throttling import client_ip
+
     username = str(credentials.get("username", ""))[:150]
     record(
         actor=None,
@@ -59,6 +61,6 @@ def record_login_failure(sender: Any, credentials: dict[str, Any], request: Any 
         target_type="user",
         target=username,
         result="failed",
-        remote_addr=request.META.get("REMOTE_ADDR") if request is not None else None,
+        remote_addr=(client_ip(request) or None) if request is not None else None,
         actor_name=username,
     )

@@ -13,7 +13,6 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from backend.apps.core import selectors
@@ -24,6 +23,7 @@ from backend.apps.core.serializers import (
     LoginInputSerializer,
     MeOutputSerializer,
 )
+from backend.apps.core.throttling import LoginRateThrottle, check_login_attempt
 
 
 def _me(user: Any) -> dict[str, Any]:
@@ -51,8 +51,7 @@ class CsrfView(APIView):
 
 class LoginView(APIView):
     permission_classes = [AllowAny]
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "login"
+    throttle_classes = [LoginRateThrottle]  # shared with /admin/login/ (see throttling)
 
     @extend_schema(request=LoginInputSerializer, responses={200: MeOutputSerializer})
     def post(self, request: Request) -> Response:
@@ -82,6 +81,23 @@ class MeView(APIView):
     @extend_schema(responses=MeOutputSerializer)
     def get(self, request: Request) -> Response:
         return Response(_me(request.user))
+
+
+def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    """The admin's login page, under the same login throttle as ``/api/auth/login``."""
+    from django.contrib import admin
+
+    if request.method == "POST":
+        wait = check_login_attempt(request)
+        if wait is not None:
+            response = HttpResponse(
+                f"Too many login attempts from your address; try again in {wait:.0f} s.\n",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+            )
+            response["Retry-After"] = f"{wait:.0f}"
+            return response
+    return admin.site.login(request, extra_context)
 
 
 @cache
