@@ -278,6 +278,26 @@ class LifecycleResult:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@dataclass(frozen=True, slots=True)
+class NextDue:
+    """When each kind of node-wide lifecycle sweep next has work (:meth:`StorageAdapter.next_due`).
+
+    ``due`` maps ``expire-scan``, ``reclaim`` and ``retention`` to the earliest due time in ms
+    (at or before ``now``: due now; ``None``: nothing stored makes it due); ``shards`` is how
+    many shards were looked at and ``recomputed`` how many of them had their sealed segments
+    read again (changed since the previous call).
+    """
+
+    now: int
+    due: dict[str, int | None]
+    shards: int = 0
+    recomputed: int = 0
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 # The counts of a LifecycleResult that add up over steps, namespaces or runs (jobs, sweeps, task runs).
 LIFECYCLE_COUNTS = (
     "scanned",
@@ -511,6 +531,18 @@ class StorageAdapter(abc.ABC):
     # as sealed. The end offset is kept (the next append gets the offset it would have
     # had); an empty active segment is never sealed or dropped. A step skipped
     # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
+
+    @abc.abstractmethod
+    def next_due(self) -> NextDue:
+        """When lifecycle work is next due on this engine (DESIGN §3 "Timeliness"), so that a
+        scheduler can sweep at that moment rather than on a fixed interval: ``expire-scan`` at
+        the first TTL-index entry's ``expire_at``; ``reclaim`` at the earliest deadline of any
+        non-empty segment, the active one included (a whole segment can go); ``retention``, for
+        namespaces whose cleanup policy deletes, when the oldest segment breaks the time rule
+        (``max_timestamp + retention_ms + 1``), or now when the size rule is already broken.
+        From metadata only, never reading records: a shard's sealed segments are read again
+        only when a roll, drop or rewrite changed them since the previous call
+        (:mod:`storage_engine.due`)."""
 
     @abc.abstractmethod
     def expire_scan(

@@ -218,6 +218,11 @@ class NodeClient:
         result: dict[str, Any] = self._call("POST", path, idempotent=False, params=params).json()
         return result
 
+    def next_due(self) -> dict[str, Any]:
+        """``GET /v1/node/next-due``: ``{"now", "due": {kind: ms or None}, ...}`` (see ``StorageAdapter.next_due``)."""
+        result: dict[str, Any] = self._call("GET", "/v1/node/next-due", idempotent=True).json()
+        return result
+
     def verify(self, namespace: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", f"/v1/namespaces/{namespace}/verify", idempotent=True).json()
         return result

@@ -27,6 +27,7 @@ from storage_engine.api import (
     LIFECYCLE_COUNTS,
     DiskStatus,
     LifecycleResult,
+    NextDue,
     Record,
     SegmentInfo,
     SegmentState,
@@ -45,6 +46,7 @@ from storage_engine.cleaning import (
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
 from storage_engine.config import EngineConfig
+from storage_engine.due import DueCache, DueShard, next_due
 from storage_engine.errors import (
     DiskFullError,
     InvalidArgumentError,
@@ -52,6 +54,7 @@ from storage_engine.errors import (
     UnknownNamespaceError,
 )
 from storage_engine.expiry import is_expired, segment_expired
+from storage_engine.figures import NEVER, SegmentFacts
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
 from storage_engine.retention import RetentionPlan, deletable_segments
@@ -207,6 +210,10 @@ class LifecycleShard(Protocol):
         ...
 
     def stats(self) -> ShardStats: ...
+
+    def due_facts(self) -> tuple[object | None, Callable[[], Sequence[SegmentFacts]], SegmentFacts]:
+        """Metadata for due times (:class:`storage_engine.due.DueShard`)."""
+        ...
 
 
 def sum_work(result: dict[str, Any], work: ShardWork) -> None:
@@ -372,6 +379,7 @@ class LifecycleMixin(abc.ABC):
         self._sweeping = False
         self._compacted_at: dict[int, int] = {}
         self._compaction_due: dict[int, LifecycleShard] = {}
+        self._due_cache = DueCache()  # per-shard minima for next_due (storage_engine.due)
         if config.lifecycle_worker:
             self._checks_worker = threading.Thread(target=self._run_read_checks, name="read-check-worker", daemon=True)
             self._checks_worker.start()
@@ -463,6 +471,28 @@ class LifecycleMixin(abc.ABC):
     def _pending_delete_bytes(self) -> int:
         """Bytes of ``.deleted`` files waiting for removal, over every shard (part of the used bytes)."""
         return 0  # adapters with files say how many
+
+    # -- due times (DESIGN §3 "Timeliness") ----------------------------------------------------------
+    def next_due(self) -> NextDue:
+        t0 = time.perf_counter()
+        now = self.clock.now_ms()
+        namespaces: list[tuple[NamespacePolicy, Sequence[DueShard]]] = list(self._lc_all())
+        cache = self._due_cache
+        before = cache.recomputed
+        due = next_due(namespaces, self._ttl_first(), now, cache)
+        return NextDue(
+            now=now,
+            due=due,
+            shards=sum(len(shards) for _, shards in namespaces),
+            recomputed=cache.recomputed - before,
+            duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+        )
+
+    def _ttl_first(self) -> int | None:
+        """The first TTL-index entry's ``expire_at`` over every namespace (``None``: the index is
+        empty). Adapters whose index is not one ordered walk answer it faster."""
+        entry = next(self._ttl_candidates(None, None, NEVER, [0]), None)
+        return None if entry is None else entry.expire_at
 
     # -- helpers -------------------------------------------------------------------------------------
     def _retention_plan(

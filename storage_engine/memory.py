@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
@@ -294,6 +294,12 @@ class _Shard:
     def lifecycle_segments(self) -> list[SegmentInfo]:
         with self.lock:
             return self.infos()
+
+    def due_facts(self) -> tuple[object | None, Callable[[], list[SegmentFacts]], SegmentFacts]:
+        """For due times (:mod:`storage_engine.due`); no layout token: recomputed every call."""
+        with self.lock:
+            facts = [seg.facts() for seg in self.segments]
+        return None, lambda: facts[:-1], facts[-1]
 
     def roll_empty(self, now: int) -> bool:
         with self.lock:
@@ -710,6 +716,20 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         yield from heapq.merge(
             *(self._ns_ttl_candidates(ns, None, now, scanned) for ns in everything), key=attrgetter("expire_at")
         )
+
+    def _ttl_first(self) -> int | None:
+        """The smallest live heap top over the namespaces (stale tops dropped on the way)."""
+        with self._lock:
+            everything = list(self._namespaces.values())
+        first: int | None = None
+        for ns in everything:
+            with ns.ttl_lock:
+                heap = ns.ttl_heap
+                while heap and ns.shards[heap[0][1]].ttl.get(heap[0][2]) != heap[0][0]:
+                    heapq.heappop(heap)
+                if heap and (first is None or heap[0][0] < first):
+                    first = heap[0][0]
+        return first
 
     def _ns_ttl_candidates(self, ns: _Namespace, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
         """Without popping them: the entries ≤ now are a top subtree of the heap, walked in

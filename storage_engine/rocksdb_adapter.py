@@ -62,6 +62,11 @@ class RocksView:
     def metas(self) -> list[SegmentMeta]:
         return [*self.sealed, self.active]
 
+    def due_layout(self) -> tuple[object, SegmentMeta]:
+        """(an object every roll and drop replaces, the active segment's metadata). A rewrite changes a
+        sealed segment's metadata in place but never its deadline or oldest timestamp."""
+        return self.sealed, self.active
+
 
 class RocksShard(ShardBase):
     """One shard of the ``rocksdb`` adapter (logical segments over the records family)."""

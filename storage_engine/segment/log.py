@@ -106,6 +106,10 @@ class LogView:
     def metas(self) -> list[SegmentMeta]:
         return [s.meta for s in self.segments[:-1]] + [self.active_meta]
 
+    def due_layout(self) -> tuple[object, SegmentMeta]:
+        """(an object every roll, drop and rewrite swap replaces, the active segment's metadata)."""
+        return self.segments, self.active_meta
+
 
 class ShardLog(ShardBase):
     """Segments of one shard. Build with :meth:`create` (new shard) or :meth:`open` (recovers it)."""

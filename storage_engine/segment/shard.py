@@ -28,7 +28,7 @@ from __future__ import annotations
 import abc
 import bisect
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,7 +38,7 @@ from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, 
 from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
-from storage_engine.figures import FiguresCache, ProfileRow
+from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.counters import Counters
@@ -163,6 +163,12 @@ class ShardBase(abc.ABC):
 
     def lifecycle_segments(self) -> list[SegmentInfo]:
         return self.segment_infos()
+
+    def due_facts(self) -> tuple[object | None, Callable[[], list[SegmentFacts]], SegmentFacts]:
+        """For due times (:mod:`storage_engine.due`): metadata only, sealed facts built when asked."""
+        view = self.view
+        token, active = view.due_layout()
+        return token, lambda: [m.facts() for m in view.metas()[:-1]], active.facts()
 
     def stats(self) -> ShardStats:
         view = self.view
