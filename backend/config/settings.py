@@ -75,6 +75,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 NODE_URL = env("NODE_URL", "http://127.0.0.1:7070")
 NODE_TOKEN = env("NODE_TOKEN") or dev_secret("NODE_TOKEN")
 NODE_TIMEOUT_S = float(env("NODE_TIMEOUT_S", "5") or 5)
+# Where the control plane may send requests (node URLs, webhook channels): comma-separated host names,
+# *.suffixes, addresses and CIDR networks, or * (default) for any. Link-local and cloud metadata addresses
+# and names are refused whatever this says (backend/apps/core/outgoing.py).
+OUTGOING_URL_ALLOW = env("OUTGOING_URL_ALLOW", "*")
 
 # Celery: Redis in any real deployment; the filesystem transport for the embedded default.
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0" if APP_ENV == "test" else "")

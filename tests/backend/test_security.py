@@ -4,15 +4,26 @@ the offline API docs."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from backend.apps.audit.models import AuditEntry
+from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.throttling import reset_login_throttle
+from backend.apps.metrics.models import series_key
+from backend.apps.nodes import services as node_services
+from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.selectors import client_for
+from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
 from tests.backend.conftest import make_user
 
 
@@ -133,3 +144,273 @@ def test_login_throttle_falls_back_to_the_process_when_the_cache_fails(db, monke
     monkeypatch.setattr(caches["default"], "add", broken)
     codes = [_api_login(APIClient()) for _ in range(12)]
     assert codes.count(400) == 10 and codes[-1] == 429
+
+
+# -- a stand-in for whatever answers at a URL ---------------------------------------------------------------
+
+SECRET_TEXT = "INTERNAL-ONLY-3f9a"
+
+
+class Answering(BaseHTTPRequestHandler):
+    """Answers every request with ``answers[path]``: (status, content type, body); records what it got."""
+
+    answers: dict[str, tuple[int, str, bytes]] = {}
+    seen: list[tuple[str, str, dict[str, str]]] = []
+
+    def _answer(self) -> None:
+        type(self).seen.append((self.command, self.path, dict(self.headers)))
+        if self.headers.get("Content-Length"):
+            self.rfile.read(int(self.headers["Content-Length"]))
+        status, kind, body = type(self).answers.get(self.path.split("?")[0], (404, "text/plain", b"no"))
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def answering():
+    Answering.answers, Answering.seen = {}, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answering)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _fake_dns(monkeypatch, table: dict[str, str]) -> None:
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in table:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (table[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+# -- outgoing URLs ------------------------------------------------------------------------------------------
+
+REFUSED_URLS = [
+    "http://169.254.169.254/latest/meta-data/",
+    "http://169.254.170.2/v2/credentials",
+    "http://[fe80::1]:7070",
+    "http://[::ffff:169.254.169.254]/",
+    "http://2852039166/",  # 169.254.169.254 as one number
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://METADATA.google.internal./",
+    "http://100.100.100.200/",
+    "http://[fd00:ec2::254]/",
+    "http://evil.example/",  # resolves to the metadata address (fake DNS below)
+    "file:///etc/passwd",
+    "gopher://127.0.0.1:6379/",
+]
+
+
+@pytest.mark.parametrize("url", REFUSED_URLS)
+def test_refused_outgoing_urls_by_default(url, monkeypatch):
+    _fake_dns(monkeypatch, {"evil.example": "169.254.169.254"})
+    with pytest.raises(OutgoingURLRefused):
+        check_outgoing_url(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:7070",
+        "http://localhost:7070",
+        "http://10.1.2.3:7070",
+        "http://[fd12::1]/",
+        "https://hooks.example.com/x",
+    ],
+)
+def test_loopback_private_and_public_are_allowed_by_default(url):
+    check_outgoing_url(url)
+
+
+def test_an_allow_list_names_hosts_and_networks(settings, monkeypatch):
+    settings.OUTGOING_URL_ALLOW = "10.0.0.0/8, hooks.example.com, *.corp.example, 127.0.0.1"
+    _fake_dns(monkeypatch, {"node.corp.example": "192.168.5.5", "bad.corp.example": "169.254.169.254"})
+    for url in [
+        "http://10.1.2.3/",
+        "https://hooks.example.com/",
+        "http://node.corp.example:7070",
+        "http://127.0.0.1:1/",
+    ]:
+        check_outgoing_url(url)
+    for url in ["http://192.168.1.1/", "http://other.example/", "http://bad.corp.example/", "http://127.0.0.2/"]:
+        with pytest.raises(OutgoingURLRefused):
+            check_outgoing_url(url)
+    settings.OUTGOING_URL_ALLOW = "169.254.0.0/16"  # listing it does not open the metadata range
+    with pytest.raises(OutgoingURLRefused):
+        check_outgoing_url("http://169.254.169.254/")
+    settings.OUTGOING_URL_ALLOW = "not a host!"
+    from backend.apps.core.checks import check_security_settings
+
+    assert [e.id for e in check_security_settings()] == ["core.E001"]
+
+
+def test_node_and_webhook_urls_are_checked_when_saved(api_as, monkeypatch):
+    _fake_dns(monkeypatch, {"evil.example": "169.254.169.254"})
+    admin = api_as("admin")
+    for url in ["http://169.254.169.254/", "http://metadata.google.internal/", "http://evil.example:7070"]:
+        response = admin.post("/api/nodes/", {"name": "n9", "url": url, "token": "t"}, format="json")
+        assert response.status_code == 400 and "refused" in response.json()["url"][0], response.json()
+        body = {"name": "hook", "kind": "webhook", "target": url + "/hook", "secret": "k"}
+        response = admin.post("/api/alert-channels/", body, format="json")
+        assert response.status_code == 400 and "refused" in response.json()["target"][0], response.json()
+    assert (
+        admin.post(
+            "/api/nodes/", {"name": "n9", "url": "http://10.0.0.9:7070", "token": "t"}, format="json"
+        ).status_code
+        == 201
+    )
+    response = admin.patch("/api/nodes/n9/", {"url": "http://169.254.169.254/", "token": "t"}, format="json")
+    assert response.status_code == 400 and "url" in response.json()
+    response = admin.post("/api/nodes/", {"name": "n8", "url": "http://10.0.0.8:7070", "token": "tökén"}, format="json")
+    assert response.status_code == 400 and "token" in response.json()
+
+
+def test_a_refused_node_url_is_never_called(db, answering, settings):
+    node = StorageNode.objects.create(name="n1", url=answering, token="t0ken")
+    settings.OUTGOING_URL_ALLOW = "10.0.0.0/8"  # the stand-in on 127.0.0.1 is now out of bounds
+    with client_for(node) as client, pytest.raises(NodeUnavailableError, match="refused"):
+        client.health()
+    StorageNode.objects.filter(pk=node.pk).update(url="http://169.254.169.254")
+    node.refresh_from_db()
+    settings.OUTGOING_URL_ALLOW = "*"
+    with client_for(node) as client, pytest.raises(NodeUnavailableError, match="refused"):
+        client.health()
+    assert Answering.seen == []
+
+
+# -- node URL and token ---------------------------------------------------------------------------------------
+
+
+def test_changing_a_node_url_needs_its_token_again(api_as, answering):
+    admin = api_as("admin")
+    assert (
+        admin.post(
+            "/api/nodes/", {"name": "n2", "url": "http://127.0.0.1:9", "token": "s3cret"}, format="json"
+        ).status_code
+        == 201
+    )
+    for method in (admin.patch, admin.put):
+        response = method("/api/nodes/n2/", {"name": "n2", "url": answering}, format="json")
+        if response.status_code == 405:  # no PUT on this route
+            continue
+        assert response.status_code == 400 and "token" in response.json(), response.json()
+    node = StorageNode.objects.get(name="n2")
+    assert node.url == "http://127.0.0.1:9" and node.token == "s3cret"
+    assert admin.patch("/api/nodes/n2/", {"url": "http://127.0.0.1:9"}, format="json").status_code == 200  # same URL
+    response = admin.patch("/api/nodes/n2/", {"url": answering, "token": "new-token"}, format="json")
+    assert response.status_code == 200 and response.json()["url"] == answering
+    node.refresh_from_db()
+    assert node.token == "new-token"
+    entry = AuditEntry.objects.filter(action="node.update").latest("id")
+    assert entry.after["token_replaced"] is True and "new-token" not in str(entry.__dict__)
+    with pytest.raises(InvalidArgumentError, match="token"):
+        node_services.update_node(actor=None, node=node, url="http://127.0.0.1:10")
+
+
+def test_the_admin_form_asks_for_the_token_with_a_new_url(db):
+    from django.forms.models import model_to_dict
+
+    from backend.apps.nodes.admin import StorageNodeForm
+
+    node = StorageNode.objects.create(name="n3", url="http://127.0.0.1:9", token="s3cret")
+    data = {k: ("" if v is None else v) for k, v in model_to_dict(node, exclude=["token"]).items()}
+    data["policy_overrides"] = "{}"
+    form = StorageNodeForm(instance=node, data={**data, "url": "http://127.0.0.1:10"})
+    assert not form.is_valid() and "new_token" in form.errors
+    form = StorageNodeForm(instance=node, data={**data, "url": "http://169.254.169.254/", "new_token": "x"})
+    assert not form.is_valid() and "url" in form.errors
+    form = StorageNodeForm(instance=node, data={**data, "url": "http://127.0.0.1:10", "new_token": "fresh"})
+    assert form.is_valid(), form.errors
+    saved = form.save()
+    assert (saved.url, saved.token) == ("http://127.0.0.1:10", "fresh")
+
+
+# -- one bad node breaks nothing else -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bad_nodes(db, answering):
+    """Four nodes that each fail differently; the stand-in answers text and nonsense."""
+    Answering.answers = {
+        "/health": (200, "text/html", f"<html>{SECRET_TEXT}</html>".encode()),
+        # Shard figures first, then a part that is not what a node sends: none of it may be kept.
+        "/v1/stats": (
+            200,
+            "application/json",
+            b'{"shards": [{"namespace": "ghost", "shard": 0, "record_count": 5}], "counters": ["?"]}',
+        ),
+    }
+    StorageNode.objects.create(name="bad-url", url="http://[::1", token="t")
+    StorageNode.objects.create(name="bad-token", url="http://127.0.0.1:9", token="tökén")
+    StorageNode.objects.create(name="nonsense", url=answering, token="t")
+    StorageNode.objects.create(name="erroring", url=answering + "/err", token="t")
+    Answering.answers["/err/health"] = (500, "text/plain", SECRET_TEXT.encode())
+    Answering.answers["/err/v1/stats"] = (502, "text/plain", SECRET_TEXT.encode())
+    return answering
+
+
+def test_health_survives_bad_nodes_and_shows_none_of_their_text(api_as, bad_nodes, registered_node):
+    response = api_as(None).get("/api/health")
+    assert response.status_code == 200
+    node = response.json()["components"]["node"]
+    assert node["ok"] is False
+    detail = node["detail"]
+    for name in ("bad-url", "bad-token", "nonsense", "erroring"):
+        assert name in detail
+    assert registered_node.name not in detail  # it answered
+    assert "answered HTTP 500" in detail and "not JSON" in detail
+    assert SECRET_TEXT not in response.content.decode()
+    assert bad_nodes not in detail  # nor the internal addresses
+
+
+def test_health_shows_no_text_from_a_node_answer(api_as, answering, db):
+    StorageNode.objects.create(name="odd", url=answering, token="t")
+    Answering.answers["/health"] = (200, "application/json", b'{"status": "ok", "adapter": "INTERNAL-ONLY-3f9a"}')
+    node = api_as(None).get("/api/health").json()["components"]["node"]
+    assert node["ok"] is True and node["detail"] == "reachable: odd (?)"
+
+
+def test_metrics_collection_goes_on_past_bad_nodes(bad_nodes, registered_node):
+    from backend.apps.metrics.models import MetricSeries
+    from backend.apps.metrics.services import collect
+
+    result = collect()
+    assert result.nodes_up == 1
+    assert sorted(result.nodes_down) == ["bad-token", "bad-url", "erroring", "nonsense"]
+    assert MetricSeries.objects.get(key=series_key("up", node=registered_node.name)).last_value == 1.0
+    assert not MetricSeries.objects.filter(node="nonsense").exclude(name="up").exists()
+    assert not MetricSeries.objects.filter(namespace="ghost").exists()
+    nodes = {n.name: n for n in StorageNode.objects.all()}
+    assert nodes[registered_node.name].healthy and nodes[registered_node.name].last_seen_at is not None
+    assert nodes["erroring"].last_error == "answered HTTP 502" and not nodes["erroring"].healthy
+    assert "cannot be used" in nodes["bad-token"].last_error and "cannot be used" in nodes["bad-url"].last_error
+    assert nodes["nonsense"].last_error.startswith("answered something unexpected")
+    assert all(SECRET_TEXT not in n.last_error for n in nodes.values())
+
+
+# -- the default node ------------------------------------------------------------------------------------------
+
+
+def test_admin_edits_to_the_default_node_are_kept(api_as, settings):
+    settings.NODE_URL, settings.NODE_TOKEN = "http://127.0.0.1:9", "from-settings"
+    node = node_services.ensure_default_node()
+    assert (node.url, node.token) == ("http://127.0.0.1:9", "from-settings")
+    admin = api_as("admin")
+    response = admin.patch(f"/api/nodes/{node.name}/", {"url": "http://127.0.0.1:10", "token": "edited"}, format="json")
+    assert response.status_code == 200
+    assert admin.post("/api/namespaces/", {"name": "later", "shards": 1}, format="json").status_code == 201
+    node.refresh_from_db()
+    assert (node.url, node.token) == ("http://127.0.0.1:10", "edited")
+    assert node_services.ensure_default_node().url == "http://127.0.0.1:10"

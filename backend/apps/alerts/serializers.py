@@ -16,6 +16,7 @@ from backend.apps.alerts.models import (
     Severity,
 )
 from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
+from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 
 
 class AlertOutputSerializer(serializers.ModelSerializer):
@@ -177,6 +178,7 @@ class ChannelInputSerializer(serializers.Serializer):
             return getattr(self.instance, name) if self.instance is not None else ""
 
         kind, target = current("kind"), current("target")
+        errors: dict[str, list[str]] = {}
         if kind == ChannelKind.EMAIL:
             addresses = [a.strip() for a in target.split(",") if a.strip()]
             try:
@@ -185,14 +187,19 @@ class ChannelInputSerializer(serializers.Serializer):
                 for address in addresses:
                     validate_email(address)
             except DjangoValidationError:
-                raise serializers.ValidationError({"target": ["must be email addresses, comma-separated"]}) from None
+                errors["target"] = ["must be email addresses, comma-separated"]
         elif kind == ChannelKind.WEBHOOK:
             try:
                 serializers.URLField().run_validation(target)
+                check_outgoing_url(target)
             except serializers.ValidationError:
-                raise serializers.ValidationError({"target": ["must be an http(s) URL"]}) from None
+                errors["target"] = ["must be an http(s) URL"]
+            except OutgoingURLRefused as exc:
+                errors["target"] = [f"refused: {exc}"]
             if not current("secret"):
-                raise serializers.ValidationError({"secret": ["a webhook channel needs a secret to sign deliveries"]})
+                errors["secret"] = ["a webhook channel needs a secret to sign deliveries"]
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
 

@@ -35,6 +35,7 @@ from backend.apps.alerts.models import (
 from backend.apps.alerts.rules import COMPARE, DEFAULT_RULES
 from backend.apps.alerts.selectors import PolicyCache, labels_key, observations
 from backend.apps.audit import services as audit
+from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.metrics import clock
 from storage_engine.errors import InvalidArgumentError
 
@@ -395,6 +396,20 @@ def payload(notification: Notification) -> dict[str, Any]:
     }
 
 
+class DeliveryError(Exception):
+    """A delivery failed for a reason worded here, safe to show to every viewer."""
+
+
+def delivery_error(exc: Exception) -> str:
+    """What viewers see of a failed delivery: our own words, the status, or the error's class; never the
+    text a receiver (or a mail server) answered, nor the channel's target."""
+    if isinstance(exc, DeliveryError):
+        return str(exc)
+    if isinstance(exc, OutgoingURLRefused):
+        return f"refused by OUTGOING_URL_ALLOW: {exc}"
+    return type(exc).__name__
+
+
 def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
@@ -415,9 +430,12 @@ def _send(notification: Notification) -> None:
         "X-LCS-Event": notification.event.kind,
         "X-LCS-Delivery": str(notification.pk),
     }
-    answer = httpx.post(channel.target, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S)
+    check_outgoing_url(channel.target)  # again at each delivery: the name may resolve elsewhere by now
+    answer = httpx.post(
+        channel.target, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S, follow_redirects=False
+    )
     if not 200 <= answer.status_code < 300:
-        raise RuntimeError(f"webhook answered HTTP {answer.status_code}")
+        raise DeliveryError(f"webhook answered HTTP {answer.status_code}")
 
 
 def deliver(notification_id: int, now: datetime | None = None) -> int | None:
@@ -441,7 +459,8 @@ def deliver(notification_id: int, now: datetime | None = None) -> int | None:
     try:
         _send(notification)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"[:2000]
+        log.info("alerts: delivery %s to channel %s failed: %r", notification_id, notification.channel.name, exc)
+        error = delivery_error(exc)[:2000]
         if notification.attempts >= MAX_ATTEMPTS:
             Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.FAILED, last_error=error)
             log.warning("alerts: delivery %s failed for good: %s", notification_id, error)

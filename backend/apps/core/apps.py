@@ -7,6 +7,7 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
+        from backend.apps.core import checks  # noqa: F401  (registers the settings checks)
         from backend.apps.core.services import ensure_platform_defaults
 
         post_migrate.connect(ensure_platform_defaults, sender=self)

@@ -52,6 +52,7 @@ class CollectResult:
     samples: int = 0
     nodes_up: int = 0
     nodes_down: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # node → what went wrong with it
     queues: dict[str, int] = field(default_factory=dict)
 
 
@@ -239,7 +240,8 @@ def collect(now: datetime | None = None) -> CollectResult:
     """Sample every node, the scans and the broker queues at one timestamp."""
     from backend.apps.namespaces.selectors import placement_by_node_name
     from backend.apps.nodes.models import StorageNode
-    from backend.apps.nodes.selectors import client_for
+    from backend.apps.nodes.selectors import client_for, describe_node_error
+    from backend.apps.nodes.services import record_node_health
 
     ts = clock.now_ms(now)
     placed = placement_by_node_name()
@@ -252,24 +254,34 @@ def collect(now: datetime | None = None) -> CollectResult:
     points: dict[Labels, float] = {}
     sums: dict[str, dict[str, float]] = defaultdict(dict)
     for node in StorageNode.objects.order_by("name"):
+        # One node at a time: whatever goes wrong with one (down, a bad URL or token, an answer that is not
+        # its stats) marks that node down, keeps none of its figures, and the others are still collected.
+        kept = dict(points), {ns: dict(figures) for ns, figures in sums.items()}
         try:
             with client_for(node) as client:
                 stats = client.stats()
-        except StorageError as exc:
-            log.warning("metrics: node %s unavailable: %s", node.name, exc)
+            for shard in stats.get("shards") or ():
+                if isinstance(shard, dict) and hosts(node.name, shard):
+                    _shard_points(node.name, shard, points, sums)
+            subscriptions = stats.get("subscriptions")
+            if isinstance(subscriptions, list):
+                subscriptions = [s for s in subscriptions if not isinstance(s, dict) or hosts(node.name, s)]
+            _subscription_points(node.name, subscriptions, points, sums)
+            _node_points(node.name, stats, points)
+        except Exception as exc:
+            if isinstance(exc, StorageError):
+                log.warning("metrics: node %s unavailable: %s", node.name, exc)
+            else:  # a bug or a node answering nonsense: keep the traceback
+                log.exception("metrics: node %s answered something unusable", node.name)
+            points, sums = kept[0], defaultdict(dict, kept[1])
             points[("up", node.name, "", None, "")] = 0.0
             result.nodes_down.append(node.name)
+            result.errors[node.name] = describe_node_error(exc)
+            record_node_health(node, result.errors[node.name])
             continue
         points[("up", node.name, "", None, "")] = 1.0
         result.nodes_up += 1
-        for shard in stats.get("shards") or ():
-            if isinstance(shard, dict) and hosts(node.name, shard):
-                _shard_points(node.name, shard, points, sums)
-        subscriptions = stats.get("subscriptions")
-        if isinstance(subscriptions, list):
-            subscriptions = [s for s in subscriptions if not isinstance(s, dict) or hosts(node.name, s)]
-        _subscription_points(node.name, subscriptions, points, sums)
-        _node_points(node.name, stats, points)
+        record_node_health(node)
     for ns, figures in sums.items():
         for name, value in figures.items():
             points[(name, "", ns, None, "")] = value

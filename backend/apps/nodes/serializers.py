@@ -1,7 +1,26 @@
+from typing import Any
+
 from rest_framework import serializers
 
+from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.namespaces.models import SyncState
 from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.services import TOKEN_REQUIRED
+
+
+def check_node_token(value: str) -> str:
+    """A bearer token goes into an HTTP header: printable ASCII, no spaces."""
+    if value and not (value.isascii() and value.isprintable() and " " not in value):
+        raise serializers.ValidationError("must be printable ASCII without spaces (it is sent in an HTTP header)")
+    return value
+
+
+def check_node_url(value: str) -> str:
+    try:
+        check_outgoing_url(value)
+    except OutgoingURLRefused as exc:
+        raise serializers.ValidationError(f"refused: {exc}") from None
+    return value
 
 
 class NodeInputSerializer(serializers.ModelSerializer):
@@ -10,12 +29,24 @@ class NodeInputSerializer(serializers.ModelSerializer):
         required=False,
         allow_blank=True,
         max_length=300,
-        help_text="the node's bearer token; never returned",
+        help_text="the node's bearer token; never returned. Required with a new `url` when the node exists",
     )
 
     class Meta:
         model = StorageNode
         fields = ["name", "url", "token"]
+
+    def validate_url(self, value: str) -> str:
+        return check_node_url(value)
+
+    def validate_token(self, value: str) -> str:
+        return check_node_token(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        node = self.instance
+        if node is not None and "url" in attrs and attrs["url"] != node.url and "token" not in attrs:
+            raise serializers.ValidationError({"token": [TOKEN_REQUIRED]})
+        return attrs
 
 
 class NodeOutputSerializer(serializers.ModelSerializer):

@@ -25,18 +25,23 @@ from backend.apps.namespaces.models import SyncState
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import client_for
 from storage_engine.client import NodePolicyState
-from storage_engine.errors import NodeUnavailableError, PolicyValidationError, StorageError
+from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, PolicyValidationError, StorageError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_NODE_NAME = "node-1"
 RECONCILE_SCHEDULE = "platform: reconcile node policies"
 RECONCILE_INTERVAL_S = 30
+TOKEN_REQUIRED = "re-enter the node's token to change its URL: the stored token is never sent to a new address"
 
 
 def ensure_default_node() -> StorageNode:
-    """The node from ``NODE_URL``/``NODE_TOKEN`` exists and matches the settings."""
-    node, created = StorageNode.objects.update_or_create(
+    """The default node, created from ``NODE_URL``/``NODE_TOKEN`` when it is missing.
+
+    Only created, never updated: once it exists, the console (Nodes, the admin) owns its URL and token,
+    and an edit there must not be undone by the next namespace created or the next start.
+    """
+    node, created = StorageNode.objects.get_or_create(
         name=DEFAULT_NODE_NAME, defaults={"url": settings.NODE_URL, "token": settings.NODE_TOKEN}
     )
     if created:
@@ -58,6 +63,10 @@ def create_node(*, actor: Any, name: str, url: str, token: str = "") -> StorageN
 
 
 def update_node(*, actor: Any, node: StorageNode, **changes: Any) -> StorageNode:
+    """Change a node; a new URL needs the token given again (``token`` in ``changes``), else the stored
+    token would go to whatever answers at the new address."""
+    if "url" in changes and changes["url"] != node.url and "token" not in changes:
+        raise InvalidArgumentError("token", TOKEN_REQUIRED)
     before = {"url": node.url, "token": "***" if node.token else ""}
     for field, value in changes.items():
         setattr(node, field, value)
@@ -65,8 +74,19 @@ def update_node(*, actor: Any, node: StorageNode, **changes: Any) -> StorageNode
     if node.url != before["url"]:  # maybe another process: what it enforces is unknown until it confirms
         mark_policy_pending(node, "the node's URL changed")
     after = {"url": node.url, "token": "***" if node.token else ""}
+    if "token" in changes:
+        after["token_replaced"] = True
     audit.record(actor=actor, action="node.update", target_type="node", target=node.name, before=before, after=after)
     return node
+
+
+def record_node_health(node: StorageNode, error: str = "") -> None:
+    """What the last look at the node found (the metrics collector's): healthy, or the error, in words
+    from :func:`~backend.apps.nodes.selectors.describe_node_error` (never the node's own text)."""
+    changes: dict[str, Any] = {"healthy": not error, "last_error": error[:2000]}
+    if not error:
+        changes["last_seen_at"] = timezone.now()
+    StorageNode.objects.filter(pk=node.pk).update(**changes)
 
 
 def delete_node(*, actor: Any, node: StorageNode) -> None:
