@@ -809,6 +809,21 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
+    def seek_subscription(
+        self, namespace: str, name: str, shard: int, position: int | None = None, *, timestamp: int | None = None
+    ) -> int:
+        """Reset a cursor (Pulsar's ``resetCursor``): unlike :meth:`acknowledge` it may move BACKWARD.
+
+        Give exactly one of ``position`` (the new mark-delete position, ``-1 ≤ position <
+        end_offset``; -1 = redeliver everything stored, ``end_offset − 1`` = skip everything)
+        and ``timestamp`` (ms: the cursor goes just before the first record at or after it, or
+        to ``end_offset − 1`` when there is none). Persisted like an acknowledgement. Raises
+        ``InvalidArgumentError`` naming ``position``/``timestamp`` for a bad value, and
+        ``AlreadyRunningError`` while a message-TTL check runs on the subscription. Returns
+        the mark-delete position after the call.
+        """
+
+    @abc.abstractmethod
     def backlog(self, namespace: str, name: str | None = None) -> list[BacklogInfo]:
         """Backlog per subscription (one, or all sorted by name) and shard."""
 

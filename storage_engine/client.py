@@ -337,6 +337,16 @@ class NodeClient:
         path = f"/v1/namespaces/{namespace}/subscriptions/{name}/shards/{shard}/ack"
         return int(self._call("POST", path, idempotent=True, json={"offset": offset}).json()["cursor"])
 
+    def seek_subscription(
+        self, namespace: str, name: str, shard: int, position: int | None = None, *, timestamp: int | None = None
+    ) -> int:
+        """Reset a cursor to ``position`` (the new mark-delete position) or to just before the
+        first record at or after ``timestamp``; unlike :meth:`acknowledge` it may move backward.
+        Retried safely: the same seek again lands on the same position."""
+        path = f"/v1/namespaces/{namespace}/subscriptions/{name}/shards/{shard}/seek"
+        body = {"position": position} if timestamp is None else {"timestamp": timestamp}
+        return int(self._call("POST", path, idempotent=True, json=body).json()["cursor"])
+
     def backlog(self, namespace: str, subscription: str | None = None) -> list[dict[str, Any]]:
         params = {} if subscription is None else {"subscription": subscription}
         body = self._call("GET", f"/v1/namespaces/{namespace}/backlog", idempotent=True, params=params).json()

@@ -50,7 +50,7 @@ from storage_engine.errors import (
 from storage_engine.expiry import is_expired, segment_expired
 from storage_engine.policy import NamespacePolicy
 from storage_engine.retention import RetentionPlan
-from storage_engine.validation import check_shard
+from storage_engine.validation import check_int, check_shard, check_timestamp
 
 if TYPE_CHECKING:
     from storage_engine.api import NamespaceInfo, ShardStats
@@ -282,6 +282,46 @@ class SubscriptionMixin:
         self._advance(namespace, sub, shard, offset)
         with self._subs_lock:
             return sub.cursors[shard]
+
+    def seek_subscription(
+        self, namespace: str, name: str, shard: int, position: int | None = None, *, timestamp: int | None = None
+    ) -> int:
+        """Set a cursor to ``position``, backward or forward (Pulsar's ``resetCursor``).
+
+        With ``timestamp`` instead, the cursor goes just before the first record at or after
+        it, or to the end when there is none. The change is persisted like an acknowledgement.
+        A message-TTL check running on the subscription raises ``AlreadyRunningError``: it
+        read the old cursor and would move the new one forward again.
+        """
+        info, sub = self._sub(namespace, name)
+        shard = self._check_shard(info, shard)
+        if (position is None) == (timestamp is None):
+            raise InvalidArgumentError("position", "give exactly one of position and timestamp")
+        end = self.shard_stats(namespace, shard).end_offset
+        if timestamp is not None:
+            check_timestamp(timestamp)
+            found = self.offset_for_timestamp(namespace, shard, timestamp)
+            position = end - 1 if found is None else found - 1
+        else:
+            position = check_int(position, "position", -1)
+            if position >= end:
+                raise InvalidArgumentError(
+                    "position", f"{position} is past the end of {namespace}/{shard} (last offset {end - 1})"
+                )
+        with self._subs_lock:
+            if (namespace, sub.name) in self._subs_running:
+                raise AlreadyRunningError(f"message expiry of subscription {namespace}/{sub.name}")
+            if self._subs.get(namespace, {}).get(sub.name) is not sub:
+                raise UnknownSubscriptionError(namespace, sub.name)
+            before = sub.cursors[shard]
+            if before != position:
+                sub.cursors[shard] = position
+                try:
+                    self._subs_persist(namespace, sub)
+                except BaseException:
+                    sub.cursors[shard] = before  # not durable: not in effect either
+                    raise
+            return position
 
     def backlog(self, namespace: str, name: str | None = None) -> list[BacklogInfo]:
         info, subs = self._selected(namespace, name)

@@ -73,6 +73,24 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
         cursor = await run_in_threadpool(engine.acknowledge, ns, name, shard, offset)
         return JSONResponse({"cursor": cursor})
 
+    @route(BASE + "/{name}/shards/{shard}/seek", "POST", "seek_subscription")
+    async def seek_subscription(request: Request) -> Response:
+        """Reset a cursor, backward or forward: ``{"position"}`` (the new mark-delete position)
+        or ``{"timestamp"}`` (just before the first record at or after it)."""
+        ns, name, shard = request.path_params["ns"], request.path_params["name"], shard_param(request)
+        body = await json_body(request)
+        only(body, {"position", "timestamp"})
+        position, timestamp = body.get("position"), body.get("timestamp")
+        if (position is None) == (timestamp is None):
+            raise InvalidArgumentError("position", "give exactly one of position and timestamp (integers)")
+        for field, value in (("position", position), ("timestamp", timestamp)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidArgumentError(field, "must be an integer")
+        cursor = await run_in_threadpool(
+            lambda: engine.seek_subscription(ns, name, shard, position, timestamp=timestamp)
+        )
+        return JSONResponse({"cursor": cursor})
+
     @route("/v1/namespaces/{ns}/backlog", "GET", "backlog")
     async def backlog(request: Request) -> Response:
         name = request.query_params.get("subscription")

@@ -54,6 +54,25 @@ def test_subscription_read_ack_and_backlog(client):
     assert client.list_subscriptions("orders") == []
 
 
+def test_seek_resets_a_cursor_backward_by_position_or_time(client):
+    client.create_namespace("replay", 1)
+    client.append("replay", 0, [NewRecord(value=b"m", timestamp=1_000 * (i + 1)) for i in range(6)])
+    client.create_subscription("replay", "audit", initial="latest")
+    assert client.backlog("replay", "audit")[0]["messages"] == 0
+    assert client.seek_subscription("replay", "audit", 0, -1) == -1  # earliest: backward, which ack never does
+    assert client.backlog("replay", "audit")[0]["messages"] == 6
+    assert client.seek_subscription("replay", "audit", 0, timestamp=3_500) == 2
+    assert [r.offset for r in client.read_subscription("replay", "audit", 0).records] == [3, 4, 5]
+    with pytest.raises(InvalidArgumentError) as past_end:
+        client.seek_subscription("replay", "audit", 0, 6)
+    assert past_end.value.field == "position"
+    with pytest.raises(InvalidArgumentError) as neither:
+        client.seek_subscription("replay", "audit", 0)
+    assert neither.value.field == "position"
+    with pytest.raises(UnknownSubscriptionError):
+        client.seek_subscription("replay", "nope", 0, 0)
+
+
 def test_backlog_quota_exception_is_429_with_the_numbers(client):
     client.create_namespace(
         "q", 1, NamespacePolicy(backlog_quota_bytes=2_000, backlog_quota_policy="producer_exception")

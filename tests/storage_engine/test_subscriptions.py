@@ -123,6 +123,104 @@ def test_subscriptions_persist_across_reopen(persistent_adapter_name: str, open_
     assert engine.list_subscriptions("other") == []
 
 
+# -- seek (Pulsar's resetCursor): the one call that may move a cursor backward ------------------------------
+def test_seek_moves_a_cursor_backward_and_forward(lc_adapter: StorageAdapter) -> None:
+    ns = make_ns(lc_adapter, shards=2)
+    fill(lc_adapter, ns, 6)
+    fill(lc_adapter, ns, 2, shard=1)
+    lc_adapter.create_subscription(ns, "s")
+    lc_adapter.acknowledge(ns, "s", 0, 4)
+    lc_adapter.acknowledge(ns, "s", 1, 1)
+    assert lc_adapter.seek_subscription(ns, "s", 0, -1) == -1  # earliest: everything is backlog again
+    assert [r.offset for r in lc_adapter.read_subscription(ns, "s", 0).records] == [0, 1, 2, 3, 4, 5]
+    assert lc_adapter.backlog(ns, "s")[0].messages == 6
+    assert lc_adapter.list_subscriptions(ns)[0].cursors == (-1, 1)  # only that shard moved
+    assert lc_adapter.seek_subscription(ns, "s", 0, 2) == 2  # forward works too
+    assert lc_adapter.seek_subscription(ns, "s", 0, 1) == 1  # and back again
+    assert lc_adapter.acknowledge(ns, "s", 0, 0) == 1  # acknowledge still never goes backward
+    assert lc_adapter.seek_subscription(ns, "s", 0, 5) == 5  # latest: nothing left
+    assert lc_adapter.backlog(ns, "s")[0].messages == 0
+
+
+def test_seek_to_a_time(lc_adapter: StorageAdapter) -> None:
+    ns = make_ns(lc_adapter)
+    for ts in (1_000, 2_000, 3_000, 4_000):
+        lc_adapter.append(ns, 0, [NewRecord(b"v", timestamp=ts)])
+    lc_adapter.create_subscription(ns, "s", initial="latest")
+    assert lc_adapter.seek_subscription(ns, "s", 0, timestamp=2_500) == 1  # next read: offset 2 (t=3000)
+    assert [r.timestamp for r in lc_adapter.read_subscription(ns, "s", 0).records] == [3_000, 4_000]
+    assert lc_adapter.seek_subscription(ns, "s", 0, timestamp=0) == -1
+    assert lc_adapter.seek_subscription(ns, "s", 0, timestamp=9_000) == 3  # nothing that late: the end
+
+
+def test_seek_bad_arguments(lc_adapter: StorageAdapter) -> None:
+    ns = make_ns(lc_adapter)
+    fill(lc_adapter, ns, 3)
+    lc_adapter.create_subscription(ns, "s")
+    with pytest.raises(InvalidArgumentError, match="past the end") as past:
+        lc_adapter.seek_subscription(ns, "s", 0, 3)
+    assert past.value.field == "position"
+    for bad in (-2, True, "1", 1.0):
+        with pytest.raises(InvalidArgumentError) as exc:
+            lc_adapter.seek_subscription(ns, "s", 0, bad)  # type: ignore[arg-type]
+        assert exc.value.field == "position"
+    with pytest.raises(InvalidArgumentError) as both:
+        lc_adapter.seek_subscription(ns, "s", 0, 1, timestamp=5)
+    assert both.value.field == "position"
+    with pytest.raises(InvalidArgumentError):
+        lc_adapter.seek_subscription(ns, "s", 0)
+    with pytest.raises(InvalidArgumentError) as ts:
+        lc_adapter.seek_subscription(ns, "s", 0, timestamp=-5)
+    assert ts.value.field == "timestamp"
+    with pytest.raises(UnknownShardError):
+        lc_adapter.seek_subscription(ns, "s", 1, 0)
+    with pytest.raises(UnknownSubscriptionError):
+        lc_adapter.seek_subscription(ns, "nope", 0, 0)
+    assert lc_adapter.list_subscriptions(ns)[0].cursors == (-1,)  # nothing refused changed anything
+
+
+def test_seek_waits_for_no_message_ttl_check(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    """A TTL check read the old cursor and moves it forward: a seek meanwhile is refused, not undone."""
+    ns = make_ns(lc_adapter, ttl_ms=MIN)
+    fill(lc_adapter, ns, 3)
+    lc_adapter.create_subscription(ns, "s")
+    clock.advance(MIN)
+    inside, release = threading.Event(), threading.Event()
+    real_read = lc_adapter.read
+
+    def slow_read(*args: Any, **kwargs: Any) -> Any:
+        inside.set()
+        assert release.wait(10)
+        return real_read(*args, **kwargs)
+
+    lc_adapter.read = slow_read  # type: ignore[method-assign]
+    t = threading.Thread(target=lambda: lc_adapter.expire_subscriptions(ns))
+    t.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(AlreadyRunningError):
+            lc_adapter.seek_subscription(ns, "s", 0, -1)
+    finally:
+        release.set()
+        t.join(10)
+    lc_adapter.read = real_read  # type: ignore[method-assign]
+    assert lc_adapter.seek_subscription(ns, "s", 0, -1) == -1  # free again
+
+
+def test_seek_persists_across_reopen(persistent_adapter_name: str, open_adapter: OpenAdapter) -> None:
+    from storage_engine.config import Durability
+
+    engine = open_adapter(Durability.FSYNC, lifecycle_worker=False)
+    ns = make_ns(engine, shards=2)
+    fill(engine, ns, 4)
+    engine.create_subscription(ns, "s", initial="latest")
+    engine.seek_subscription(ns, "s", 0, 0)
+    engine.close()
+    engine = open_adapter(Durability.FSYNC, lifecycle_worker=False)
+    assert engine.list_subscriptions(ns)[0].cursors == (0, -1)
+    assert [r.offset for r in engine.read_subscription(ns, "s", 0).records] == [1, 2, 3]
+
+
 # -- backlog -------------------------------------------------------------------------------------------------
 def test_backlog_messages_bytes_age(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
     ns = make_ns(lc_adapter, shards=2)
