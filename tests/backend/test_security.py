@@ -414,3 +414,34 @@ def test_admin_edits_to_the_default_node_are_kept(api_as, settings):
     node.refresh_from_db()
     assert (node.url, node.token) == ("http://127.0.0.1:10", "edited")
     assert node_services.ensure_default_node().url == "http://127.0.0.1:10"
+
+
+# -- refused writes are audited --------------------------------------------------------------------------------
+
+
+def test_refused_writes_are_audited_as_denied(api_as):
+    viewer, operator = api_as("viewer"), api_as("operator")
+    assert viewer.post("/api/namespaces/", {"name": "nope", "shards": 1}, format="json").status_code == 403
+    assert operator.delete("/api/nodes/node-1/").status_code == 403
+    assert operator.patch("/api/policies/cluster", {"set": {"ttl_ms": 1}}, format="json").status_code in (403, 404)
+    assert viewer.get("/api/nodes/").status_code == 200  # reads are not audited
+    denied = list(AuditEntry.objects.filter(result="denied").order_by("id"))
+    assert [(e.actor_name, e.action, e.target) for e in denied[:2]] == [
+        ("user-viewer", "api.denied", "POST /api/namespaces/"),
+        ("user-operator", "api.denied", "DELETE /api/nodes/node-1/"),
+    ]
+    first = denied[0]
+    assert first.actor is not None and first.at is not None and first.after["role"] == "viewer"
+    assert first.detail and first.remote_addr == "127.0.0.1"
+    listed = viewer.get("/api/audit/?result=denied").json()["results"]
+    assert {e["target"] for e in listed} >= {"POST /api/namespaces/", "DELETE /api/nodes/node-1/"}
+    assert all(e["result"] == "denied" for e in listed)
+
+
+def test_a_csrf_refusal_is_audited_too(db):
+    make_user("carol", "admin")
+    client = APIClient(enforce_csrf_checks=True)
+    client.login(username="carol", password="pw-for-tests-123")
+    assert client.post("/api/namespaces/", {"name": "x", "shards": 1}, format="json").status_code == 403
+    entry = AuditEntry.objects.get(result="denied")
+    assert entry.actor_name == "carol" and "CSRF" in entry.detail
