@@ -54,18 +54,20 @@ def sweep(kind: str, node: str = "node-1") -> PeriodicTask:
 
 def test_sweeps_follow_the_policies_at_once(api_as, orders):
     """Scans, retention, reclamation and message TTL sweep the node at the shortest interval any of its
-    namespaces asks for; a policy change moves it at once, deleting the namespace stops it."""
-    assert sweep("expiry_scan").interval.every == 30
+    namespaces asks for; a policy change moves it at once, deleting the namespace stops it. Scans, retention
+    and reclamation also run at the node's due times (test_due_sweeps): their beat schedule is a safety net
+    of at least DUE_SAFETY_NET_S (60 s)."""
+    assert sweep("expiry_scan").interval.every == 60  # asked for 30 s
     assert sweep("retention").enabled and sweep("subscription_ttl").interval.every == 300
     assert not PeriodicTask.objects.filter(name__contains="of namespace orders").exists()  # nothing per namespace
     assert sweep("expiry_scan").kwargs == f'{{"kind": "expiry_scan", "node_id": {orders.node_id}}}'
     api_as("admin").patch("/api/namespaces/orders/policy", {"set": {"scan_interval_ms": 120_000}}, format="json")
     assert sweep("expiry_scan").interval.every == 120
     response = api_as("admin").post(
-        "/api/namespaces/", {"name": "fast", "shards": 1, "policy": {"scan_interval_ms": 10_000}}, format="json"
+        "/api/namespaces/", {"name": "fast", "shards": 1, "policy": {"scan_interval_ms": 90_000}}, format="json"
     )
     assert response.status_code == 201
-    assert sweep("expiry_scan").interval.every == 10  # the shortest wins
+    assert sweep("expiry_scan").interval.every == 90  # the shortest wins
     api_as("admin").delete("/api/namespaces/fast/", {"confirm": "fast"}, format="json")
     assert sweep("expiry_scan").interval.every == 120
     api_as("admin").patch("/api/policies/cluster", {"set": {"compaction_check_interval_ms": 600_000}}, format="json")
@@ -113,8 +115,9 @@ def test_node_schedules_follow_the_node_policy(api_as, db):
 
 def test_bootstrap_resyncs_every_schedule(orders):
     PeriodicTask.objects.filter(name__startswith="lifecycle: ").delete()
-    assert services.sync_all_schedules() == 4 + 2  # sweeps: scan, retention, reclaim, message TTL; clean, disk
-    assert sweep("expiry_scan").interval.every == 30
+    # sweeps: scan, retention, reclaim, message TTL; clean, disk; the due-time poll
+    assert services.sync_all_schedules() == 4 + 2 + 1
+    assert sweep("expiry_scan").interval.every == 60
 
 
 def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_commit_callbacks):

@@ -71,7 +71,7 @@ def test_sealed_minima_are_recomputed_only_when_a_shard_changes(
     t0 = clock.now_ms()
     make_ns(lc_adapter, "many", shards=8, ttl_ms=30_000, segment_ms=100)
     for shard in range(8):
-        for i in range(5):  # five segments a shard
+        for _ in range(5):  # five segments a shard
             clock.advance(150)
             append_one(lc_adapter, "many", shard=shard)
     first = lc_adapter.next_due()

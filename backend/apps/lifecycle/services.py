@@ -15,7 +15,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
+import os
+import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -233,6 +236,11 @@ def run_step(run_id: int) -> StepOutcome:
         return StepOutcome.MORE  # keep the lease: the next step of this run continues
     runs.finish(run, State.CANCELLED if runs.cancel_requested(run) else State.SUCCEEDED)
     leases.release_all(keys, holder)
+    if run.namespace is None and run.kind in DUE_KINDS and deadlines_enabled():
+        try:
+            schedule_due_sweeps(node)  # the sweep is done: the next one goes at the node's next due time
+        except StorageError as exc:  # the node is gone meanwhile: the beat schedule is the safety net
+            log.warning("next due times of node %s: %s", node.name, exc)
     return StepOutcome.DONE
 
 
@@ -315,9 +323,10 @@ def sync_namespace_schedules(namespace: Namespace, *, nodes: bool = True) -> lis
     return tasks
 
 
-def sweep_intervals(node: StorageNode) -> dict[str, int]:
+def sweep_intervals(node: StorageNode, *, beat: bool = False) -> dict[str, int]:
     """Swept kind → seconds between sweeps of ``node``: the shortest interval any namespace it hosts asks
-    for (kinds no hosted namespace calls for are absent)."""
+    for (kinds no hosted namespace calls for are absent). With ``beat``, what the beat schedule uses: for
+    kinds swept at the node's due times (``DUE_KINDS``) it is a safety net, at least ``DUE_SAFETY_NET_S``."""
     from backend.apps.policies.selectors import cluster_policy
 
     cluster = cluster_policy()
@@ -329,14 +338,20 @@ def sweep_intervals(node: StorageNode) -> dict[str, int]:
             if kind in SWEPT_KINDS:
                 seconds = max(1, getattr(policy, NAMESPACE_SCHEDULES[kind]) // 1000)
                 intervals[kind] = min(intervals.get(kind, seconds), seconds)
+    if beat and deadlines_enabled():
+        for kind in DUE_KINDS:
+            if kind in intervals:
+                intervals[kind] = max(intervals[kind], DUE_SAFETY_NET_S)
     return intervals
 
 
 def sync_node_schedules(node: StorageNode) -> list[PeriodicTask]:
     """The node's own schedules (file cleaning, disk check) and its sweeps (see ``SWEPT_KINDS``)."""
     policy = effective_node_policy(node)
-    sweeps = sweep_intervals(node)
+    sweeps = sweep_intervals(node, beat=True)
     stale = [schedule_name(kind, node=node) for kind in SWEPT_KINDS if kind not in sweeps]
+    if not (deadlines_enabled() and any(kind in DUE_KINDS for kind in sweeps)):
+        stale.append(due_poll_name(node))
     PeriodicTask.objects.filter(name__in=stale).delete()
     tasks = [
         upsert_interval_task(
@@ -361,6 +376,8 @@ def sync_node_schedules(node: StorageNode) -> list[PeriodicTask]:
             {"kind": str(Kind.DISK_CHECK), "node_id": node.pk},
         )
     )
+    if deadlines_enabled() and any(kind in DUE_KINDS for kind in sweeps):
+        tasks.append(upsert_interval_task(due_poll_name(node), DUE_POLL_TASK, DUE_POLL_S, {"node_id": node.pk}))
     return tasks
 
 
@@ -410,3 +427,103 @@ def reap_stale_runs(now: Any = None, limit: int = 100) -> dict[str, int]:
         enqueue(run)
         resumed += 1
     return {"resumed": resumed, "failed": failed}
+
+
+# -- deadline-driven sweeps (issue 15, DESIGN §3 "Timeliness") ------------------------------------------------
+# A node knows when each kind of sweep next has work (``GET /v1/node/next-due``). The sweep of that kind is
+# scheduled for that moment (a Celery task with an ``eta``), at most one pending per node and kind: a later
+# due time while one is pending changes nothing (the pending sweep asks again when it is done), an earlier
+# one supersedes it. A sweep run that finishes asks the node again, so sweeps follow the deadlines; a light
+# poll (``DUE_POLL_S``) picks up new deadlines earlier than any pending sweep (new data with a short TTL), and
+# the beat schedule stays as a safety net at an interval of at least ``DUE_SAFETY_NET_S``.
+DUE_KINDS = {Kind.EXPIRY_SCAN: "expire-scan", Kind.RECLAIM: "reclaim", Kind.RETENTION: "retention"}
+DUE_POLL_TASK = "backend.apps.lifecycle.tasks.poll_due_sweeps"
+DUE_POLL_S = 2
+DUE_SAFETY_NET_S = 60
+DUE_GRACE_MS = 20  # run a sweep this long after its due time, so that the node's clock is past it
+DUE_LOST_AFTER_S = 120  # a pending sweep this far past its eta never ran (its message was lost): replace it
+
+
+def deadlines_enabled() -> bool:
+    """Deadline-driven sweeps are on unless ``LIFECYCLE_DEADLINES`` (setting or environment) turns them off."""
+    value = getattr(settings, "LIFECYCLE_DEADLINES", None)
+    if value is None:
+        value = os.environ.get("LIFECYCLE_DEADLINES", "1").strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def due_poll_name(node: StorageNode) -> str:
+    return f"lifecycle: due times of node {_short(node.name)}"
+
+
+def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None) -> dict[str, datetime | None]:
+    """Ask ``node`` when each kind of sweep is next due and schedule those sweeps (see above).
+
+    Returns kind → the eta of the sweep now pending because of this call (``None``: nothing
+    scheduled: nothing due, a kind the node's namespaces do not call for, an earlier sweep already
+    pending, or a due time an earlier sweep did not clear).
+    """
+    from django.utils import timezone
+
+    if answer is None:
+        with client_for(node) as client:
+            answer = client.next_due()
+    # The kinds the node's namespaces call for are those whose sweep schedule exists (sync_node_schedules).
+    names = {schedule_name(kind, node=node): kind for kind in DUE_KINDS}
+    swept = {names[name] for name in PeriodicTask.objects.filter(name__in=list(names)).values_list("name", flat=True)}
+    node_now = int(answer["now"])
+    scheduled: dict[str, datetime | None] = {}
+    for kind, operation in DUE_KINDS.items():
+        due = answer["due"].get(operation)
+        if kind not in swept or due is None:
+            scheduled[kind] = None
+            continue
+        # The node's clock decides when its deadline passes: wait (due − node now) from here.
+        eta = timezone.now() + timedelta(milliseconds=max(0, int(due) - node_now) + DUE_GRACE_MS)
+        scheduled[kind] = schedule_sweep_at(node, kind, int(due), eta)
+    return scheduled
+
+
+def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) -> datetime | None:
+    """Make a sweep of ``kind`` on ``node`` pending at ``eta`` unless one at or before it already is."""
+    from django.utils import timezone
+
+    from backend.apps.lifecycle.models import DueSweep
+    from backend.apps.lifecycle.tasks import due_sweep
+
+    now = timezone.now()
+    with transaction.atomic():
+        row = DueSweep.objects.select_for_update().filter(node=node, kind=kind).first()
+        if row is not None:
+            pending = bool(row.token) and not row.fired and row.eta > now - timedelta(seconds=DUE_LOST_AFTER_S)
+            if pending and row.due_ms <= due_ms:
+                return None  # coalesced: the earlier sweep asks the node again when it is done
+            if row.fired and due_ms <= row.due_ms:
+                return None  # a sweep ran after this due time and left it: not clearable now (beat retries)
+        token = uuid.uuid4().hex
+        DueSweep.objects.update_or_create(
+            node=node, kind=kind, defaults={"due_ms": due_ms, "eta": eta, "token": token, "fired": False}
+        )
+        queue = queue_for(node)
+        transaction.on_commit(
+            lambda: due_sweep.apply_async((str(kind), node.pk, token), eta=eta, queue=queue)  # type: ignore[attr-defined]
+        )
+    return eta
+
+
+def run_due_sweep(kind: str, node_id: int, token: str) -> int | None:
+    """A pending sweep's moment has come: start the run, unless a later call superseded it."""
+    from backend.apps.lifecycle.models import DueSweep
+
+    node = StorageNode.objects.filter(pk=node_id).first()
+    if node is None:
+        return None
+    with transaction.atomic():
+        if not DueSweep.objects.filter(node=node, kind=kind, token=token, fired=False).update(fired=True):
+            return None  # superseded by an earlier due time, or already run
+        run = schedule_run(kind, node=node, schedule=f"{schedule_name(kind, node=node)} (due)")
+        if run is None:
+            # A run of this kind is still going: it asks for the next due time when it finishes.
+            DueSweep.objects.filter(node=node, kind=kind, token=token).update(fired=False, token="")
+            return None
+        return run.pk

@@ -3,13 +3,15 @@ do one bounded step and re-queue themselves while the node reports more work."""
 
 from __future__ import annotations
 
+import contextlib
+
 from celery import shared_task
 from celery.exceptions import MaxRetriesExceededError, SoftTimeLimitExceeded
 
 from backend.apps.lifecycle import services
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
-from storage_engine.errors import NodeUnavailableError
+from storage_engine.errors import NodeUnavailableError, StorageError
 
 BUSY_RETRY_S = 5
 
@@ -53,3 +55,19 @@ def scheduled_run(kind: str, namespace_id: int | None = None, node_id: int | Non
 def reap_stale_runs() -> dict[str, int]:
     """Resume (or fail) runs whose worker died; their leases have expired."""
     return services.reap_stale_runs()
+
+
+@shared_task(ignore_result=True)
+def due_sweep(kind: str, node_id: int, token: str) -> int | None:
+    """A deadline-driven sweep (``services.schedule_sweep_at``): runs unless superseded."""
+    return services.run_due_sweep(kind, node_id, token)
+
+
+@shared_task(ignore_result=True)
+def poll_due_sweeps(node_id: int) -> None:
+    """Started by beat every ``DUE_POLL_S``: new deadlines earlier than any pending sweep get one."""
+    node = StorageNode.objects.filter(pk=node_id).first()
+    if node is None or not services.deadlines_enabled():
+        return
+    with contextlib.suppress(StorageError):  # the node is down: the next poll asks again
+        services.schedule_due_sweeps(node)
