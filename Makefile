@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install ui up test test-python test-ui lint browser clean help
+.PHONY: install ui up test test-python test-ui lint browser peers clean help
 
 help:
 	@echo "make up    - install, build the UI, migrate, seed a demo and start node, web, worker and beat"
@@ -39,6 +39,14 @@ browser:
 	@test -x $(CHROMIUM) || { echo "installing chromium from Debian's packages"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+# Debian's nats-server for the lifecycle bench's peers (`python -m backend.bench lifecycle --peers nats,redis`;
+# the Redis peer uses the local Redis). Python clients come with `make install` (nats-py, redis).
+NATS_SERVER ?= $(shell command -v nats-server 2>/dev/null || echo /usr/sbin/nats-server)
+peers: install
+	@test -x $(NATS_SERVER) || { echo "installing nats-server from Debian's packages"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nats-server; }
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,12 +1,17 @@
-"""Do the lifecycle tasks keep up? (issue 8)
+"""Does expired data leave on time, at scale? (issues 8 and 15)
 
 Starts a real node, a Celery worker and Celery beat (Redis broker, a queue of
 its own), creates ``--namespaces`` namespaces of ``--shards`` shards, and
-produces records with a short TTL at a steady rate for two phases of
-``--seconds`` each: first with the lifecycle schedules disabled, then enabled.
-Per phase it reports produce p99, the steady-state expired ratio (records
-stored whose TTL has passed ÷ records stored, from what was produced), the
-number of lifecycle runs finished per second and the deepest Celery queue.
+produces records with a TTL at a steady rate for two phases of ``--seconds``
+each: first with the lifecycle schedules disabled, then enabled (sweeps at the
+node's next due times, ``GET /v1/node/next-due``, with the beat intervals as a
+safety net; ``--no-deadlines``: the intervals only). With ``--peers nats,redis``
+the same load then runs against NATS JetStream and Redis Streams
+(:mod:`backend.bench.peers`). Every system is sampled every second the same way
+(:mod:`backend.bench.measure`) and prints one JSON line: the steady-state
+expired ratio, its maximum, the worst time a stored record spent past its TTL
+and produce latency; ours adds lifecycle runs per second and the deepest
+Celery queue.
 """
 
 from __future__ import annotations
@@ -14,17 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import statistics
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from django.core.management import call_command
+
+from backend.bench import peers as peer_bench
+from backend.bench.measure import Load, Sample, Sampler, now_ms, summary
 
 BIN = Path(sys.executable).parent
 
@@ -61,36 +68,57 @@ def _wait_http(url: str, seconds: float = 30) -> None:
 
 
 class Producer:
-    """Steady produce load with a short TTL; remembers when it wrote what."""
+    """Our system's side of the shared load (:class:`~backend.bench.measure.Load`): appends to the node
+    and remembers, per shard, the base offset and TTL end of every batch (the ground truth of what is
+    expired, see :func:`probe_node`)."""
 
-    def __init__(self, client: Any, names: list[str], shards: int, rate: int, ttl_ms: int, batch: int) -> None:
-        self.client, self.names, self.shards = client, names, shards
-        self.rate, self.ttl_ms, self.batch = rate, ttl_ms, batch
-        self.latencies: list[float] = []
-        self.written: list[tuple[float, int]] = []  # (monotonic time, records)
-        self._stop = threading.Event()
-
-    def run(self, seconds: float) -> None:
+    def __init__(self, client: Any, load: Load) -> None:
         from storage_engine.api import NewRecord
 
-        self.latencies.clear()
-        interval = self.batch / self.rate
-        end = time.monotonic() + seconds
-        next_at = time.monotonic()
-        rng = random.Random(7)
-        records = [NewRecord(value=b"x" * 100, expire_at=None)] * self.batch
-        while time.monotonic() < end:
-            ttl_records = [NewRecord(value=r.value, expire_at=int(time.time() * 1000) + self.ttl_ms) for r in records]
-            started = time.perf_counter()
-            self.client.append(rng.choice(self.names), rng.randrange(self.shards), ttl_records)
-            self.latencies.append((time.perf_counter() - started) * 1000)
-            self.written.append((time.monotonic(), self.batch))
-            next_at += interval
-            time.sleep(max(0.0, next_at - time.monotonic()))
+        self.client, self.load = client, load
+        self.value = b"x" * load.record_bytes
+        self.batches: dict[tuple[str, int], tuple[list[int], list[int]]] = {}  # shard → (bases, TTL ends)
+        self._new = NewRecord
 
-    def recent(self, within_s: float) -> int:
-        cutoff = time.monotonic() - within_s
-        return sum(n for t, n in self.written if t >= cutoff)
+    def send(self, name: str, shard: int, deadline: int) -> None:
+        records = [self._new(value=self.value, expire_at=deadline)] * self.load.batch
+        result = self.client.append(name, shard, records)
+        bases, deadlines = self.batches.setdefault((name, shard), ([], []))
+        bases.append(result.base_offset)
+        deadlines.append(deadline)
+
+    def first_deadline(self, name: str, shard: int, offset: int) -> int | None:
+        """When the TTL of the record at ``offset`` ended (the batch holding it)."""
+        found = self.batches.get((name, shard))
+        if not found:
+            return None
+        i = bisect_right(found[0], offset) - 1
+        return found[1][i] if i >= 0 else None
+
+
+def probe_node(client: Any, producer: Producer) -> Callable[[float], Sample]:
+    """A sample of our node: stored records from ``GET /v1/stats`` (every shard's ``record_count``),
+    expired = stored − what the ledger says has not reached its TTL, and the oldest stored record
+    of each shard found from its ``log_start_offset`` in what was appended (an upper bound: a
+    rewrite may have removed the records at the start of the first segment). The engine's own
+    ``expired_records`` rides along as a cross-check."""
+
+    def probe(t_s: float) -> Sample:
+        stats = client.stats()
+        at = now_ms()
+        stored = engine_expired = 0
+        worst = 0
+        for sh in stats["shards"]:
+            stored += sh["record_count"]
+            engine_expired += sh["expired_records"]
+            if sh["record_count"]:
+                deadline = producer.first_deadline(sh["namespace"], sh["shard"], sh["log_start_offset"])
+                if deadline is not None:
+                    worst = max(worst, at - deadline)
+        unexpired = producer.load.ledger.unexpired(at)
+        return Sample(t_s, stored, stored - unexpired, max(0, worst) / 1000, engine_expired)
+
+    return probe
 
 
 def _queue_depth(queues: list[str]) -> int:
@@ -99,7 +127,9 @@ def _queue_depth(queues: list[str]) -> int:
     return max(celery_queue_depths(queues).values(), default=0)
 
 
-def _phase(name: str, producer: Producer, client: Any, seconds: float, queues: list[str]) -> dict[str, Any]:
+def _phase(
+    name: str, producer: Producer, client: Any, args: argparse.Namespace, queues: list[str], **extra: Any
+) -> dict[str, Any]:
     from django.db.models import Sum
 
     from backend.apps.runs.models import TaskRun
@@ -107,44 +137,42 @@ def _phase(name: str, producer: Producer, client: Any, seconds: float, queues: l
     finished_before = TaskRun.objects.filter(state="succeeded").count()
     reclaimed_before = TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0
     depths: list[int] = []
-    sampler_stop = threading.Event()
+    depth_stop = threading.Event()
 
-    def sample() -> None:
-        while not sampler_stop.wait(1.0):
+    def sample_depth() -> None:
+        while not depth_stop.wait(1.0):
             depths.append(_queue_depth(queues))
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    producer.run(seconds)
-    sampler_stop.set()
-    sampler.join()
+    depth_thread = threading.Thread(target=sample_depth, daemon=True)
+    depth_thread.start()
+    producer.load.latencies_ms.clear()
+    sampler = Sampler(probe_node(client, producer), args.sample_s).start()
+    producer.load.run(args.seconds, producer.send)
+    samples = sampler.stop()
+    depth_stop.set()
+    depth_thread.join()
     stats = client.stats()
-    stored = sum(s["record_count"] for s in stats["shards"])
-    live_by_ttl = min(stored, producer.recent(producer.ttl_ms / 1000))
     runs = TaskRun.objects.filter(state="succeeded").count() - finished_before
     by_kind: dict[str, int] = {}
     for run in TaskRun.objects.filter(state="succeeded").order_by("-id")[:runs]:
         by_kind[run.kind] = by_kind.get(run.kind, 0) + 1
     # every run's bytes, finished or not (a sweep under load may still be going at the end)
     reclaimed = (TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0) - reclaimed_before
-    failed = TaskRun.objects.filter(state="failed").count()
-    lat = sorted(producer.latencies)
-    return {
-        "bench": "lifecycle",
-        "system": name,
-        "seconds": seconds,
-        "stored_records": stored,
-        "segments": sum(sh["segment_count"] for sh in stats["shards"]),
-        "expired_ratio": round((stored - live_by_ttl) / stored, 4) if stored else 0.0,
-        "runs_per_s": round(runs / seconds, 2),
-        "runs_by_kind": by_kind,
-        "runs_failed": failed,
-        "bytes_reclaimed": reclaimed,
-        "max_queue_depth": max(depths, default=0),
-        "produce_p50_ms": round(statistics.median(lat), 2) if lat else None,
-        "produce_p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 2) if lat else None,
-        "produced": sum(n for _, n in producer.written),
-    }
+    return summary(
+        name,
+        producer.load,
+        samples,
+        args.warmup_s,
+        args.seconds,
+        segments=sum(sh["segment_count"] for sh in stats["shards"]),
+        runs_per_s=round(runs / args.seconds, 2),
+        runs_by_kind=by_kind,
+        runs_failed=TaskRun.objects.filter(state="failed").count(),
+        bytes_reclaimed=reclaimed,
+        max_queue_depth=max(depths, default=0),
+        probe_errors=sampler.errors,
+        **extra,
+    )
 
 
 def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
@@ -168,7 +196,9 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
         "CELERY_BROKER_URL": args.redis_url,
         "NODE_TOKEN": token,
         "NODE_URL": url,
+        "LIFECYCLE_DEADLINES": "1" if args.deadlines else "0",
     }
+    os.environ["LIFECYCLE_DEADLINES"] = env["LIFECYCLE_DEADLINES"]  # the schedules this process writes follow it
     procs = [
         _spawn(
             [
@@ -192,12 +222,14 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
 
         settings.NODE_URL, settings.NODE_TOKEN = url, token
         StorageNode.objects.create(name="node-1", url=url, token=token)
-        # Segments roll at the TTL so that whole expired segments can be reclaimed (layer 3).
+        # Segments roll well within the TTL (--segment-ms, default TTL/20) so that whole expired segments can
+        # be reclaimed close to their records' deadlines (layer 3).
+        segment_ms = args.segment_ms or max(1_000, args.ttl_ms // 20)
         policy = {
             "scan_interval_ms": args.scan_interval_ms,
             "compaction_check_interval_ms": args.scan_interval_ms,
-            "segment_bytes": 16 * 1024,
-            "segment_ms": args.segment_ms or args.ttl_ms,
+            "segment_bytes": args.segment_bytes,
+            "segment_ms": segment_ms,
             "ttl_ms": args.ttl_ms,
         }
         names = [f"bench-{i:03d}" for i in range(args.namespaces)]
@@ -240,21 +272,30 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
             )
         )
         queues = [queue, f"{queue}.node-1"]
-        with NodeClient(url, token, binary=True, timeout_s=30) as client:
-            producer = Producer(client, names, args.shards, args.rate, args.ttl_ms, args.batch)
+        with (
+            NodeClient(url, token, binary=True, timeout_s=30) as client,
+            NodeClient(url, token, timeout_s=30) as probe_client,
+        ):
+            load = Load(names, args.shards, args.rate, args.batch, args.ttl_ms, args.record_bytes)
+            producer = Producer(client, load)
             node_policy = client.get_namespace(names[0]).policy
-            yield {
-                "bench": "lifecycle",
-                "system": "setup",
+            setup = {
                 "namespaces": len(names),
                 "shards": args.shards,
+                "rate": args.rate,
+                "record_bytes": args.record_bytes,
                 "segment_ms": node_policy.segment_ms,
+                "segment_bytes": node_policy.segment_bytes,
                 "ttl_ms": node_policy.ttl_ms,
             }
-            yield _phase("without-lifecycle", producer, client, args.seconds, queues)
+            yield _phase("without-lifecycle", producer, probe_client, args, queues, **setup)
             lifecycle_tasks.update(enabled=True)
             PeriodicTasks.update_changed()  # tells beat the schedule changed
-            yield _phase("with-lifecycle", producer, client, args.seconds, queues)
+            if args.deadlines:
+                from backend.apps.lifecycle.services import schedule_due_sweeps
+
+                schedule_due_sweeps(StorageNode.objects.get(name="node-1"))  # then every sweep schedules the next
+            yield _phase("with-lifecycle", producer, probe_client, args, queues, deadlines=args.deadlines, **setup)
     finally:
         for proc in procs:
             import signal
@@ -264,26 +305,47 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                 proc.wait(20)
             except Exception:
                 os.killpg(proc.pid, signal.SIGKILL)
+    for peer in peer_bench.parse_peers(args.peers):
+        if peer == "nats":
+            yield peer_bench.run_nats(args, names, scratch)
+        else:
+            yield peer_bench.run_redis(args, names)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespaces", type=int, default=200)
     parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=60, help="length of each phase")
+    parser.add_argument("--seconds", type=float, default=120, help="length of each phase (and of each peer's run)")
     parser.add_argument("--rate", type=int, default=2_000, help="records produced per second")
     parser.add_argument("--batch", type=int, default=50, help="records per produce call")
-    parser.add_argument("--ttl-ms", type=int, default=5_000)
-    parser.add_argument("--scan-interval-ms", type=int, default=5_000)
+    parser.add_argument("--record-bytes", type=int, default=100, help="value size of every record")
+    parser.add_argument("--ttl-ms", type=int, default=20_000)
+    parser.add_argument(
+        "--scan-interval-ms",
+        type=int,
+        default=5_000,
+        help="the policies' sweep intervals (with deadline scheduling only the beat safety net)",
+    )
     parser.add_argument(
         "--segment-ms",
         type=int,
         default=None,
-        help="segment roll time (default: the TTL). Whole segments go once their newest record expires, so a "
-        "record can stay up to segment-ms + scan interval past its TTL: keep both well under the TTL",
+        help="segment roll time (default: TTL/20, at least 1 s). Whole segments go once their newest record "
+        "expires, so a record can stay up to segment-ms past its TTL: keep it well under the TTL",
     )
+    parser.add_argument("--segment-bytes", type=int, default=16 * 1024)
+    parser.add_argument(
+        "--no-deadlines",
+        dest="deadlines",
+        action="store_false",
+        help="sweeps on the beat intervals only (before issue 15), not at the node's next due times",
+    )
+    parser.add_argument("--warmup-s", type=float, default=40, help="samples before this are not steady state")
+    parser.add_argument("--sample-s", type=float, default=1.0, help="seconds between two samples")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     parser.add_argument("--json", action="store_true")
+    peer_bench.add_arguments(parser)
 
 
 def emit(line: dict[str, Any], as_json: bool) -> None:
