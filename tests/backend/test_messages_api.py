@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from backend.apps.audit.models import AuditEntry
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
+from storage_engine.placement import shard_for_key
 
 
 @pytest.fixture
@@ -47,7 +49,9 @@ def test_browse_by_time_key_and_tag(api_as, events):
     assert [r["offset"] for r in latest] == [2] and latest[0]["value"]["tombstone"]
     assert [r["offset"] for r in get(viewer, "shard=0&tag=red").json()["records"]] == [0, 2]
     assert [r["offset"] for r in get(viewer, "shard=0&tag=red&offset=1").json()["records"]] == [2]
-    assert get(viewer, "shard=0&time=99999").json() == {"records": [], "next_offset": None}
+    nothing = get(viewer, "shard=0&time=99999").json()
+    assert (nothing["records"], nothing["next_offset"]) == ([], None)
+    assert all(r["shard"] == 0 for r in get(viewer, "shard=0&offset=0").json()["records"])
 
 
 @pytest.mark.parametrize(
@@ -59,6 +63,11 @@ def test_browse_by_time_key_and_tag(api_as, events):
         ("shard=0&time=1&tag=x", "time"),
         ("shard=0&limit=500", "limit"),
         ("shard=0&display=xml", "display"),
+        ("tag=red", "shard"),
+        ("shard=0&positions=0:1", "positions"),
+        ("positions=0:1;1:2", "positions"),
+        ("positions=5:1", "positions"),
+        ("shard=0&key=k1&all_shards=true", "all_shards"),
     ],
 )
 def test_bad_browse_queries_name_the_field(api_as, events, query, field):
@@ -69,3 +78,117 @@ def test_bad_browse_queries_name_the_field(api_as, events, query, field):
 
 def test_browsing_needs_a_login(api_as, events):
     assert get(api_as(None), "shard=0").status_code == 401
+
+
+def test_a_read_below_the_log_start_is_a_416_with_both_bounds(api_as, events, node):
+    admin = api_as("admin")
+    policy = {"set": {"retention_ms": 0, "segment_bytes": 1024}}
+    assert admin.patch("/api/namespaces/events/policy", policy, format="json").status_code == 200
+    with NodeClient(node.url, node.token) as client:
+        for i in range(4):  # about one segment each
+            client.append("events", 1, [NewRecord(value=b"v" * 900, timestamp=1_000 + i)])
+        assert client.lifecycle_step("events", "retention", shard=1, manual=True)["segments_deleted"] >= 1
+        start = client.shard_stats("events", 1)["log_start_offset"]
+        client.append("events", 1, [NewRecord(value=b"after", timestamp=9_000)])
+    assert start > 0
+    response = get(api_as("viewer"), "shard=1&offset=0")
+    assert response.status_code == 416
+    body = response.json()
+    assert (body["offset"], body["log_start_offset"], body["end_offset"], body["shard"]) == (0, start, 5, 1)
+    assert body["below_log_start"] is True
+    assert body["detail"] == f"offset 0 is below the log start {start} of shard 1 (deleted by retention/expiry)"
+    # Reading at the log start answers what is left.
+    assert get(api_as("viewer"), f"shard=1&offset={start}").json()["records"][0]["offset"] == start
+    past = get(api_as("viewer"), "shard=1&offset=99").json()
+    assert past["below_log_start"] is False and "past the end" in past["detail"]
+
+
+def test_a_key_without_a_shard_is_looked_up_in_its_own_shard_first(api_as, events, node):
+    home = shard_for_key(b"k1", 2)
+    elsewhere = 1 - home
+    with NodeClient(node.url, node.token) as client:
+        client.append("events", home, [NewRecord(value=b"at home", key=b"k1", timestamp=5_000)])
+        client.append("events", elsewhere, [NewRecord(value=b"stray", key=b"k1", timestamp=6_000)])
+        client.append("events", elsewhere, [NewRecord(value=b"only here", key=b"solo", timestamp=7_000)])
+    viewer = api_as("viewer")
+    body = get(viewer, "key=k1").json()
+    assert body["key_shard"] == home and body["shards"] == [home]  # found at home: nobody else asked
+    assert [(r["shard"], r["value"]["text"]) for r in body["records"]] == [(home, "at home")]
+    everywhere = get(viewer, "key=k1&all_shards=true").json()
+    assert [(r["shard"], r["value"]["text"]) for r in everywhere["records"]] == [
+        (elsewhere, "stray"),
+        (home, "at home"),
+    ]
+    solo = get(viewer, "key=solo").json()
+    solo_home = shard_for_key(b"solo", 2)
+    assert solo["shards"] == ([solo_home] if solo_home == elsewhere else [solo_home, elsewhere])
+    assert [(r["shard"], r["value"]["text"]) for r in solo["records"]] == [(elsewhere, "only here")]
+    assert get(viewer, "key=nobody").json()["records"] == []
+
+
+def test_a_time_without_a_shard_merges_every_shard_by_timestamp(api_as, events, node):
+    with NodeClient(node.url, node.token) as client:
+        client.append("events", 1, [NewRecord(value=b"s1-%d" % t, timestamp=t) for t in (1_500, 2_500, 3_500)])
+    viewer = api_as("viewer")
+    body = get(viewer, "time=1500&limit=3").json()
+    assert [(r["shard"], r["timestamp"]) for r in body["records"]] == [(1, 1_500), (0, 2_000), (1, 2_500)]
+    assert body["shards"] == [0, 1] and body["next_offset"] is None
+    assert body["next_positions"] == "0:2,1:2"
+    rest = get(viewer, f"positions={body['next_positions']}&limit=3").json()
+    assert [(r["shard"], r["timestamp"]) for r in rest["records"]] == [(0, 3_000), (1, 3_500), (0, 4_000)]
+    assert get(viewer, f"positions={rest['next_positions']}").json()["records"] == []
+    late = get(viewer, "time=3600").json()
+    assert [(r["shard"], r["offset"]) for r in late["records"]] == [(0, 3)] and late["shards"] == [0]
+
+
+def test_produce_places_by_key_or_on_a_chosen_shard_and_is_audited(api_as, events, node):
+    operator = api_as("operator")
+    url = "/api/namespaces/events/messages"
+    message = {"key": "order-7", "value": "hello", "tags": ["red"], "headers": {"trace": "t-1"}, "ttl_ms": 3_600_000}
+    response = operator.post(url, message, format="json")
+    assert response.status_code == 201, response.content
+    placed = response.json()
+    assert placed["shard"] == shard_for_key(b"order-7", 2) and placed["node"] == "node-1"
+    with NodeClient(node.url, node.token) as client:
+        record = client.read("events", placed["shard"], placed["offset"], max_records=1).records[0]
+    assert (record.key, record.value, record.tags, record.headers) == (
+        b"order-7",
+        b"hello",
+        ("red",),
+        (("trace", b"t-1"),),
+    )
+    assert record.expire_at is not None and record.expire_at - record.timestamp > 3_500_000
+    chosen = operator.post(url, {"value": "pinned", "shard": 1}, format="json").json()
+    assert chosen["shard"] == 1
+    tombstone = operator.post(url, {"key": "order-7", "value": None, "shard": 0}, format="json")
+    assert tombstone.status_code == 201
+    entry = AuditEntry.objects.filter(action="message.produce").order_by("id").first()
+    assert entry.target == "events" and entry.after["offset"] == placed["offset"] and entry.after["value_bytes"] == 5
+    assert entry.actor.username == "user-operator"
+    assert AuditEntry.objects.filter(action="message.produce").count() == 3
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"value": "v", "colour": "red"}, "colour"),
+        ({"value": "v", "shard": 2}, "shard"),
+        ({"value": "v", "ttl_ms": 0}, "ttl_ms"),
+        ({"value": "v", "tags": "red"}, "tags"),
+        ({"value": "v", "headers": ["a"]}, "headers"),
+        ({"key": "k"}, "value"),
+    ],
+)
+def test_produce_refusals_name_the_field(api_as, events, message, field):
+    response = api_as("operator").post("/api/namespaces/events/messages", message, format="json")
+    assert response.status_code == 400 and field in response.json(), response.content
+
+
+def test_produce_needs_an_operator_and_a_key_where_compaction_does(api_as, events):
+    url = "/api/namespaces/events/messages"
+    assert api_as("viewer").post(url, {"value": "v"}, format="json").status_code == 403
+    admin = api_as("admin")
+    admin.patch("/api/namespaces/events/policy", {"set": {"cleanup_policy": "compact"}}, format="json")
+    response = admin.post(url, {"value": "keyless"}, format="json")
+    assert response.status_code == 400 and "compact" in response.json()["key"][0]
+    assert not AuditEntry.objects.filter(action="message.produce").exists()

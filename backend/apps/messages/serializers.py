@@ -1,14 +1,33 @@
+from typing import Any
+
 from rest_framework import serializers
+
+MAX_TTL_MS = (1 << 62) // 1000  # far beyond any deadline; now + ttl stays within 64 bits
 
 
 class BrowseInputSerializer(serializers.Serializer):
-    shard = serializers.IntegerField(min_value=0)
+    shard = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="the shard to read; without it a key is looked up in its own shard first "
+        "(then the others) and a time searches every shard",
+    )
     offset = serializers.IntegerField(min_value=0, required=False)
     time = serializers.IntegerField(
         min_value=0, required=False, help_text="epoch ms: start at the first record at or after it"
     )
     key = serializers.CharField(required=False, max_length=1000)
     tag = serializers.CharField(required=False, max_length=255)
+    positions = serializers.CharField(
+        required=False,
+        max_length=10_000,
+        help_text="continue a search across shards: shard:offset pairs (the last page's next_positions)",
+    )
+    all_shards = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="key lookup without a shard: ask every shard, not only until one has the key",
+    )
     limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
     display = serializers.ChoiceField(choices=["text", "hex"], default="text", help_text="how values are shown")
 
@@ -22,6 +41,7 @@ class ShownBytesSerializer(serializers.Serializer):
 
 
 class MessageSerializer(serializers.Serializer):
+    shard = serializers.IntegerField(help_text="the shard the record was read from")
     offset = serializers.IntegerField()
     timestamp = serializers.IntegerField()
     expire_at = serializers.IntegerField(allow_null=True)
@@ -33,4 +53,69 @@ class MessageSerializer(serializers.Serializer):
 
 class BrowseOutputSerializer(serializers.Serializer):
     records = MessageSerializer(many=True)
-    next_offset = serializers.IntegerField(allow_null=True)
+    next_offset = serializers.IntegerField(allow_null=True, help_text="one shard: where the next page starts")
+    next_positions = serializers.CharField(
+        allow_null=True, help_text="across shards: pass back as positions for the next page (null: nothing read)"
+    )
+    shards = serializers.ListField(child=serializers.IntegerField(), help_text="the shards asked, in order")
+    key_shard = serializers.IntegerField(
+        required=False, help_text="key lookup without a shard: the shard placement by key puts the key on"
+    )
+
+
+class OutOfRangeSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    error = serializers.CharField(help_text="offset_out_of_range")
+    shard = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    log_start_offset = serializers.IntegerField(help_text="the first offset still stored")
+    end_offset = serializers.IntegerField(help_text="one past the last offset")
+    below_log_start = serializers.BooleanField(help_text="true: deleted by retention or expiry; false: past the end")
+
+
+class NodeRefusalSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    error = serializers.CharField(help_text="the node's error code, e.g. disk_full, record_too_large")
+
+
+class ProduceInputSerializer(serializers.Serializer):
+    """A test message. Text in, UTF-8 on the wire; unknown fields are refused."""
+
+    key = serializers.CharField(
+        required=False, allow_null=True, max_length=1000, trim_whitespace=False, help_text="places the record by key"
+    )
+    value = serializers.CharField(
+        allow_null=True, allow_blank=True, trim_whitespace=False, max_length=1 << 20, help_text="null: a tombstone"
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=255, trim_whitespace=False), required=False, max_length=64, default=list
+    )
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65_536),
+        required=False,
+        default=dict,
+    )
+    ttl_ms = serializers.IntegerField(
+        min_value=1, max_value=MAX_TTL_MS, required=False, allow_null=True, help_text="expires this long after now"
+    )
+    shard = serializers.IntegerField(
+        min_value=0, required=False, allow_null=True, help_text="a chosen shard; default: by key, keyless round-robin"
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        for name in attrs.get("headers", {}):
+            if not name or len(name) > 255:
+                raise serializers.ValidationError({"headers": [f"a header name must be 1-255 characters: {name!r}"]})
+        shards = self.context["namespace"].shards
+        if attrs.get("shard") is not None and attrs["shard"] >= shards:
+            raise serializers.ValidationError({"shard": [f"must be from 0 to {shards - 1}"]})
+        return attrs
+
+
+class ProduceOutputSerializer(serializers.Serializer):
+    shard = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    node = serializers.CharField(help_text="the node that stored it")
