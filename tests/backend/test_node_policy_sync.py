@@ -46,7 +46,8 @@ def test_an_unreachable_node_stays_pending_and_syncs_when_it_answers(api_as, db,
     assert answer["sync_state"] == "pending" and answer["version"] is None
     assert "not pushed" in answer["sync_error"]
     assert services.reconcile_node_policies() == {"pending": 1}  # still down
-    assert admin.patch("/api/nodes/n2/", {"url": node.url}, format="json").status_code == 200
+    # A new URL takes the token again (never sent on its own to a new address).
+    assert admin.patch("/api/nodes/n2/", {"url": node.url, "token": node.token}, format="json").status_code == 200
     assert services.reconcile_node_policies() == {"synced": 1}
     assert node_state("n2") == ("synced", 1) and reported(node)[1]["delete_when"] == "05"
 

@@ -445,3 +445,45 @@ def test_a_csrf_refusal_is_audited_too(db):
     assert client.post("/api/namespaces/", {"name": "x", "shards": 1}, format="json").status_code == 403
     entry = AuditEntry.objects.get(result="denied")
     assert entry.actor_name == "carol" and "CSRF" in entry.detail
+
+
+# -- unknown fields are refused, never dropped ------------------------------------------------------------------
+
+
+def test_namespace_create_refuses_policy_overrides_and_unknown_fields(api_as):
+    admin = api_as("admin")
+    body = {"name": "orders", "shards": 1, "policy_overrides": {"ttl_ms": 60_000}}
+    response = admin.post("/api/namespaces/", body, format="json")
+    assert response.status_code == 400
+    assert "`policy`" in response.json()["policy_overrides"][0]
+    response = admin.post("/api/namespaces/", {"name": "orders", "shard_count": 2, "colour": "red"}, format="json")
+    assert response.status_code == 400 and set(response.json()) == {"shard_count", "colour"}
+    assert "takes: name, node, placement, policy, shards" in response.json()["colour"][0]
+    assert admin.get("/api/namespaces/").json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "unknown"),
+    [
+        ("post", "/api/nodes/", {"name": "n5", "url": "http://127.0.0.1:9", "has_token": True}, "has_token"),
+        ("post", "/api/alert-channels/", {"name": "c", "kind": "email", "target": "a@b.example", "id": 3}, "id"),
+        (
+            "post",
+            "/api/alert-rules/",
+            {"name": "r", "metric": "stored_bytes", "comparator": ">", "threshold": 1, "builtin": True},
+            "builtin",
+        ),
+        ("patch", "/api/policies/cluster", {"sett": {"ttl_ms": 1}}, "sett"),
+        ("post", "/api/spark-jobs", {"job": "lake-export", "priority": 1}, "priority"),
+        ("post", "/api/auth/login", {"username": "a", "password": "b", "remember": True}, "remember"),
+    ],
+)
+def test_write_serializers_refuse_unknown_fields(api_as, method, path, body, unknown):
+    response = getattr(api_as("admin"), method)(path, body, format="json")
+    assert response.status_code == 400 and unknown in response.json(), response.json()
+
+
+def test_the_schema_says_unknown_fields_are_refused(db):
+    schema = APIClient().get("/api/schema/?format=json").json()
+    assert schema["components"]["schemas"]["NamespaceInputRequest"]["additionalProperties"] is False
+    assert schema["components"]["schemas"]["NodeInputRequest"]["additionalProperties"] is False

@@ -24,6 +24,14 @@ ERRORS: dict[str, tuple[Any, str]] = {
 
 
 class ApiAutoSchema(AutoSchema):
+    def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
+        from backend.apps.core.serializers import StrictFieldsMixin
+
+        schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and isinstance(serializer, StrictFieldsMixin):
+            schema["additionalProperties"] = False  # unknown fields are refused, not dropped
+        return schema
+
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         bodies: dict[str, Any] = super()._get_response_bodies(direction)
         errors = dict(ERRORS)

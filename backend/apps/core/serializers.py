@@ -1,4 +1,39 @@
+from collections.abc import Mapping
+from typing import Any
+
 from rest_framework import serializers
+
+
+class StrictFieldsMixin:
+    """Input that names a field the serializer does not take is refused (400, one message per unknown
+    field) instead of silently dropped, so a misspelt or read-only field never looks accepted.
+
+    ``unknown_field_hints`` maps a likely mistake to the field meant (e.g. an output name to its input one).
+    """
+
+    unknown_field_hints: dict[str, str] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            known = sorted(name for name, field in self.fields.items() if not field.read_only)  # type: ignore[attr-defined]
+            unknown = [str(name) for name in data if name not in known]
+            if unknown:
+                raise serializers.ValidationError({name: [self._unknown_message(name, known)] for name in unknown})
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+    def _unknown_message(self, name: str, known: list[str]) -> str:
+        hint = self.unknown_field_hints.get(name)
+        if hint:
+            return f"unknown field: give `{hint}` instead"
+        return f"unknown field; this takes: {', '.join(known) or 'nothing'}"
+
+
+class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
+    """Base of every API input (request body) serializer."""
+
+
+class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
+    """Base of every API input serializer built from a model."""
 
 
 class ComponentHealthSerializer(serializers.Serializer):
@@ -13,7 +48,7 @@ class HealthOutputSerializer(serializers.Serializer):
     components = serializers.DictField(child=ComponentHealthSerializer())
 
 
-class LoginInputSerializer(serializers.Serializer):
+class LoginInputSerializer(StrictSerializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=200, trim_whitespace=False)
 

@@ -2,13 +2,17 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backend.apps.catalog.selectors import expired_ratio
+from backend.apps.core.serializers import StrictSerializer
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import shard_nodes
 from backend.apps.nodes.models import StorageNode
 from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
 
 
-class NamespaceInputSerializer(serializers.Serializer):
+class NamespaceInputSerializer(StrictSerializer):
+    # `policy_overrides` is what the API answers with; on create the overrides are given as `policy`.
+    unknown_field_hints = {"policy_overrides": "policy"}
+
     name = serializers.RegexField(
         NAMESPACE_NAME,
         max_length=200,
@@ -42,7 +46,7 @@ class NamespaceInputSerializer(serializers.Serializer):
         return value
 
 
-class NamespaceDeleteInputSerializer(serializers.Serializer):
+class NamespaceDeleteInputSerializer(StrictSerializer):
     confirm = serializers.CharField(help_text="repeat the namespace name to confirm the deletion")
 
 
@@ -101,7 +105,7 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
         return expired_ratio(namespace.stored_records, namespace.expired_records)
 
 
-class SubscriptionInputSerializer(serializers.Serializer):
+class SubscriptionInputSerializer(StrictSerializer):
     name = serializers.RegexField(
         NAMESPACE_NAME,
         max_length=200,

@@ -3,6 +3,7 @@ from typing import Any
 from rest_framework import serializers
 
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
+from backend.apps.core.serializers import StrictModelSerializer
 from backend.apps.namespaces.models import SyncState
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import TOKEN_REQUIRED
@@ -23,7 +24,7 @@ def check_node_url(value: str) -> str:
     return value
 
 
-class NodeInputSerializer(serializers.ModelSerializer):
+class NodeInputSerializer(StrictModelSerializer):
     token = serializers.CharField(
         write_only=True,
         required=False,

@@ -1,7 +1,9 @@
 from rest_framework import serializers
 
+from backend.apps.core.serializers import StrictSerializer
 
-class PolicyChangeInputSerializer(serializers.Serializer):
+
+class PolicyChangeInputSerializer(StrictSerializer):
     """``set``: field → value (null = infinite where allowed); ``reset``: fields that inherit again."""
 
     set = serializers.DictField(child=serializers.JSONField(allow_null=True), required=False, default=dict)

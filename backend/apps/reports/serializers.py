@@ -4,6 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from backend.apps.core.serializers import StrictSerializer
 from backend.apps.reports import jobs
 from backend.apps.reports.models import REPORT_FIELDS, LifecycleReportRow
 
@@ -113,7 +114,7 @@ class LifecycleReportRowOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SparkJobInputSerializer(serializers.Serializer):
+class SparkJobInputSerializer(StrictSerializer):
     job = serializers.CharField(max_length=100, help_text="a job of `python -m spark_jobs`, e.g. lifecycle-report")
     namespace = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
     params = serializers.DictField(

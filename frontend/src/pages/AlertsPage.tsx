@@ -584,7 +584,7 @@ function ChannelsSection({ mayEdit }: { mayEdit: boolean }) {
                   <td>{c.enabled ? "yes" : <span className="muted">no</span>}</td>
                   {mayEdit && (
                     <td className="action-bar">
-                      <button type="button" className="button button-small" onClick={() => setForm(c)} data-testid={`channel-edit-${c.id}`}>
+                      <button type="button" className="button button-small" onClick={() => setForm({ id: c.id, name: c.name, kind: c.kind, target: c.target, enabled: c.enabled })} data-testid={`channel-edit-${c.id}`}>
                         Edit
                       </button>
                       <button type="button" className="button button-small button-danger-outline" onClick={() => del.mutate(c.id)} data-testid={`channel-delete-${c.id}`}>

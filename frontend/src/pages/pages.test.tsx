@@ -545,6 +545,28 @@ describe("alerts", () => {
     });
   });
 
+  it("editing a channel sends only the fields the API takes (it refuses unknown ones)", async () => {
+    const channel = { id: 2, name: "ops mail", kind: "email", target: "ops@example.com", enabled: true, has_secret: false, created_at: "2030-01-01T00:00:00Z" };
+    const fetch = mockFetch({
+      "GET /api/auth/me": admin,
+      "GET /api/alerts/": page([]),
+      "GET /api/alert-rules/": page([]),
+      "GET /api/alert-channels/": page([channel]),
+      "PATCH /api/alert-channels/2/": () => jsonResponse(channel),
+    });
+    renderApp("/alerts");
+    fireEvent.click(await screen.findByTestId("channel-edit-2"));
+    fireEvent.change(screen.getByTestId("channel-target"), { target: { value: "oncall@example.com" } });
+    fireEvent.submit(screen.getByTestId("channel-form"));
+    await waitFor(() => expect(callsTo(fetch, "PATCH", "/api/alert-channels/2/").length).toBe(1));
+    expect(body(callsTo(fetch, "PATCH", "/api/alert-channels/2/")[0]!)).toEqual({
+      name: "ops mail",
+      kind: "email",
+      target: "oncall@example.com",
+      enabled: true,
+    });
+  });
+
   it("says alerting is not available yet on 404", async () => {
     mockFetch({ "GET /api/auth/me": viewer });
     renderApp("/alerts");
