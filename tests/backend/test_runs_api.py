@@ -59,3 +59,47 @@ def test_datetime_filters_take_any_valid_offset_and_refuse_unrepresentable_ones(
     response = viewer.get("/api/runs/?since=0001-01-01T00:00:00%2B05:00")
     assert response.status_code == 400 and "since" in response.json()
     assert viewer.get("/api/audit/?until=3626-11-16T12:03:50-19:22").status_code == 200
+
+
+def _finished(kind: str, *, schedule: str = "", state: str = State.SUCCEEDED, **counts: int) -> TaskRun:
+    run = services.mark_running(services.create_run(kind=kind, schedule=schedule))
+    services.record_step(run, {"scanned": 0, "expired_records": 0, **counts})
+    services.finish(run, state, "boom" if state == State.FAILED else "")
+    return run
+
+
+def test_manual_runs_are_found_among_scheduled_ones(api_as, db):
+    manual = services.create_run(kind="retention", actor=None)
+    _finished("expiry_scan", schedule="sweep", expired_records=5)
+    failed = _finished("reclaim", schedule="sweep", state=State.FAILED)
+    viewer = api_as("viewer")
+    listed = viewer.get("/api/runs/?origin=manual").json()["results"]
+    assert [r["id"] for r in listed] == [manual.pk] and listed[0]["origin"] == "manual"
+    scheduled = viewer.get("/api/runs/?origin=scheduled").json()["results"]
+    assert {r["kind"] for r in scheduled} == {"expiry_scan", "reclaim"}
+    assert {r["origin"] for r in scheduled} == {"scheduled"}
+    assert [r["id"] for r in viewer.get("/api/runs/?state=failed").json()["results"]] == [failed.pk]
+    assert [r["id"] for r in viewer.get("/api/runs/?origin=scheduled&state=failed").json()["results"]] == [failed.pk]
+    assert viewer.get("/api/runs/?origin=sometimes").status_code == 400
+    assert viewer.get(f"/api/runs/{manual.pk}/").json()["id"] == manual.pk  # a run links to itself
+
+
+def test_scheduled_runs_that_did_nothing_keep_only_the_latest(api_as, db):
+    first = _finished("expiry_scan", schedule="sweep")
+    second = _finished("expiry_scan", schedule="sweep")
+    assert not TaskRun.objects.filter(pk=first.pk).exists()  # folded into the latest
+    third = _finished("expiry_scan", schedule="sweep")
+    kept = TaskRun.objects.get(kind="expiry_scan", schedule="sweep", params__noop=True)
+    assert kept.pk == third.pk and kept.params["noop_runs"] == 3
+    assert kept.params["noop_since"] == TaskRun._meta.get_field("created_at").value_from_object(first).isoformat()
+    assert not TaskRun.objects.filter(pk=second.pk).exists()
+    worked = _finished("expiry_scan", schedule="sweep", expired_records=7)
+    failed = _finished("expiry_scan", schedule="sweep", state=State.FAILED)
+    manual = _finished("expiry_scan")  # did nothing, but someone asked for it
+    other_kind = _finished("retention", schedule="sweep")
+    after = _finished("expiry_scan", schedule="sweep")
+    left = set(TaskRun.objects.values_list("pk", flat=True))
+    assert left == {worked.pk, failed.pk, manual.pk, other_kind.pk, after.pk}
+    assert TaskRun.objects.get(pk=after.pk).params["noop_runs"] == 4  # the no-op runs since the first
+    listed = api_as("viewer").get("/api/runs/?origin=scheduled&kind=expiry_scan").json()["results"]
+    assert [r["id"] for r in listed] == [after.pk, failed.pk, worked.pk]

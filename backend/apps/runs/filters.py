@@ -9,6 +9,11 @@ class TaskRunFilter(django_filters.FilterSet):
     node = django_filters.CharFilter(field_name="node__name")
     since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
     active = django_filters.BooleanFilter(method="filter_active")
+    origin = django_filters.ChoiceFilter(
+        choices=[("manual", "manual"), ("scheduled", "scheduled")],
+        method="filter_origin",
+        help_text="manual: started by someone (no schedule); scheduled: started by a schedule",
+    )
 
     class Meta:
         model = TaskRun
@@ -17,3 +22,6 @@ class TaskRunFilter(django_filters.FilterSet):
     def filter_active(self, queryset, name, value):  # type: ignore[no-untyped-def]
         active = queryset.filter(state__in=["queued", "running"])
         return active if value else queryset.exclude(pk__in=active.values("pk"))
+
+    def filter_origin(self, queryset, name, value):  # type: ignore[no-untyped-def]
+        return queryset.filter(schedule="") if value == "manual" else queryset.exclude(schedule="")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -9,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from backend.apps.audit import services as audit
-from backend.apps.runs.models import FINISHED, State, TaskRun
+from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
 from storage_engine.errors import InvalidArgumentError
 
 
@@ -43,7 +44,68 @@ def finish(run: TaskRun, state: str, error: str = "") -> None:
     updates: dict[str, Any] = {"state": state, "error": error[:10_000], "finished_at": timezone.now()}
     if state == State.SUCCEEDED:
         updates["progress"] = 1.0
-    TaskRun.objects.filter(pk=run.pk).exclude(state__in=FINISHED).update(**updates)
+    if TaskRun.objects.filter(pk=run.pk).exclude(state__in=FINISHED).update(**updates) and state == State.SUCCEEDED:
+        fold_noop_run(run.pk)
+
+
+# Scheduled lifecycle runs come every few seconds per node and kind, and most find nothing to
+# do: kept one by one they bury the manual runs and grow the table without end. So a scheduled
+# run that did nothing (succeeded, every count 0, nothing reclaimed) replaces the earlier no-op
+# runs of the same kind and target: only the latest is kept, carrying how many it stands for
+# (``params.noop_runs``) and since when (``params.noop_since``). Runs that did work, failed or
+# were cancelled, manual runs and Spark jobs (whose counts are not lifecycle counts) are kept.
+NOOP_FOLDED_KINDS = frozenset(
+    {
+        Kind.EXPIRY_SCAN,
+        Kind.RETENTION,
+        Kind.RECLAIM,
+        Kind.COMPACTION,
+        Kind.SUBSCRIPTION_TTL,
+        Kind.BACKLOG_QUOTA,
+        Kind.FILE_CLEAN,
+        Kind.DISK_CHECK,
+    }
+)
+
+
+def is_noop(run: TaskRun) -> bool:
+    """A scheduled lifecycle run that succeeded without doing anything."""
+    return (
+        bool(run.schedule)
+        and run.kind in NOOP_FOLDED_KINDS
+        and run.state == State.SUCCEEDED
+        and run.bytes_reclaimed == 0
+        and not any(run.counts.values())
+    )
+
+
+def fold_noop_run(run_id: int) -> None:
+    """Keep only the latest no-op scheduled run per kind and target (see ``NOOP_FOLDED_KINDS``)."""
+    with transaction.atomic():
+        run = TaskRun.objects.select_for_update().get(pk=run_id)
+        if not is_noop(run):
+            return
+        earlier = TaskRun.objects.filter(
+            kind=run.kind,
+            namespace_id=run.namespace_id,
+            node_id=run.node_id,
+            shard=run.shard,
+            state=State.SUCCEEDED,
+            params__noop=True,
+        ).exclude(pk=run.pk)
+        folded = list(earlier.values_list("params", "created_at"))
+        starts = [run.created_at]
+        for params, created in folded:
+            since = params.get("noop_since")
+            starts.append(datetime.fromisoformat(since) if isinstance(since, str) else created)
+        run.params = {
+            **run.params,
+            "noop": True,
+            "noop_runs": 1 + sum(int(params.get("noop_runs", 1)) for params, _ in folded),
+            "noop_since": min(starts).isoformat(),
+        }
+        run.save(update_fields=["params"])
+        earlier.delete()
 
 
 def request_cancel(*, run: TaskRun, actor: Any) -> TaskRun:
