@@ -83,4 +83,6 @@ def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:
         # A subscription's backlog is the sum over its shards (DESIGN §3 "Figures"); null when no node answered.
         for figure in ("messages", "live_messages", "bytes"):
             entry[figure] = sum(row[figure] for row in shards_backlog) if entry["backlog"] else None
+        # Its age is that of its oldest unacknowledged record, on whichever shard.
+        entry["age_ms"] = max(row["age_ms"] for row in shards_backlog) if entry["backlog"] else None
     return list(rows.values()), "; ".join(errors)

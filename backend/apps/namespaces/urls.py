@@ -1,6 +1,6 @@
 from django.urls import path
 
-from backend.apps.namespaces import views
+from backend.apps.namespaces import subscriptions, views
 
 urlpatterns = [
     path("namespaces/", views.NamespaceListCreateView.as_view(), name="namespace-list"),
@@ -8,12 +8,17 @@ urlpatterns = [
     path("namespaces/<str:name>/policy", views.NamespacePolicyView.as_view(), name="namespace-policy"),
     path(
         "namespaces/<str:name>/subscriptions",
-        views.SubscriptionListCreateView.as_view(),
+        subscriptions.SubscriptionListCreateView.as_view(),
         name="namespace-subscriptions",
     ),
     path(
         "namespaces/<str:name>/subscriptions/<str:subscription>",
-        views.SubscriptionDetailView.as_view(),
+        subscriptions.SubscriptionDetailView.as_view(),
         name="namespace-subscription",
+    ),
+    path(
+        "namespaces/<str:name>/subscriptions/<str:subscription>/cursor",
+        subscriptions.SubscriptionCursorView.as_view(),
+        name="namespace-subscription-cursor",
     ),
 ]

@@ -10,15 +10,12 @@ from rest_framework.views import APIView
 from backend.apps.core.pagination import cursor_page
 from backend.apps.core.permissions import IsAdmin
 from backend.apps.namespaces import selectors, services
-from backend.apps.namespaces.models import Namespace, Subscription
+from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import (
     NamespaceDeleteInputSerializer,
     NamespaceInputSerializer,
     NamespaceListOutputSerializer,
     NamespaceOutputSerializer,
-    SubscriptionInputSerializer,
-    SubscriptionListOutputSerializer,
-    SubscriptionOutputSerializer,
 )
 from backend.apps.policies import selectors as policy_selectors
 from backend.apps.policies import services as policy_services
@@ -93,44 +90,3 @@ class NamespacePolicyView(APIView):
             reset=change.validated_data["reset"],
         )
         return self._answer(namespace)
-
-
-class SubscriptionListCreateView(APIView):
-    """A namespace's subscriptions with their live backlog (GET, any role); create one (POST, admin)."""
-
-    permission_classes = [IsAdmin]
-
-    @extend_schema(responses=SubscriptionListOutputSerializer, tags=["subscriptions"])
-    def get(self, request: Request, name: str) -> Response:
-        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
-        rows, error = selectors.subscriptions_with_backlog(namespace)
-        return Response(SubscriptionListOutputSerializer({"results": rows, "node_error": error}).data)
-
-    @extend_schema(
-        request=SubscriptionInputSerializer, responses={201: SubscriptionOutputSerializer}, tags=["subscriptions"]
-    )
-    def post(self, request: Request, name: str) -> Response:
-        namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
-        data = SubscriptionInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        if namespace.subscriptions.filter(name=data.validated_data["name"]).exists():
-            raise serializers.ValidationError({"name": ["a subscription with this name already exists"]})
-        sub = services.create_subscription(namespace=namespace, actor=request.user, **data.validated_data)
-        body = {"name": sub.name, "initial": sub.initial, "created_at": sub.created_at, "backlog": None}
-        return Response(SubscriptionOutputSerializer(body).data, status=status.HTTP_201_CREATED)
-
-
-class SubscriptionDetailView(APIView):
-    permission_classes = [IsAdmin]
-
-    @extend_schema(request=NamespaceDeleteInputSerializer, responses={204: None}, tags=["subscriptions"])
-    def delete(self, request: Request, name: str, subscription: str) -> Response:
-        sub = get_object_or_404(
-            Subscription.objects.select_related("namespace__node"), namespace__name=name, name=subscription
-        )
-        confirm = NamespaceDeleteInputSerializer(data=request.data)
-        confirm.is_valid(raise_exception=True)
-        if confirm.validated_data["confirm"] != sub.name:
-            raise serializers.ValidationError({"confirm": ["must repeat the subscription name exactly"]})
-        services.delete_subscription(subscription=sub, actor=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
