@@ -120,7 +120,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         return engine.stats()
 
     def subscription_backlog() -> list[dict[str, Any]]:
-        """Per namespace, subscription and shard: backlog messages, bytes and age."""
+        """Per namespace, subscription and shard: backlog messages (offset distance and live), bytes and age."""
         rows = []
         for info in engine.list_namespaces():
             for row in engine.backlog(info.name):
@@ -130,6 +130,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
                         "subscription": row.subscription,
                         "shard": row.shard,
                         "backlog_messages": row.messages,
+                        "backlog_live_messages": row.live_messages,
                         "backlog_bytes": row.bytes,
                         "backlog_age_ms": row.age_ms,
                     }

@@ -23,7 +23,8 @@ class Segment(models.Model):
     expired_records = models.BigIntegerField(default=0)
     expired_bytes = models.BigIntegerField(default=0)
     deadline = models.BigIntegerField(null=True)
-    # expired_records ÷ record_count; kept for filtering and sorting.
+    # expired_records ÷ record_count (catalog.figures.ratio; the engine gives no segment ratio): kept for
+    # filtering and sorting.
     expired_ratio = models.FloatField(default=0.0)
     synced_at = models.DateTimeField(auto_now=True)
 
@@ -47,7 +48,10 @@ class Segment(models.Model):
 
 
 class ShardStatus(models.Model):
-    """Current figures of one shard from its node, refreshed at every catalog sync."""
+    """Current figures of one shard from its node: the engine's ``ShardStats`` fields, carried unchanged,
+    and the shard's subscription backlog (summed over its subscriptions). Written by every metrics
+    collection from the node's ``/v1/stats`` (``collected_at``), and by a catalog sync of the shard.
+    """
 
     namespace = models.ForeignKey("namespaces.Namespace", on_delete=models.CASCADE, related_name="shard_status")
     shard = models.PositiveIntegerField()
@@ -57,10 +61,19 @@ class ShardStatus(models.Model):
     live_count = models.BigIntegerField(default=0)
     size_bytes = models.BigIntegerField(default=0)
     segment_count = models.IntegerField(default=0)
-    # Expired but not yet reclaimed (dead records plus records of segments past their deadline).
+    # Expired but not yet reclaimed: every stored record past its effective expiry, or dead (the engine's).
     expired_records = models.BigIntegerField(default=0)
     expired_bytes = models.BigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
+    expired_ratio = models.FloatField(default=0.0)
+    expired_bytes_ratio = models.FloatField(default=0.0)
+    # Subscription backlog on this shard, summed over the subscriptions (BacklogInfo messages, live_messages,
+    # bytes); written by the metrics collection only.
+    backlog_messages = models.BigIntegerField(default=0)
+    backlog_live_messages = models.BigIntegerField(default=0)
+    backlog_bytes = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)  # when a figure last changed
+    collected_at = models.DateTimeField(null=True, blank=True)  # the last collection that reported the shard
+    segments_synced_at = models.DateTimeField(null=True, blank=True)  # the last segment catalog sync of it
 
     class Meta:
         ordering = ["namespace_id", "shard"]

@@ -1,12 +1,13 @@
-"""Reads of the catalog: segments with filters, and per-namespace summaries."""
+"""Reads of the catalog: segments with filters, and per-namespace figures. Database reads only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Min, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
 
 
@@ -19,47 +20,49 @@ def shard_statuses(namespace: Any) -> QuerySet[ShardStatus]:
 
 
 def with_usage(namespaces: QuerySet[Any]) -> QuerySet[Any]:
-    """Annotate namespaces with stored bytes/records, live records and segment count (one query)."""
+    """Annotate namespaces with their shards' figures summed (one query): stored bytes and records, live and
+    expired records and bytes, segments, and the subscription backlog (messages, live, bytes)."""
     return namespaces.annotate(
         stored_bytes=Coalesce(Sum("shard_status__size_bytes"), 0),
         stored_records=Coalesce(Sum("shard_status__record_count"), 0),
         live_records=Coalesce(Sum("shard_status__live_count"), 0),
         expired_records=Coalesce(Sum("shard_status__expired_records"), 0),
+        expired_bytes=Coalesce(Sum("shard_status__expired_bytes"), 0),
         segment_count=Coalesce(Sum("shard_status__segment_count"), 0),
+        backlog_messages=Coalesce(Sum("shard_status__backlog_messages"), 0),
+        backlog_live_messages=Coalesce(Sum("shard_status__backlog_live_messages"), 0),
         shards_reported=Count("shard_status"),
+        shards_uncollected=Count("shard_status", filter=Q(shard_status__collected_at__isnull=True)),
+        collected_at=Min("shard_status__collected_at"),
     )
 
 
 def expired_ratio(stored_records: int, expired_records: int) -> float:
-    """Expired but not yet reclaimed ÷ stored, 0–1 (DESIGN §4)."""
-    return min(1.0, expired_records / stored_records) if stored_records else 0.0
+    """A namespace's expired ratio: its shards' expired records ÷ their stored records (DESIGN §3, §4)."""
+    return ratio(expired_records, stored_records)
 
 
 def namespace_summary(namespace: Any) -> dict[str, Any]:
-    """Figures of one namespace annotated by :func:`with_usage`."""
+    """Figures of one namespace annotated by :func:`with_usage`: the sums of its shards' rows, as the last
+    metrics collection (or sync) stored them. The backlog is null until a collection has reported every
+    shard."""
     from backend.apps.runs.selectors import last_run_at
 
+    backlog_known = namespace.shards_reported > 0 and namespace.shards_uncollected == 0
     return {
         "name": namespace.name,
         "stored_bytes": namespace.stored_bytes,
         "stored_records": namespace.stored_records,
         "live_records": namespace.live_records,
+        "expired_records": namespace.expired_records,
+        "expired_bytes": namespace.expired_bytes,
         "expired_ratio": expired_ratio(namespace.stored_records, namespace.expired_records),
+        "expired_bytes_ratio": ratio(namespace.expired_bytes, namespace.stored_bytes),
         "segment_count": namespace.segment_count,
-        "backlog_messages": _backlog_messages(namespace),
+        "backlog_messages": namespace.backlog_messages if backlog_known else None,
+        "backlog_live_messages": namespace.backlog_live_messages if backlog_known else None,
+        "collected_at": namespace.collected_at,
         "last_scan_at": last_run_at(namespace, "expiry_scan"),
         "last_compaction_at": last_run_at(namespace, "compaction"),
         "shards": list(shard_statuses(namespace)),
     }
-
-
-def _backlog_messages(namespace: Any) -> int | None:
-    """Unacknowledged messages over every subscription and shard, live from the node (None if unreachable)."""
-    from backend.apps.namespaces.selectors import subscriptions_with_backlog
-
-    if not namespace.subscriptions.exists():
-        return 0
-    rows, error = subscriptions_with_backlog(namespace)
-    if error:
-        return None
-    return sum(b["messages"] for row in rows for b in row["backlog"] or [])

@@ -27,20 +27,43 @@ class ShardStatusOutputSerializer(serializers.ModelSerializer):
             "segment_count",
             "expired_records",
             "expired_bytes",
+            "expired_ratio",
+            "expired_bytes_ratio",
+            "backlog_messages",
+            "backlog_live_messages",
+            "backlog_bytes",
             "updated_at",
+            "collected_at",
         ]
         read_only_fields = fields
 
 
 class NamespaceSummaryOutputSerializer(serializers.Serializer):
+    """The namespace's figures: its shards' engine figures summed, ratios of the sums (DESIGN §3 "Figures")."""
+
     name = serializers.CharField()
     stored_bytes = serializers.IntegerField()
     stored_records = serializers.IntegerField()
-    live_records = serializers.IntegerField()
-    expired_ratio = serializers.FloatField()
+    live_records = serializers.IntegerField(help_text="stored − expired: what readers get")
+    expired_records = serializers.IntegerField(help_text="expired but not yet reclaimed")
+    expired_bytes = serializers.IntegerField()
+    expired_ratio = serializers.FloatField(help_text="expired_records ÷ stored_records")
+    expired_bytes_ratio = serializers.FloatField(help_text="expired_bytes ÷ stored_bytes")
     segment_count = serializers.IntegerField()
-    backlog_messages = serializers.IntegerField(allow_null=True, help_text="null when the node cannot be reached")
-    last_scan_at = serializers.DateTimeField(allow_null=True)
+    backlog_messages = serializers.IntegerField(
+        allow_null=True,
+        help_text="unacknowledged offsets summed over subscriptions and shards; null until a metrics "
+        "collection has reported every shard",
+    )
+    backlog_live_messages = serializers.IntegerField(
+        allow_null=True, help_text="records a consumer will still receive, summed like backlog_messages"
+    )
+    collected_at = serializers.DateTimeField(
+        allow_null=True, help_text="the oldest shard's last metrics collection (null: a shard never collected)"
+    )
+    last_scan_at = serializers.DateTimeField(
+        allow_null=True, help_text="last successful TTL scan of the namespace or a node-wide sweep of a host"
+    )
     last_compaction_at = serializers.DateTimeField(allow_null=True)
     shards = ShardStatusOutputSerializer(many=True)
 

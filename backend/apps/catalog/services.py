@@ -1,18 +1,26 @@
-"""Writes of the catalog: incremental sync from the nodes.
+"""Writes of the catalog: incremental sync from the nodes, and the shards' figures from each collection.
 
 A sync compares the node's segments of each shard with the catalog rows and
 writes only the difference: new segments are inserted, changed ones updated,
-ones gone from the node deleted. An unchanged node touches no rows.
+ones gone from the node deleted. An unchanged node touches no rows. It runs at
+the metrics interval, shards whose figures changed since their last sync
+first (:func:`sync_stalest`). Every metrics collection also stores each
+shard's figures from the same ``/v1/stats`` answer as its samples
+(:func:`record_collected_figures`), so the namespace pages, Overview and the
+alerts read one set of numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, fields
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
+from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.nodes.selectors import client_for
 from storage_engine.api import SegmentInfo
@@ -64,7 +72,7 @@ def _values(info: SegmentInfo) -> dict[str, Any]:
         "expired_records": info.expired_records,
         "expired_bytes": info.expired_bytes,
         "deadline": info.deadline,
-        "expired_ratio": info.expired_records / info.record_count if info.record_count else 0.0,
+        "expired_ratio": ratio(info.expired_records, info.record_count),
     }
 
 
@@ -96,6 +104,7 @@ def sync_shard(namespace: Any, shard: int, segments: list[SegmentInfo]) -> SyncR
     return result
 
 
+# The engine's ShardStats fields a ShardStatus carries (a sync and a collection both write them).
 STATUS_FIELDS = [
     "log_start_offset",
     "end_offset",
@@ -105,12 +114,23 @@ STATUS_FIELDS = [
     "segment_count",
     "expired_records",
     "expired_bytes",
+    "expired_ratio",
+    "expired_bytes_ratio",
 ]
+# The shard's backlog, summed over its subscriptions: from a collection only.
+BACKLOG_FIELDS = ["backlog_messages", "backlog_live_messages", "backlog_bytes"]
+RATIO_FIELDS = {"expired_ratio", "expired_bytes_ratio"}
+
+
+def _status_values(figures: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The node's values as they are (ratios as floats, counts as integers), 0 for a missing one."""
+    return {k: float(figures.get(k) or 0) if k in RATIO_FIELDS else int(figures.get(k) or 0) for k in names}
 
 
 def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bool:
-    """Store a shard's current figures; returns whether anything changed (unchanged → no write)."""
-    values = {k: stats.get(k, 0) for k in STATUS_FIELDS}
+    """Store a shard's current figures (a ``ShardStats`` as a dict); returns whether anything changed
+    (unchanged → no write)."""
+    values = _status_values(stats, STATUS_FIELDS)
     row = ShardStatus.objects.filter(namespace=namespace, shard=shard).first()
     if row is None:
         ShardStatus.objects.create(namespace=namespace, shard=shard, **values)
@@ -121,6 +141,50 @@ def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bo
     return True
 
 
+def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at: Any) -> int:
+    """Store the shards' figures of one metrics collection: (namespace, shard) → ``ShardStats`` fields and
+    the backlog sums. Rows are created or updated only where a figure changed; every reported row gets
+    ``collected_at``. Shards of namespaces the control plane does not know are skipped. Returns rows changed.
+    """
+    from backend.apps.namespaces.models import Namespace
+
+    if not figures:
+        return 0
+    names = {ns for ns, _ in figures}
+    namespaces = {n.name: n for n in Namespace.objects.filter(name__in=names).only("id", "name", "shards")}
+    existing = {
+        (row.namespace_id, row.shard): row
+        for row in ShardStatus.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()])
+    }
+    to_create, to_update, seen = [], [], []
+    now = timezone.now()
+    for (ns, shard), found in sorted(figures.items()):
+        namespace = namespaces.get(ns)
+        if namespace is None or not 0 <= shard < namespace.shards:
+            continue
+        values = _status_values(found, [*STATUS_FIELDS, *BACKLOG_FIELDS])
+        row = existing.get((namespace.pk, shard))
+        if row is None:
+            to_create.append(ShardStatus(namespace=namespace, shard=shard, collected_at=at, **values))
+            continue
+        seen.append(row.pk)
+        changed = [k for k, v in values.items() if getattr(row, k) != v]
+        if changed:
+            for k in changed:
+                setattr(row, k, values[k])
+            if set(changed) - set(BACKLOG_FIELDS):  # the shard's data changed: its segments are due for a sync
+                row.updated_at = now  # bulk_update does not apply auto_now
+            to_update.append(row)
+    with transaction.atomic():
+        if to_create:
+            ShardStatus.objects.bulk_create(to_create, batch_size=500, ignore_conflicts=True)
+        if to_update:
+            ShardStatus.objects.bulk_update(to_update, [*STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at"], batch_size=500)
+        if seen:
+            ShardStatus.objects.filter(pk__in=seen).update(collected_at=at)
+    return len(to_create) + len(to_update)
+
+
 def sync_namespace(namespace: Any) -> SyncResult:
     """Sync every shard of one namespace from the node it is placed on (raises the client's errors)."""
     from backend.apps.namespaces.selectors import hosting_nodes
@@ -129,9 +193,24 @@ def sync_namespace(namespace: Any) -> SyncResult:
     for node, shards in hosting_nodes(namespace):
         with client_for(node) as client:
             for shard in shards:
-                total.add(sync_shard(namespace, shard, client.list_segments(namespace.name, shard)))
-                update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
+                result = sync_shard(namespace, shard, client.list_segments(namespace.name, shard))
+                changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
+                _mark_synced(namespace, shard, changed or result.inserted + result.updated + result.deleted > 0)
+                total.add(result)
     return total
+
+
+def _unsynced(namespace: Any, shard: int) -> Any:
+    """The shard's status row if its segments were never synced or its figures changed since."""
+    rows = ShardStatus.objects.filter(namespace=namespace, shard=shard)
+    return rows.filter(Q(segments_synced_at__isnull=True) | Q(updated_at__gt=F("segments_synced_at")))
+
+
+def _mark_synced(namespace: Any, shard: int, changed: bool) -> None:
+    """Note the shard's segments as synced now, when that news something (an unchanged, already clean
+    shard writes nothing)."""
+    if changed or _unsynced(namespace, shard).exists():
+        ShardStatus.objects.filter(namespace=namespace, shard=shard).update(segments_synced_at=timezone.now())
 
 
 def sync_node(node: Any) -> SyncResult:
@@ -146,24 +225,50 @@ def sync_node(node: Any) -> SyncResult:
     return total
 
 
-def sync_stalest(limit: int = 50) -> SyncResult:
-    """Sync up to ``limit`` namespaces, least recently synced first (a bounded periodic step).
+SYNC_ROTATION = "catalog:sync-rotation"  # cache key: the last up-to-date namespace a periodic sync visited
 
-    A namespace whose node cannot be reached is skipped until the next round.
+
+def sync_stalest(limit: int = 50) -> SyncResult:
+    """Sync up to ``limit`` namespaces (a bounded periodic step, at the metrics interval).
+
+    First those never synced or whose shard figures changed since their last sync (a collection saw new
+    records, expiry or reclamation), least recently synced first; the rest of the batch goes round the
+    up-to-date ones in name order, continuing where the previous run stopped. A namespace whose node
+    cannot be reached is skipped until the next round.
     """
-    from django.db.models import F, Max
+    from django.core.cache import cache
+    from django.db.models import Case, IntegerField, Max, Min, When
 
     from backend.apps.namespaces.models import Namespace, SyncState
     from storage_engine.errors import StorageError
 
-    total = SyncResult()
-    stalest = (
+    synced = (
         Namespace.objects.filter(sync_state=SyncState.SYNCED)
         .select_related("node")
-        .annotate(last_sync=Max("shard_status__updated_at"))
-        .order_by(F("last_sync").asc(nulls_first=True), "name")[:limit]
+        .annotate(last_sync=Min("shard_status__segments_synced_at"), changed=Max("shard_status__updated_at"))
+        .annotate(
+            stale=Case(
+                When(Q(last_sync__isnull=True) | Q(changed__gt=F("last_sync")), then=1),
+                default=0,
+                output_field=IntegerField(),
+            )
+        )
     )
-    for namespace in stalest:
+    batch = list(synced.filter(stale=1).order_by(F("last_sync").asc(nulls_first=True), "name")[:limit])
+    if len(batch) < limit:
+        try:
+            after = str(cache.get(SYNC_ROTATION) or "")
+        except Exception:  # no cache: start from the first name
+            after = ""
+        current = synced.filter(stale=0).order_by("name")
+        more = list(current.filter(name__gt=after)[: limit - len(batch)])
+        more += list(current.filter(name__lte=after)[: limit - len(batch) - len(more)])
+        if more:
+            with contextlib.suppress(Exception):
+                cache.set(SYNC_ROTATION, more[-1].name, None)
+        batch += more
+    total = SyncResult()
+    for namespace in batch:
         try:
             total.add(sync_namespace(namespace))
         except StorageError:

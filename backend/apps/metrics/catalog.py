@@ -36,6 +36,9 @@ SERIES: dict[str, SeriesDef] = {
     for s in [
         # per shard, and per namespace (sums; the ratio of the sums)
         SeriesDef("expired_ratio", (SHARD, NAMESPACE), "ratio", "Expired but not yet reclaimed records ÷ stored"),
+        SeriesDef(
+            "expired_bytes_ratio", (SHARD, NAMESPACE), "ratio", "Bytes of expired records not yet reclaimed ÷ stored"
+        ),
         SeriesDef("expired_records", (SHARD, NAMESPACE), "count", "Expired records not yet reclaimed"),
         SeriesDef("expired_bytes", (SHARD, NAMESPACE), "bytes", "Bytes of expired records not yet reclaimed"),
         SeriesDef("stored_bytes", (SHARD, NAMESPACE), "bytes", "Bytes stored"),
@@ -44,8 +47,19 @@ SERIES: dict[str, SeriesDef] = {
         SeriesDef("segments", (SHARD, NAMESPACE), "count", "Segments"),
         SeriesDef("log_start_offset", (SHARD,), "count", "First offset still stored"),
         SeriesDef("end_offset", (SHARD,), "count", "Offset the next record will get"),
-        SeriesDef("backlog_messages", (SHARD, NAMESPACE), "messages", "Subscription backlog (the largest)"),
-        SeriesDef("backlog_bytes", (SHARD, NAMESPACE), "bytes", "Subscription backlog in bytes (the largest)"),
+        # Backlog (DESIGN §3 "Figures", Pulsar's msgBacklog): a shard's is the sum over the subscriptions on
+        # it, a namespace's the sum over its subscriptions (= over its shards); the age is the oldest one's.
+        SeriesDef("backlog_messages", (SHARD, NAMESPACE), "messages", "Subscription backlog: offset distance, summed"),
+        SeriesDef(
+            "backlog_live_messages", (SHARD, NAMESPACE), "messages", "Subscription backlog: live records, summed"
+        ),
+        SeriesDef("backlog_bytes", (SHARD, NAMESPACE), "bytes", "Subscription backlog in bytes, summed"),
+        SeriesDef(
+            "subscription_backlog_bytes_max",
+            (NAMESPACE,),
+            "bytes",
+            "The largest subscription's backlog bytes over its shards: what backlog_quota_bytes limits",
+        ),
         SeriesDef("backlog_age_seconds", (SHARD, NAMESPACE), "seconds", "Age of the oldest unacknowledged message"),
         # per namespace, from the control plane's task runs
         SeriesDef("scan_duration_seconds", (NAMESPACE,), "seconds", "TTL-index scan: running time, else the last"),
@@ -84,11 +98,36 @@ UI_UNITS = {
     "expired_ratio": "ratio",
     "stored_bytes": "bytes",
     "backlog_messages": "messages",
+    "backlog_live_messages": "messages",
     "delete_queue_length": "count",
     "celery_queue_depth": "messages",
     "disk_used_ratio": "ratio",
 }
 UI_SERIES = tuple(UI_UNITS)
+
+# The engine's figures of a shard (storage_engine.api.ShardStats, a GET /v1/stats "shards" row) → the
+# series carrying each, unchanged (DESIGN §3 "Figures"); the catalog's ShardStatus stores the same fields.
+SHARD_SERIES: dict[str, str] = {
+    "log_start_offset": "log_start_offset",
+    "end_offset": "end_offset",
+    "record_count": "stored_records",
+    "live_count": "live_records",
+    "size_bytes": "stored_bytes",
+    "segment_count": "segments",
+    "expired_records": "expired_records",
+    "expired_bytes": "expired_bytes",
+    "expired_ratio": "expired_ratio",
+    "expired_bytes_ratio": "expired_bytes_ratio",
+}
+# Shard series a namespace's series add up (its ratios are the ratios of these sums; offsets are per shard).
+SUMMED_SHARD_SERIES = ("stored_records", "live_records", "stored_bytes", "segments", "expired_records", "expired_bytes")
+# The engine's backlog of one subscription on one shard (storage_engine.api.BacklogInfo, a GET /v1/stats
+# "subscriptions" row) → the series summing it over subscriptions; the age (``backlog_age_ms``) is a maximum.
+BACKLOG_SERIES: dict[str, str] = {
+    "backlog_messages": "backlog_messages",
+    "backlog_live_messages": "backlog_live_messages",
+    "backlog_bytes": "backlog_bytes",
+}
 
 # Engine counters (GET /v1/stats "counters") read into node series; the first key present wins.
 # The engine grows its counters; missing keys mean "absent", never zero.

@@ -2,7 +2,8 @@
 
 ``collect`` samples every node's ``GET /v1/stats``, the control plane's scan
 runs and the Celery broker queues into :class:`Sample` rows (one timestamp per
-collection). ``downsample`` rolls closed 5-minute buckets into :class:`Rollup`
+collection), and stores the shards' figures of the same answer in the catalog
+(``ShardStatus``). ``downsample`` rolls closed 5-minute buckets into :class:`Rollup`
 rows and deletes raw samples after 24 h and rollups after 30 days, in bounded
 batches. Both take ``now`` (else :func:`clock.now`); nothing here sleeps.
 """
@@ -21,8 +22,16 @@ from django.db import transaction
 from django.db.models import Count, F, Max, Min, Q, Sum
 from django.db.models.functions import Mod
 
+from backend.apps.catalog.figures import ratio
 from backend.apps.metrics import clock
-from backend.apps.metrics.catalog import APPEND_ROUTES, NODE_COUNTER_KEYS, READ_ROUTES
+from backend.apps.metrics.catalog import (
+    APPEND_ROUTES,
+    BACKLOG_SERIES,
+    NODE_COUNTER_KEYS,
+    READ_ROUTES,
+    SHARD_SERIES,
+    SUMMED_SHARD_SERIES,
+)
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample, series_key
 from storage_engine.errors import StorageError
 
@@ -71,58 +80,83 @@ def _first(counters: dict[str, Any], keys: Iterable[str]) -> float | None:
 
 
 def _shard_points(node: str, shard: dict[str, Any], points: dict[Labels, float], sums: dict[str, dict[str, float]]):
+    """A ``shards`` row of ``/v1/stats`` (the engine's ``ShardStats``): each figure as it is, never derived
+    from another; the namespace's series add the shards' up."""
     ns, number = str(shard.get("namespace", "")), shard.get("shard")
     if not ns or not isinstance(number, int):
         return
-    stored = _num(shard.get("record_count")) or 0.0
-    figures: dict[str, float | None] = {
-        "stored_records": stored,
-        "stored_bytes": _num(shard.get("size_bytes")),
-        "live_records": _num(shard.get("live_count")),
-        "segments": _num(shard.get("segment_count")),
-        "log_start_offset": _num(shard.get("log_start_offset")),
-        "end_offset": _num(shard.get("end_offset")),
-        "expired_records": _num(shard.get("expired_records")),
-        "expired_bytes": _num(shard.get("expired_bytes")),
-        "expired_ratio": _num(shard.get("expired_ratio")),
-        "backlog_messages": _num(shard.get("backlog_messages")),
-        "backlog_bytes": _num(shard.get("backlog_bytes")),
-        "backlog_age_seconds": _num(shard.get("backlog_age_seconds")),
-    }
-    if figures["expired_records"] is None and figures["expired_ratio"] is not None:
-        figures["expired_records"] = round(figures["expired_ratio"] * stored)
-    if figures["expired_ratio"] is None and figures["expired_records"] is not None:
-        figures["expired_ratio"] = figures["expired_records"] / stored if stored else 0.0
-    for name, value in figures.items():
+    for field_name, name in SHARD_SERIES.items():
+        value = _num(shard.get(field_name))
         if value is None:
             continue
         points[(name, node, ns, number, "")] = value
-        if name in ("backlog_messages", "backlog_bytes", "backlog_age_seconds"):
-            sums[ns][name] = max(sums[ns].get(name, 0.0), value)
-        elif name not in ("expired_ratio", "log_start_offset", "end_offset"):
+        if name in SUMMED_SHARD_SERIES:
             sums[ns][name] = sums[ns].get(name, 0.0) + value
 
 
 def _subscription_points(node: str, subs: Any, points: dict[Labels, float], sums: dict[str, dict[str, float]]):
-    """Optional ``subscriptions`` list: per namespace/shard the largest backlog of any subscription."""
+    """The ``subscriptions`` rows of ``/v1/stats`` (one per subscription and shard, the engine's ``BacklogInfo``).
+
+    Backlog is summed as Pulsar sums a topic's ``msgBacklog``: a shard's series over the subscriptions on that
+    shard, a namespace's over its subscriptions (the same as over its shards). The age is the oldest's.
+    """
     if not isinstance(subs, list):
         return
-    keys = {"backlog_messages": "backlog_messages", "backlog_bytes": "backlog_bytes"}
-    keys["backlog_age_seconds"] = "backlog_age_seconds"
     for sub in subs:
-        if not isinstance(sub, dict) or not sub.get("namespace"):
+        if not isinstance(sub, dict) or not sub.get("namespace") or not isinstance(sub.get("shard"), int):
             continue
-        ns, number = str(sub["namespace"]), sub.get("shard")
-        for name in keys:
-            value = _num(sub.get(name))
-            if name == "backlog_age_seconds" and value is None and _num(sub.get("backlog_age_ms")) is not None:
-                value = float(sub["backlog_age_ms"]) / 1000
+        ns, number = str(sub["namespace"]), sub["shard"]
+        for key, name in BACKLOG_SERIES.items():
+            value = _num(sub.get(key))
             if value is None:
                 continue
-            if isinstance(number, int):
-                label = (name, node, ns, number, "")
-                points[label] = max(points.get(label, 0.0), value)
-            sums[ns][name] = max(sums[ns].get(name, 0.0), value)
+            label = (name, node, ns, number, "")
+            points[label] = points.get(label, 0.0) + value
+            sums[ns][name] = sums[ns].get(name, 0.0) + value
+            if name == "backlog_bytes":  # this subscription's bytes over its shards, for the quota's figure
+                own = f"{SUBSCRIPTION_BYTES}{sub.get('subscription', '')}"
+                sums[ns][own] = sums[ns].get(own, 0.0) + value
+        age_ms = _num(sub.get("backlog_age_ms"))
+        if age_ms is not None:
+            label = ("backlog_age_seconds", node, ns, number, "")
+            points[label] = max(points.get(label, 0.0), age_ms / 1000)
+            sums[ns]["backlog_age_seconds"] = max(sums[ns].get("backlog_age_seconds", 0.0), age_ms / 1000)
+
+
+# A key of ``sums`` holding one subscription's backlog bytes over its shards (never a series itself).
+SUBSCRIPTION_BYTES = "\0subscription-bytes:"
+
+
+def _namespace_points(sums: dict[str, dict[str, float]], points: dict[Labels, float]) -> None:
+    """Each namespace's series: its shards' figures and its subscriptions' backlog summed (0 without a
+    subscription), and its ratios as the ratios of the sums."""
+    for ns, figures in sums.items():
+        for name in BACKLOG_SERIES.values():
+            figures.setdefault(name, 0.0)
+        per_subscription = [v for k, v in figures.items() if k.startswith(SUBSCRIPTION_BYTES)]
+        figures = {k: v for k, v in figures.items() if not k.startswith(SUBSCRIPTION_BYTES)}
+        # What backlog_quota_bytes limits: the largest subscription's bytes (the engine's quota check).
+        figures["subscription_backlog_bytes_max"] = max(per_subscription, default=0.0)
+        for name, value in figures.items():
+            points[(name, "", ns, None, "")] = value
+        if "expired_records" in figures and "stored_records" in figures:
+            points[("expired_ratio", "", ns, None, "")] = ratio(figures["expired_records"], figures["stored_records"])
+        if "expired_bytes" in figures and "stored_bytes" in figures:
+            points[("expired_bytes_ratio", "", ns, None, "")] = ratio(figures["expired_bytes"], figures["stored_bytes"])
+
+
+def shard_figures(points: dict[Labels, float]) -> dict[tuple[str, int], dict[str, float]]:
+    """(namespace, shard) → the engine's ``ShardStats`` fields and the shard's backlog sums, as collected.
+
+    Only shards whose node answered (a failed node's points were dropped) and reported the shard's stats.
+    """
+    fields_by_series = {series: name for name, series in SHARD_SERIES.items()}
+    fields_by_series.update({series: series for series in BACKLOG_SERIES.values()})
+    found: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    for (name, node, ns, shard, _queue), value in points.items():
+        if shard is not None and node and name in fields_by_series:
+            found[(ns, shard)][fields_by_series[name]] = value
+    return {key: figures for key, figures in found.items() if "record_count" in figures}
 
 
 def _node_points(node: str, stats: dict[str, Any], points: dict[Labels, float]) -> None:
@@ -282,12 +316,7 @@ def collect(now: datetime | None = None) -> CollectResult:
         points[("up", node.name, "", None, "")] = 1.0
         result.nodes_up += 1
         record_node_health(node)
-    for ns, figures in sums.items():
-        for name, value in figures.items():
-            points[(name, "", ns, None, "")] = value
-        stored = figures.get("stored_records", 0.0)
-        if "expired_records" in figures:
-            points[("expired_ratio", "", ns, None, "")] = figures["expired_records"] / stored if stored else 0.0
+    _namespace_points(sums, points)
     _scan_points(ts, points)
     result.queues = celery_queue_depths(celery_queue_names())
     for queue, depth in result.queues.items():
@@ -297,7 +326,19 @@ def collect(now: datetime | None = None) -> CollectResult:
     previous = {s.key: s for s in MetricSeries.objects.filter(name__in=previous_names)}
     _derived_points(ts, points, previous)
     result.samples = write_points(ts, points)
+    _record_shard_status(ts, points)
     return result
+
+
+def _record_shard_status(ts: int, points: dict[Labels, float]) -> None:
+    """The catalog's shard figures from this same collection, so the namespace pages are as fresh as the
+    metrics; a failure here loses the catalog update, never the samples already written."""
+    from backend.apps.catalog.services import record_collected_figures
+
+    try:
+        record_collected_figures(shard_figures(points), clock.from_ms(ts))
+    except Exception:
+        log.exception("metrics: could not record the shards' figures in the catalog")
 
 
 def _series_ids(labels: Iterable[Labels]) -> dict[Labels, MetricSeries]:
