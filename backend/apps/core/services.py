@@ -20,7 +20,11 @@ BEAT_HEARTBEAT = "beat"
 PLATFORM_SCHEDULES: dict[str, tuple[str, int]] = {
     "platform: beat heartbeat": ("backend.apps.core.tasks.beat_heartbeat", settings.BEAT_HEARTBEAT_INTERVAL_S),
     "platform: push pending namespaces": ("backend.apps.namespaces.tasks.push_pending_namespaces", 10),
-    "platform: sync segment catalog": ("backend.apps.catalog.tasks.sync_catalog", 60),
+    # At the metrics interval, so segments catch up with the figures the collection stores (incremental).
+    "platform: sync segment catalog": (
+        "backend.apps.catalog.tasks.sync_catalog",
+        int(getattr(settings, "METRICS_INTERVAL_S", 15)),
+    ),
     "platform: reap stale lifecycle runs": ("backend.apps.lifecycle.tasks.reap_stale_runs", 60),
     "platform: collect metrics": (
         "backend.apps.metrics.tasks.collect_metrics",
