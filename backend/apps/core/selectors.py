@@ -44,8 +44,17 @@ def check_broker() -> ComponentHealth:
 
 
 def check_node() -> ComponentHealth:
+    """The nodes as the metrics collection last found them (the same health the Nodes page shows); the
+    nodes are asked now only when no collection looked at one of them recently (no worker or beat)."""
+    from backend.apps.metrics.selectors import node_health
     from backend.apps.nodes.selectors import node_health_summary
 
+    found = node_health()
+    if found and all(h["health"] != "unknown" for h in found.values()):
+        down = [f"{name}: {h['error'] or 'unavailable'}" for name, h in found.items() if h["health"] != "healthy"]
+        if down:
+            return ComponentHealth(False, "; ".join(down) + " (at the last metrics collection)")
+        return ComponentHealth(True, "reachable at the last metrics collection: " + ", ".join(found))
     ok, detail = node_health_summary()
     return ComponentHealth(ok, detail)
 

@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import Avg, ExpressionWrapper, F, FloatField, Max, QuerySet, Sum
 from django.db.models.functions import Mod
 
+from backend.apps.catalog.figures import ratio
 from backend.apps.metrics import clock
 from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
@@ -22,7 +23,12 @@ RAW_MAX_RANGE_S = 24 * 3_600  # longer ranges read 5-minute rollups
 MAX_POINTS = 300  # per line
 MAX_LINES = 50
 STALE_MS = 5 * 60_000  # a series not reported within this of the latest collection is gone
+NODE_STALE_INTERVALS = 3  # a node not looked at for this many metrics intervals has an unknown health
 FORECAST_WINDOW_S = 6 * 3_600
+# A forecast needs this much history: samples spanning at least 30 minutes, at least 10 of them. Before
+# that there is no forecast (the chart says so) and the forecast alert rule has nothing to evaluate.
+FORECAST_MIN_HISTORY_S = 30 * 60
+FORECAST_MIN_SAMPLES = 10
 FORECAST_HORIZON_S = 24 * 3_600
 FORECAST_STEP_S = 3_600
 FORECAST_ETA_MAX_S = 7 * 86_400
@@ -128,9 +134,15 @@ def series_lines(
             line["watermarks"] = watermarks(found) if found else None
         chosen = node or (str(out["lines"][0]["labels"]["node"]) if out["lines"] else None)
         if chosen and chosen in nodes:
-            out["watermarks"] = watermarks(nodes[chosen])
-            fit = disk_fit(chosen, now_ms)
-            out["forecast"] = forecast_points(fit, now_ms) if fit else []
+            marks = watermarks(nodes[chosen])
+            out["watermarks"] = marks
+            forecast = disk_forecast(chosen, now_ms)
+            out["forecast"] = forecast_points(forecast.fit, now_ms) if forecast.fit else []
+            out["forecast_node"] = chosen
+            out["forecast_history_s"] = forecast.history_s
+            out["forecast_min_history_s"] = FORECAST_MIN_HISTORY_S
+            eta = crossing_ms(forecast.fit, marks["warning"], now_ms) if forecast.fit else None
+            out["forecast_warning_at"] = eta
     return out
 
 
@@ -186,15 +198,36 @@ def linear_fit(points: list[tuple[int, float]]) -> Fit | None:
     return Fit(slope=slope, intercept=mean_y - slope * mean_x, t0=t0, last_value=ys[-1], t_last=points[-1][0])
 
 
-def disk_fit(node: str, now_ms: int) -> Fit | None:
-    """The least-squares line through the node's disk use over the last ``FORECAST_WINDOW_S``."""
+@dataclass(frozen=True)
+class DiskForecast:
+    """The disk-use trend of one node: ``fit`` is ``None`` until there is enough history to mean something
+    (samples spanning ``FORECAST_MIN_HISTORY_S``, at least ``FORECAST_MIN_SAMPLES``)."""
+
+    fit: Fit | None
+    history_s: int  # how long the samples in the window span
+    samples: int
+
+
+def disk_forecast(node: str, now_ms: int) -> DiskForecast:
+    """The least-squares line through the node's disk use over the last ``FORECAST_WINDOW_S``, once the
+    samples there span ``FORECAST_MIN_HISTORY_S``: a few minutes of samples forecast nothing."""
     samples = Sample.objects.filter(
         series__name="disk_used_ratio",
         series__node=node,
+        series__namespace="",
+        series__shard__isnull=True,
         ts__gte=now_ms - FORECAST_WINDOW_S * 1000,
         ts__lte=now_ms,
     ).order_by("ts")
-    return linear_fit([(t, v) for t, v in samples.values_list("ts", "value")])
+    points = [(t, v) for t, v in samples.values_list("ts", "value")]
+    history_s = (points[-1][0] - points[0][0]) // 1000 if points else 0
+    enough = history_s >= FORECAST_MIN_HISTORY_S and len(points) >= FORECAST_MIN_SAMPLES
+    return DiskForecast(linear_fit(points) if enough else None, int(history_s), len(points))
+
+
+def disk_fit(node: str, now_ms: int) -> Fit | None:
+    """The node's disk-use trend, or ``None`` without enough history (see :func:`disk_forecast`)."""
+    return disk_forecast(node, now_ms).fit
 
 
 def forecast_points(fit: Fit, now_ms: int) -> list[list[float]]:
@@ -208,7 +241,8 @@ def forecast_points(fit: Fit, now_ms: int) -> list[list[float]]:
 
 
 def forecast_value(node: str, now_ms: int, horizon_s: int = FORECAST_HORIZON_S) -> float | None:
-    """Disk use the fit predicts ``horizon_s`` from now (clamped to [0, 1]), or ``None`` without data."""
+    """Disk use the fit predicts ``horizon_s`` from now (clamped to [0, 1]); ``None`` without enough history,
+    so the forecast alert rule evaluates nothing (and fires nothing) from a few minutes of samples."""
     fit = disk_fit(node, now_ms)
     return None if fit is None else min(1.0, max(0.0, fit.at(now_ms + horizon_s * 1000)))
 
@@ -227,12 +261,55 @@ def crossing_ms(fit: Fit, threshold: float, now_ms: int, max_s: int = FORECAST_E
 # -- summary and exposition ----------------------------------------------------------------------
 
 
-def summary(now: datetime | None = None) -> dict[str, Any]:
-    """Totals over every namespace from the latest collection, and each node's disk."""
+# Namespace series the cluster totals add up (each a sum of the engine's figures; ratios of the sums).
+TOTALS = (
+    "stored_bytes",
+    "stored_records",
+    "live_records",
+    "expired_records",
+    "expired_bytes",
+    "backlog_messages",
+    "backlog_live_messages",
+)
+
+
+def node_health(now: datetime | None = None) -> dict[str, dict[str, Any]]:
+    """Each registered node's health as the metrics collection last found it: the one definition behind
+    Overview, Nodes and ``/api/health``. ``health`` is ``healthy`` or ``unhealthy`` (the collection's
+    ``up`` series, and the error it recorded on the node), ``unknown`` when no collection looked at the
+    node within ``NODE_STALE_INTERVALS`` intervals; ``last_seen_at`` is when it last answered."""
+    from backend.apps.nodes.models import StorageNode
+
     now_ms = clock.now_ms(now)
-    rows = fresh_series(
-        ["stored_bytes", "stored_records", "expired_records", "backlog_messages", *WATERMARK_NODE_SERIES]
-    ).filter(shard__isnull=True)
+    stale_ms = NODE_STALE_INTERVALS * interval_s() * 1000
+    ups = {
+        row.node: row
+        for row in MetricSeries.objects.filter(name="up", namespace="", shard__isnull=True, queue="")
+        if row.last_value is not None and row.last_ts is not None
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for node in StorageNode.objects.order_by("name"):
+        up = ups.get(node.name)
+        if up is None or now_ms - int(up.last_ts or 0) > stale_ms:
+            health = "unknown"
+        else:
+            health = "healthy" if (up.last_value or 0.0) >= 1 else "unhealthy"
+        last_seen = node.last_seen_at
+        if health == "healthy" and up is not None and last_seen is None:
+            last_seen = clock.from_ms(int(up.last_ts or 0))
+        out[node.name] = {
+            "health": health,
+            "checked_at": clock.from_ms(int(up.last_ts)) if up is not None and up.last_ts is not None else None,
+            "last_seen_at": last_seen,
+            "error": node.last_error if health == "unhealthy" else "",
+        }
+    return out
+
+
+def summary(now: datetime | None = None) -> dict[str, Any]:
+    """Totals over every namespace from the latest collection, each node's health and disk."""
+    now_ms = clock.now_ms(now)
+    rows = fresh_series([*TOTALS, *WATERMARK_NODE_SERIES]).filter(shard__isnull=True)
     totals: dict[str, float] = defaultdict(float)
     disk: dict[str, dict[str, float]] = defaultdict(dict)
     for row in rows:
@@ -240,28 +317,38 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
             totals[row.name] += row.last_value or 0.0
         elif row.node:
             disk[row.node][row.name] = row.last_value or 0.0
-    stored = totals["stored_records"]
+    health = node_health(now)
     nodes = []
     for name, node in sorted(_nodes_by_name().items()):
         marks = watermarks(node)
-        fit = disk_fit(name, now_ms)
-        eta = crossing_ms(fit, marks["warning"], now_ms) if fit else None
+        forecast = disk_forecast(name, now_ms)
+        eta = crossing_ms(forecast.fit, marks["warning"], now_ms) if forecast.fit else None
         figures = disk.get(name, {})
         nodes.append(
             {
                 "name": name,
+                **health.get(name, {"health": "unknown", "checked_at": None, "last_seen_at": None, "error": ""}),
                 "disk_used_bytes": _int_or_none(figures.get("disk_used_bytes")),
                 "disk_capacity_bytes": _int_or_none(figures.get("disk_capacity_bytes")),
                 "disk_used_ratio": figures.get("disk_used_ratio"),
                 "watermarks": marks,
                 "forecast_warning_at": clock.from_ms(eta) if eta is not None else None,
+                "forecast_history_s": forecast.history_s,
+                "forecast_ready": forecast.fit is not None,
             }
         )
+    latest = latest_ts()
     return {
         "stored_bytes": int(totals["stored_bytes"]),
-        "stored_records": int(stored),
-        "expired_ratio": totals["expired_records"] / stored if stored else 0.0,
+        "stored_records": int(totals["stored_records"]),
+        "live_records": int(totals["live_records"]),
+        "expired_records": int(totals["expired_records"]),
+        "expired_ratio": ratio(totals["expired_records"], totals["stored_records"]),
+        "expired_bytes_ratio": ratio(totals["expired_bytes"], totals["stored_bytes"]),
         "backlog_messages": int(totals["backlog_messages"]),
+        "backlog_live_messages": int(totals["backlog_live_messages"]),
+        "collected_at": clock.from_ms(latest) if latest is not None else None,
+        "forecast_min_history_s": FORECAST_MIN_HISTORY_S,
         "nodes": nodes,
     }
 

@@ -48,12 +48,32 @@ class SeriesOutputSerializer(serializers.Serializer):
     forecast = serializers.ListField(
         child=PointField(),
         required=False,
-        help_text="disk_used_ratio: least-squares fit of the last 6 h projected 24 h ahead, hourly",
+        help_text="disk_used_ratio: least-squares fit of the last 6 h projected 24 h ahead, hourly; empty until "
+        "the samples span forecast_min_history_s",
+    )
+    forecast_node = serializers.CharField(required=False, help_text="disk_used_ratio: the node forecast")
+    forecast_history_s = serializers.IntegerField(
+        required=False, help_text="disk_used_ratio: how long the node's disk samples in the fit window span"
+    )
+    forecast_min_history_s = serializers.IntegerField(
+        required=False, help_text="disk_used_ratio: the history a forecast needs"
+    )
+    forecast_warning_at = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="disk_used_ratio: epoch ms when the forecast reaches the warning watermark (within 7 days)",
     )
 
 
 class NodeSummaryOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
+    health = serializers.ChoiceField(
+        choices=["healthy", "unhealthy", "unknown"],
+        help_text="as the last metrics collection found the node; unknown when none looked at it recently",
+    )
+    checked_at = serializers.DateTimeField(allow_null=True, help_text="the last collection that looked at it")
+    last_seen_at = serializers.DateTimeField(allow_null=True, help_text="when it last answered")
+    error = serializers.CharField(allow_blank=True, help_text="what went wrong, when unhealthy")
     disk_used_bytes = serializers.IntegerField(allow_null=True)
     disk_capacity_bytes = serializers.IntegerField(allow_null=True)
     disk_used_ratio = serializers.FloatField(allow_null=True)
@@ -61,11 +81,21 @@ class NodeSummaryOutputSerializer(serializers.Serializer):
     forecast_warning_at = serializers.DateTimeField(
         allow_null=True, help_text="when the disk-use trend reaches the warning watermark (within 7 days)"
     )
+    forecast_history_s = serializers.IntegerField(help_text="how long the disk samples in the fit window span")
+    forecast_ready = serializers.BooleanField(help_text="false until there is enough history for a forecast")
 
 
 class SummaryOutputSerializer(serializers.Serializer):
+    """Cluster totals: the namespaces' series of the latest collection summed, ratios of the sums."""
+
     stored_bytes = serializers.IntegerField()
     stored_records = serializers.IntegerField()
-    expired_ratio = serializers.FloatField()
-    backlog_messages = serializers.IntegerField()
+    live_records = serializers.IntegerField()
+    expired_records = serializers.IntegerField()
+    expired_ratio = serializers.FloatField(help_text="expired_records ÷ stored_records")
+    expired_bytes_ratio = serializers.FloatField()
+    backlog_messages = serializers.IntegerField(help_text="summed over every subscription and shard")
+    backlog_live_messages = serializers.IntegerField()
+    collected_at = serializers.DateTimeField(allow_null=True, help_text="the latest collection")
+    forecast_min_history_s = serializers.IntegerField(help_text="the disk history a forecast needs")
     nodes = NodeSummaryOutputSerializer(many=True)
