@@ -10,7 +10,9 @@ from typing import Any
 from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD
 from storage_engine.policy import NamespacePolicy, NodePolicy
 
-FORECAST = "forecast"  # the disk-use fit 24 h ahead (a ratio), per node
+# The disk-use fit 24 h ahead (a ratio), per node; no value, so nothing to evaluate, until the node's disk
+# samples span metrics.selectors.FORECAST_MIN_HISTORY_S.
+FORECAST = "forecast"
 
 # metric → the levels its series exist at
 METRIC_LEVELS: dict[str, tuple[str, ...]] = {name: s.levels for name, s in SERIES.items()}
@@ -179,12 +181,13 @@ DEFAULT_RULES = (
         1800,
         "warning",
         threshold_policy="disk_warning_ratio",
-        description="A least-squares fit of the last 6 h of disk use reaches the warning watermark within 24 h.",
+        description="A least-squares fit of the last 6 h of disk use reaches the warning watermark within 24 h "
+        "(evaluated once the node's disk samples span 30 minutes; held 30 minutes before it fires).",
     ),
     DefaultRule(
         "backlog_bytes",
         "Backlog over its byte quota",
-        "backlog_bytes",
+        "subscription_backlog_bytes_max",
         ">",
         1.0,
         300,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
-from backend.apps.alerts.models import Alert, AlertEvent, AlertRule, Channel, Notification
+from backend.apps.alerts.models import Alert, AlertEvent, AlertRule, AlertState, Channel, Notification, Severity
 from backend.apps.alerts.rules import FORECAST, NAMESPACE_POLICY_FIELDS, NODE_POLICY_FIELDS, primary_level, scope_filter
+from backend.apps.metrics import clock
 from backend.apps.metrics import selectors as metrics
 from backend.apps.metrics.catalog import NAMESPACE, QUEUE, SHARD
 from backend.apps.metrics.models import MetricSeries
@@ -16,6 +18,29 @@ from backend.apps.metrics.models import MetricSeries
 
 def alert_list() -> QuerySet[Alert]:
     return Alert.objects.select_related("rule", "acknowledged_by")
+
+
+def is_silenced(alert: Alert, now: datetime | None = None) -> bool:
+    """No notifications for the alert now: silenced until a later time."""
+    return alert.silenced_until is not None and alert.silenced_until > (now or clock.now())
+
+
+def alert_status(now: datetime | None = None) -> dict[str, Any]:
+    """Whether alerts fire, for the Overview's overall status: ``firing`` while any alert fires (silenced or
+    acknowledged ones too: silencing stops notifications, not the condition), else ``ok``; with counts."""
+    now = now or clock.now()
+    firing = Alert.objects.filter(state=AlertState.FIRING)
+    counts = firing.aggregate(
+        firing=Count("id"),
+        silenced=Count("id", filter=Q(silenced_until__gt=now)),
+        acknowledged=Count("id", filter=Q(acknowledged_at__isnull=False)),
+        critical=Count("id", filter=Q(rule__severity=Severity.CRITICAL)),
+    )
+    return {
+        "status": "firing" if counts["firing"] else "ok",
+        **counts,
+        "pending": Alert.objects.filter(state=AlertState.PENDING).count(),
+    }
 
 
 def alert_detail() -> QuerySet[Alert]:
@@ -117,7 +142,11 @@ class PolicyCache:
 
 
 def observations(rule: AlertRule, now_ms: int, policies: PolicyCache) -> list[Observation]:
-    """The rule's metric now, per label set within its scope, with the threshold that applies to each."""
+    """The rule's metric now, per label set within its scope, with the threshold that applies to each.
+
+    The forecast has a value only once the node's disk history is long enough (``metrics.disk_forecast``):
+    before that the rule observes nothing, so it cannot fire from a few minutes of samples.
+    """
     metric = "disk_used_ratio" if rule.metric == FORECAST else rule.metric
     level = primary_level(rule.metric, rule.scope_type)
     rows = _level_rows(level).filter(name=metric, **scope_filter(rule.scope_type, rule.scope))

@@ -16,6 +16,7 @@ from backend.apps.alerts.models import (
     Severity,
 )
 from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
+from backend.apps.alerts.selectors import is_silenced
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import StrictSerializer
 
@@ -26,6 +27,7 @@ class AlertOutputSerializer(serializers.ModelSerializer):
     scope = serializers.CharField(source="labels_key", help_text='the label set, e.g. "namespace=orders,shard=0"')
     labels = serializers.DictField()
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", allow_null=True, default=None)
+    silenced = serializers.SerializerMethodField(help_text="silenced_until is still ahead: no notifications")
 
     class Meta:
         model = Alert
@@ -45,9 +47,22 @@ class AlertOutputSerializer(serializers.ModelSerializer):
             "acknowledged_by",
             "acknowledged_at",
             "silenced_until",
+            "silenced",
             "summary",
         ]
         read_only_fields = fields
+
+    def get_silenced(self, alert: Alert) -> bool:
+        return is_silenced(alert)
+
+
+class AlertStatusOutputSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "firing"], help_text="firing while any alert fires")
+    firing = serializers.IntegerField()
+    silenced = serializers.IntegerField(help_text="firing alerts that are silenced")
+    acknowledged = serializers.IntegerField(help_text="firing alerts that are acknowledged")
+    critical = serializers.IntegerField(help_text="firing alerts of critical rules")
+    pending = serializers.IntegerField()
 
 
 class AlertEventOutputSerializer(serializers.ModelSerializer):

@@ -89,6 +89,11 @@ def ensure_default_rules(**_: Any) -> int:
                 default_key=rule.key,
             )
             created += 1
+    # The built-in backlog quota rule once watched every subscription's bytes summed; the quota limits the
+    # largest subscription's (an admin's own metric choice is left alone).
+    AlertRule.objects.filter(default_key="backlog_bytes", metric="backlog_bytes").update(
+        metric="subscription_backlog_bytes_max"
+    )
     return created
 
 

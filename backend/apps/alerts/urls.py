@@ -4,6 +4,7 @@ from backend.apps.alerts import views
 
 urlpatterns = [
     path("alerts/", views.AlertListView.as_view(), name="alert-list"),
+    path("alerts/status", views.AlertStatusView.as_view(), name="alert-status"),
     path("alerts/<int:pk>/", views.AlertDetailView.as_view(), name="alert-detail"),
     path("alerts/<int:pk>/ack", views.AlertAckView.as_view(), name="alert-ack"),
     path("alerts/<int:pk>/silence", views.AlertSilenceView.as_view(), name="alert-silence"),

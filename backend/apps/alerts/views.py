@@ -16,6 +16,7 @@ from backend.apps.alerts.serializers import (
     AlertOutputSerializer,
     AlertRuleInputSerializer,
     AlertRuleOutputSerializer,
+    AlertStatusOutputSerializer,
     ChannelInputSerializer,
     ChannelOutputSerializer,
     SilenceInputSerializer,
@@ -42,6 +43,14 @@ class AlertListView(ListAPIView):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.alert_list()
+
+
+class AlertStatusView(APIView):
+    """Whether any alert fires (the Overview's overall status is not "ok" while one does), with counts."""
+
+    @extend_schema(responses=AlertStatusOutputSerializer, tags=["alerts"])
+    def get(self, request: Request) -> Response:
+        return Response(AlertStatusOutputSerializer(selectors.alert_status()).data)
 
 
 @extend_schema(tags=["alerts"])
