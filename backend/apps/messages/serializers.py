@@ -47,6 +47,11 @@ class MessageSerializer(serializers.Serializer):
     offset = serializers.IntegerField()
     timestamp = serializers.IntegerField()
     expire_at = serializers.IntegerField(allow_null=True)
+    effective_expires_at = serializers.IntegerField(
+        allow_null=True,
+        help_text="epoch ms when the record expires: min(expire_at, timestamp + the namespace's ttl_ms); "
+        "null when it never does",
+    )
     key = ShownBytesSerializer(allow_null=True)
     value = ShownBytesSerializer()
     tags = serializers.ListField(child=serializers.CharField())

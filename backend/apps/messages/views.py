@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from backend.apps.core.permissions import IsOperator
 from backend.apps.messages import services
-from backend.apps.messages.selectors import browse
+from backend.apps.messages.selectors import browse, with_effective_expiry
 from backend.apps.messages.serializers import (
     BrowseInputSerializer,
     BrowseOutputSerializer,
@@ -77,7 +77,7 @@ class MessageBrowseView(APIView):
             )
         except OffsetOutOfRangeError as exc:
             return out_of_range(exc)
-        return Response(BrowseOutputSerializer(result).data)
+        return Response(BrowseOutputSerializer(with_effective_expiry(namespace, result)).data)
 
     @extend_schema(
         request=ProduceInputSerializer,
