@@ -8,9 +8,12 @@ import type {
   AlertChannelInput,
   AlertRule,
   AlertRuleInput,
+  AlertStatus,
   CompactionEstimate,
   CsrfResponse,
   CursorPage,
+  CursorRequest,
+  CursorResult,
   FieldErrors,
   Health,
   LifecycleReportRow,
@@ -29,8 +32,12 @@ import type {
   PolicyChangeRequest,
   PolicyScope,
   PolicyView,
+  ProduceRequest,
+  ProduceResult,
   SparkJobRequest,
   StorageNode,
+  SubscriptionList,
+  SubscriptionRow,
   SyncResult,
   TaskRun,
   User,
@@ -452,6 +459,37 @@ export function browseMessages(name: string, q: MessageQuery, signal?: AbortSign
   return request<MessagePage>(withQuery(`/api/namespaces/${enc(name)}/messages`, { ...q }), { signal });
 }
 
+/** Produce a test message (operator); answers where it landed. */
+export function produceMessage(name: string, body: ProduceRequest): Promise<ProduceResult> {
+  return request<ProduceResult>(`/api/namespaces/${enc(name)}/messages`, { method: "POST", body });
+}
+
+// ---------------------------------------------------------------------------
+// Subscriptions
+
+export function listSubscriptions(name: string, signal?: AbortSignal): Promise<SubscriptionList> {
+  return request<SubscriptionList>(`/api/namespaces/${enc(name)}/subscriptions`, { signal });
+}
+
+export function createSubscription(name: string, body: { name: string; initial: "earliest" | "latest" }): Promise<SubscriptionRow> {
+  return request<SubscriptionRow>(`/api/namespaces/${enc(name)}/subscriptions`, { method: "POST", body });
+}
+
+export function deleteSubscription(name: string, subscription: string, confirm: string): Promise<void> {
+  return request<void>(`/api/namespaces/${enc(name)}/subscriptions/${enc(subscription)}`, {
+    method: "DELETE",
+    body: { confirm },
+  });
+}
+
+/** Reset, skip or clear a subscription's cursor (operator; `confirm` repeats its name). */
+export function moveSubscriptionCursor(name: string, subscription: string, body: CursorRequest): Promise<CursorResult> {
+  return request<CursorResult>(`/api/namespaces/${enc(name)}/subscriptions/${enc(subscription)}/cursor`, {
+    method: "POST",
+    body,
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Policies
 
@@ -541,6 +579,11 @@ export function getMetricSeries(
 
 // ---------------------------------------------------------------------------
 // Alerts
+
+/** Whether alerts fire (the Overview's overall status), with counts. */
+export function getAlertStatus(signal?: AbortSignal): Promise<AlertStatus> {
+  return request<AlertStatus>("/api/alerts/status", { signal });
+}
 
 export function ackAlert(id: number): Promise<Alert> {
   return request<Alert>(`/api/alerts/${id}/ack`, { method: "POST" });

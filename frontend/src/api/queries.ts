@@ -5,11 +5,14 @@ import {
   ackAlert,
   cancelRun,
   createNamespace,
+  createSubscription,
   createNode,
   deleteAlertChannel,
   deleteAlertRule,
   deleteNamespace,
   deleteNode,
+  deleteSubscription,
+  getAlertStatus,
   getCompactionEstimate,
   getHealth,
   getLifecycleReport,
@@ -26,8 +29,11 @@ import {
   listAlertRules,
   listNamespaces,
   listNodes,
+  listSubscriptions,
   login,
   logout,
+  moveSubscriptionCursor,
+  produceMessage,
   saveAlertChannel,
   saveAlertRule,
   silenceAlert,
@@ -41,6 +47,7 @@ import type {
   AlertChannelInput,
   AlertRuleInput,
   CursorPage,
+  CursorRequest,
   LoginRequest,
   MessageQuery,
   MetricRange,
@@ -52,6 +59,7 @@ import type {
   PolicyChangeRequest,
   PolicyScope,
   PolicyView,
+  ProduceRequest,
   SparkJobRequest,
   TaskRun,
   User,
@@ -73,9 +81,11 @@ export const queryKeys = {
   metricSeries: (series: string, range: MetricRange, extra: Record<string, string | undefined>) =>
     ["metrics", "series", series, range, extra] as const,
   alertRules: ["alert-rules"] as const,
+  alertStatus: ["alerts", "status"] as const,
   alertChannels: ["alert-channels"] as const,
   lifecycleReport: (name: string, days: number) => ["reports", "lifecycle", name, days] as const,
   run: (id: number) => ["runs", "detail", id] as const,
+  subscriptions: (name: string) => ["namespaces", "subscriptions", name] as const,
 };
 
 /** Active runs are polled this often. */
@@ -84,6 +94,12 @@ export const RUN_POLL_MS = 2_000;
 export const METRICS_REFRESH_MS = 30_000;
 
 export const HEALTH_REFRESH_MS = 5_000;
+
+/** Figures (namespaces, shards, segments, nodes) are refreshed by the server every metrics interval
+ * (METRICS_INTERVAL_S, 15 s by default); pages showing them poll as often. */
+export const FIGURES_REFRESH_MS = 15_000;
+
+type Polling = { refetchInterval?: number | false };
 
 export function useMe() {
   return useQuery({
@@ -127,10 +143,12 @@ export function useLogout() {
   });
 }
 
-export function useNamespaces() {
+export function useNamespaces(options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.namespaces,
     queryFn: ({ signal }) => listNamespaces(signal),
+    refetchInterval: options.refetchInterval ?? false,
+    refetchIntervalInBackground: false,
   });
 }
 
@@ -157,10 +175,12 @@ export function useNamespace(name: string) {
   });
 }
 
-export function useNamespaceSummary(name: string) {
+export function useNamespaceSummary(name: string, options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.namespaceSummary(name),
     queryFn: ({ signal }) => getNamespaceSummary(name, signal),
+    refetchInterval: options.refetchInterval ?? false,
+    refetchIntervalInBackground: false,
   });
 }
 
@@ -238,10 +258,12 @@ export function useUpdatePolicy(scope: PolicyScope) {
 
 // ---- Nodes -----------------------------------------------------------------
 
-export function useNodes() {
+export function useNodes(options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.nodes,
     queryFn: ({ signal }) => listNodes(signal),
+    refetchInterval: options.refetchInterval ?? false,
+    refetchIntervalInBackground: false,
   });
 }
 
@@ -315,11 +337,60 @@ export function useCancelRun() {
 
 export function useMessages(name: string, q: MessageQuery | null) {
   return useQuery({
-    queryKey: queryKeys.messages(name, q ?? { shard: -1 }),
+    queryKey: queryKeys.messages(name, q ?? {}),
     queryFn: ({ signal }) => browseMessages(name, q!, signal),
     enabled: !!name && q !== null,
     placeholderData: keepPreviousData,
     staleTime: 30_000,
+  });
+}
+
+/** Produce a test message; the message browser's cached pages of that namespace go stale. */
+export function useProduceMessage(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: ProduceRequest) => produceMessage(name, body),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ["messages", name] });
+      void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) });
+    },
+  });
+}
+
+// ---- Subscriptions ---------------------------------------------------------
+
+/** A namespace's subscriptions with live backlog; refreshed every 10 s while shown. */
+export function useSubscriptions(name: string) {
+  return useQuery({
+    queryKey: queryKeys.subscriptions(name),
+    queryFn: ({ signal }) => listSubscriptions(name, signal),
+    refetchInterval: 10_000,
+  });
+}
+
+export function useCreateSubscription(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { name: string; initial: "earliest" | "latest" }) => createSubscription(name, body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
+  });
+}
+
+export function useDeleteSubscription(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ subscription, confirm }: { subscription: string; confirm: string }) =>
+      deleteSubscription(name, subscription, confirm),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
+  });
+}
+
+export function useMoveCursor(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ subscription, body }: { subscription: string; body: CursorRequest }) =>
+      moveSubscriptionCursor(name, subscription, body),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
   });
 }
 
@@ -329,6 +400,16 @@ export function useMetricsSummary(options: { refetchInterval?: number | false } 
   return useQuery({
     queryKey: queryKeys.metricsSummary,
     queryFn: ({ signal }) => getMetricsSummary(signal),
+    refetchInterval: options.refetchInterval ?? false,
+    refetchIntervalInBackground: false,
+  });
+}
+
+/** Whether alerts fire, for the Overview's overall status. */
+export function useAlertStatus(options: Polling = {}) {
+  return useQuery({
+    queryKey: queryKeys.alertStatus,
+    queryFn: ({ signal }) => getAlertStatus(signal),
     refetchInterval: options.refetchInterval ?? false,
     refetchIntervalInBackground: false,
   });
@@ -363,7 +444,10 @@ export function useSilenceAlert() {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: ({ id, minutes }: { id: number; minutes: number }) => silenceAlert(id, minutes),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "alerts"] }),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ["page", "alerts"] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertStatus });
+    },
   });
 }
 

@@ -81,6 +81,7 @@ export interface NamespaceCreate {
   placement?: string[];
 }
 
+/** A shard's figures as the node reports them (the engine's ShardStats, unchanged) and its backlog. */
 export interface ShardSummary {
   shard: number;
   log_start_offset: number;
@@ -89,17 +90,37 @@ export interface ShardSummary {
   live_count: number;
   size_bytes: number;
   segment_count: number;
+  // Optional: older servers (and fixtures) leave them out.
+  expired_records?: number;
+  expired_bytes?: number;
+  /** 0–1, the node's */
+  expired_ratio?: number;
+  expired_bytes_ratio?: number;
+  /** Summed over the subscriptions on the shard. */
+  backlog_messages?: number;
+  backlog_live_messages?: number;
+  backlog_bytes?: number;
   updated_at: string | null;
+  /** The last metrics collection that reported the shard. */
+  collected_at?: string | null;
 }
 
+/** A namespace's figures: its shards' summed, ratios of the sums (computed by the server, shown as they are). */
 export interface NamespaceSummary {
   name: string;
   stored_bytes: number;
   stored_records: number;
   live_records: number;
+  expired_records?: number;
+  expired_bytes?: number;
   expired_ratio: number;
+  expired_bytes_ratio?: number;
   segment_count: number;
+  /** Summed over subscriptions and shards; null until a metrics collection has reported every shard. */
   backlog_messages: number | null;
+  backlog_live_messages?: number | null;
+  /** The oldest shard's last metrics collection. */
+  collected_at?: string | null;
   last_scan_at: string | null;
   last_compaction_at: string | null;
   shards: ShardSummary[];
@@ -218,6 +239,8 @@ export interface TaskRun {
   error: string;
   started_by: string | null;
   schedule: string;
+  /** manual: started by someone; scheduled: by a schedule (older servers leave it out). */
+  origin?: "manual" | "scheduled";
   cancel_requested: boolean;
   created_at: string;
   started_at: string | null;
@@ -276,9 +299,13 @@ export interface Shown {
 }
 
 export interface MessageRecord {
+  /** The shard the record was read from. */
+  shard: number;
   offset: number;
   timestamp: number;
   expire_at: number | null;
+  /** When the record expires: its own TTL or the namespace's, whichever is first; null: never. */
+  effective_expires_at?: number | null;
   key: Shown | null;
   value: Shown;
   tags: string[];
@@ -287,17 +314,106 @@ export interface MessageRecord {
 
 export interface MessagePage {
   records: MessageRecord[];
+  /** One shard: where the next page starts. */
   next_offset: number | null;
+  /** Across shards (by time): `shard:offset` pairs to pass back as `positions`; null when nothing was read. */
+  next_positions?: string | null;
+  /** The shards asked, in order. */
+  shards?: number[];
+  /** Key lookup without a shard: the shard placement by key puts the key on. */
+  key_shard?: number;
 }
 
 export interface MessageQuery {
-  shard: number;
+  /** Absent: a key is looked up in its own shard first, a time searches every shard. */
+  shard?: number;
   offset?: number;
   time?: number;
   key?: string;
   tag?: string;
+  /** Continue a search across shards (the last page's `next_positions`). */
+  positions?: string;
+  /** Key lookup without a shard: every shard answers, not only the first that has the key. */
+  all_shards?: boolean;
   limit?: number;
   display?: "text" | "hex";
+}
+
+/** The 416 body of a read below the log start or past the end. */
+export interface OutOfRange {
+  detail: string;
+  error: "offset_out_of_range";
+  shard: number;
+  offset: number;
+  log_start_offset: number;
+  end_offset: number;
+  below_log_start: boolean;
+}
+
+/** A test message (POST /api/namespaces/<name>/messages, operator). */
+export interface ProduceRequest {
+  key?: string | null;
+  /** null: a tombstone */
+  value: string | null;
+  tags?: string[];
+  headers?: Record<string, string>;
+  ttl_ms?: number | null;
+  /** Absent: by key (crc32(key) mod shards), keyless round-robin. */
+  shard?: number | null;
+}
+
+export interface ProduceResult {
+  shard: number;
+  offset: number;
+  node: string;
+}
+
+// ---- Subscriptions -----------------------------------------------------------
+
+export interface ShardBacklog {
+  shard: number;
+  /** Mark-delete position: everything at or below it is acknowledged (-1: nothing). */
+  cursor: number;
+  end_offset: number;
+  /** Offset distance: end_offset − cursor − 1 over stored offsets. */
+  messages: number;
+  /** Records after the cursor a consumer will actually receive. */
+  live_messages: number;
+  bytes: number;
+  age_ms: number | null;
+}
+
+export interface SubscriptionRow {
+  name: string;
+  initial: "earliest" | "latest" | string;
+  created_at: string;
+  /** null when no node answered */
+  backlog: ShardBacklog[] | null;
+  messages: number | null;
+  live_messages: number | null;
+  bytes: number | null;
+  age_ms: number | null;
+}
+
+export interface SubscriptionList {
+  results: SubscriptionRow[];
+  node_error: string;
+}
+
+export type CursorAction = "earliest" | "latest" | "time" | "skip" | "clear";
+
+export interface CursorRequest {
+  action: CursorAction;
+  shard?: number | null;
+  timestamp?: number;
+  count?: number;
+  confirm: string;
+}
+
+export interface CursorResult {
+  action: CursorAction;
+  moves: { shard: number; before: number; after: number }[];
+  subscription: SubscriptionRow;
 }
 
 // ---- Metrics ---------------------------------------------------------------
@@ -308,21 +424,39 @@ export interface Watermarks {
   warning: number;
 }
 
+/** How the last metrics collection found a node; unknown when none looked at it recently. */
+export type NodeHealthState = "healthy" | "unhealthy" | "unknown";
+
 export interface NodeDisk {
   name: string;
+  // Health (optional: older servers leave it out).
+  health?: NodeHealthState;
+  checked_at?: string | null;
+  last_seen_at?: string | null;
+  error?: string;
   /** null until the node has reported its disk. */
   disk_used_bytes: number | null;
   disk_capacity_bytes: number | null;
   disk_used_ratio: number | null;
   watermarks: Watermarks;
   forecast_warning_at: string | null;
+  /** How long the disk samples the forecast fits span; no forecast until forecast_ready. */
+  forecast_history_s?: number;
+  forecast_ready?: boolean;
 }
 
 export interface MetricsSummary {
   stored_bytes: number;
   stored_records: number;
+  live_records?: number;
+  expired_records?: number;
   expired_ratio: number;
+  expired_bytes_ratio?: number;
   backlog_messages: number;
+  backlog_live_messages?: number;
+  /** The latest collection. */
+  collected_at?: string | null;
+  forecast_min_history_s?: number;
   nodes: NodeDisk[];
 }
 
@@ -331,6 +465,7 @@ export type MetricSeriesName =
   | "expired_ratio"
   | "stored_bytes"
   | "backlog_messages"
+  | "backlog_live_messages"
   | "delete_queue_length"
   | "celery_queue_depth"
   | "disk_used_ratio";
@@ -348,7 +483,13 @@ export interface MetricSeries {
   /** A disk_used_ratio line may carry its node's own watermarks. */
   lines: { labels: Record<string, string>; points: Point[]; watermarks?: Watermarks | null }[];
   watermarks?: Watermarks;
+  /** disk_used_ratio: the forecast of one node (empty until its history is long enough). */
   forecast?: Point[];
+  forecast_node?: string;
+  forecast_history_s?: number;
+  forecast_min_history_s?: number;
+  /** epoch ms when the forecast reaches the warning watermark; null: not within 7 days (or no forecast). */
+  forecast_warning_at?: number | null;
 }
 
 // ---- Alerts ----------------------------------------------------------------
@@ -372,7 +513,19 @@ export interface Alert {
   acknowledged_by: string | null;
   acknowledged_at: string | null;
   silenced_until: string | null;
+  /** Silenced now (silenced_until still ahead): no notifications, the alert still fires. */
+  silenced?: boolean;
   summary: string;
+}
+
+/** GET /api/alerts/status: "firing" while any alert fires (silenced ones too). */
+export interface AlertStatus {
+  status: "ok" | "firing";
+  firing: number;
+  silenced: number;
+  acknowledged: number;
+  critical: number;
+  pending: number;
 }
 
 export type Comparator = ">" | ">=" | "<" | "<=";

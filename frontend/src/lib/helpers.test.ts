@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withQuery } from "../api/client";
+import { ApiError, withQuery } from "../api/client";
 import type { MetricSeries } from "../api/types";
 import { formatThreshold, isRatioMetric, parseThreshold } from "./alerts";
 import { auditDiffRows, formatAuditValue, shallowDiff } from "./audit";
@@ -10,7 +10,7 @@ import {
   searchFromForm,
   segmentFilterParams,
 } from "./filters";
-import { messageQueryFromSearch, nextPageSearch } from "./messages";
+import { jumpSearch, messageQueryFromSearch, nextPageSearch, outOfRangeMessage, outOfRangeOf } from "./messages";
 import {
   diskLevel,
   forecastCrossing,
@@ -127,10 +127,32 @@ describe("messages query", () => {
     expect(q("namespace=o&shard=0&tag=t&offset=7").query).toEqual({ shard: 0, tag: "t", offset: 7, limit: 50, display: "text" });
   });
   it("the next page starts at next_offset and drops the time", () => {
-    const next = nextPageSearch(new URLSearchParams("namespace=o&shard=0&time=5&tag=t"), 42);
+    const next = nextPageSearch(new URLSearchParams("namespace=o&shard=0&time=5&tag=t"), { next_offset: 42 });
     expect(next.get("offset")).toBe("42");
     expect(next.get("time")).toBeNull();
     expect(next.get("tag")).toBe("t");
+  });
+  it("without a shard: a key (its own shard first, or every shard) or a time, paged by positions", () => {
+    expect(q("namespace=o&key=k1").query).toEqual({ key: "k1", limit: 50, display: "text" });
+    expect(q("namespace=o&key=k1&all_shards=true").query).toEqual({ key: "k1", all_shards: true, limit: 50, display: "text" });
+    expect(q("namespace=o&time=5").query).toEqual({ time: 5, limit: 50, display: "text" });
+    expect(q("namespace=o&offset=5").problem).toMatch(/key or by time/);
+    expect(q("namespace=o&tag=t").problem).toMatch(/shard/);
+    expect(q("namespace=o&shard=x&time=5").problem).toMatch(/shard/);
+    const next = nextPageSearch(new URLSearchParams("namespace=o&time=5"), { next_offset: null, next_positions: "0:3,1:7" });
+    expect(next.get("positions")).toBe("0:3,1:7");
+    expect(next.get("time")).toBeNull();
+    expect(q(next.toString()).query).toEqual({ positions: "0:3,1:7", limit: 50, display: "text" });
+  });
+  it("explains a read below the log start and jumps there", () => {
+    const body = { detail: "x", error: "offset_out_of_range" as const, shard: 1, offset: 3, log_start_offset: 40, end_offset: 90, below_log_start: true };
+    const o = outOfRangeOf(new ApiError(416, "x", {}, body));
+    expect(o && outOfRangeMessage(o)).toBe("offset 3 is below the log start 40 (deleted by retention/expiry)");
+    expect(outOfRangeMessage({ ...body, offset: 95, below_log_start: false })).toBe("offset 95 is past the end of shard 1 (end offset 90)");
+    expect(outOfRangeOf(new ApiError(400, "x", {}, body))).toBeNull();
+    expect(outOfRangeOf(new Error("x"))).toBeNull();
+    const jumped = jumpSearch(new URLSearchParams("namespace=o&shard=1&offset=3&limit=20"), 40);
+    expect(jumped.toString()).toBe("namespace=o&shard=1&offset=40&limit=20");
   });
 });
 

@@ -1,14 +1,23 @@
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { errorMessage } from "../api/client";
 import { useMessages, useNamespaces } from "../api/queries";
-import type { MessageRecord, Shown } from "../api/types";
+import type { MessagePage, MessageRecord, OutOfRange, Shown } from "../api/types";
 import { Field } from "../components/Field";
 import { Badge, EmptyState, ErrorState, LoadingState } from "../components/States";
 import { formatBytes, formatDateTime, formatRelativeTime, toDate } from "../lib/format";
 import { localInputToIso } from "../lib/filters";
 import { useNow, usePageTitle } from "../lib/hooks";
-import { messageQueryFromSearch, nextPageSearch, type BrowseMode } from "../lib/messages";
+import {
+  ALL_SHARDS,
+  hasNextPage,
+  jumpSearch,
+  messageQueryFromSearch,
+  nextPageSearch,
+  outOfRangeMessage,
+  outOfRangeOf,
+  type BrowseMode,
+} from "../lib/messages";
 
 function modeOf(search: URLSearchParams): BrowseMode {
   if (search.get("key")) return "key";
@@ -35,7 +44,8 @@ export default function MessagesPage() {
 
   const [form, setForm] = useState(() => ({
     namespace,
-    shard: search.get("shard") ?? "0",
+    shard: search.get("shard") ?? (search.get("namespace") && (search.get("key") || search.get("time") || search.get("positions")) ? ALL_SHARDS : "0"),
+    everyShard: search.get("all_shards") === "true",
     mode: modeOf(search),
     offset: search.get("offset") ?? "0",
     time: search.get("time") ? toLocalInput(Number(search.get("time"))) : "",
@@ -44,6 +54,11 @@ export default function MessagesPage() {
     limit: search.get("limit") ?? "50",
   }));
   const [formError, setFormError] = useState<string | null>(null);
+  // Paging and "jump" change the URL: the form follows the offset it now reads from.
+  const urlOffset = search.get("offset");
+  useEffect(() => {
+    if (urlOffset !== null) setForm((f) => (f.offset === urlOffset ? f : { ...f, offset: urlOffset, mode: modeOf(search) }));
+  }, [urlOffset]);
   const display = search.get("display") === "hex" ? "hex" : "text";
   const shardCount = namespaces.data?.items.find((n) => n.name === form.namespace)?.shards;
 
@@ -51,9 +66,14 @@ export default function MessagesPage() {
     e.preventDefault();
     const next = new URLSearchParams();
     if (!form.namespace) return setFormError("Choose a namespace.");
-    if (!/^\d+$/.test(form.shard)) return setFormError("The shard is a whole number (0, 1, …).");
+    const allShards = form.shard === ALL_SHARDS;
+    if (allShards && (form.mode === "offset" || form.mode === "tag")) {
+      return setFormError("Choose a shard to read from an offset or by tag; every shard works by key or by time.");
+    }
+    if (!allShards && !/^\d+$/.test(form.shard)) return setFormError("The shard is a whole number (0, 1, …).");
     next.set("namespace", form.namespace);
-    next.set("shard", form.shard);
+    if (!allShards) next.set("shard", form.shard);
+    if (allShards && form.mode === "key" && form.everyShard) next.set("all_shards", "true");
     if (form.mode === "offset") {
       if (!/^\d+$/.test(form.offset.trim() || "0")) return setFormError("The offset is a whole number.");
       next.set("offset", form.offset.trim() || "0");
@@ -81,10 +101,16 @@ export default function MessagesPage() {
   };
 
   const goNext = () => {
-    if (messages.data?.next_offset == null) return;
+    if (!messages.data || !hasNextPage(messages.data)) return;
     setHistory((h) => [...h, search.toString()]);
-    setSearch(nextPageSearch(search, messages.data.next_offset));
+    setSearch(nextPageSearch(search, messages.data));
   };
+  const jumpTo = (offset: number) => {
+    setHistory((h) => [...h, search.toString()]);
+    setSearch(jumpSearch(search, offset));
+  };
+  const outOfRange = messages.isError ? outOfRangeOf(messages.error) : null;
+  const allShards = query !== null && query.shard === undefined;
   const goBack = () => {
     const prev = history.at(-1);
     if (prev === undefined) return;
@@ -119,9 +145,10 @@ export default function MessagesPage() {
             )}
           </select>
         </Field>
-        <Field id="msg-shard" label="Shard" hint={shardCount ? `0 to ${shardCount - 1}` : undefined}>
+        <Field id="msg-shard" label="Shard" hint={shardCount ? `0 to ${shardCount - 1}, or every shard by key or time` : undefined}>
           {shardCount ? (
             <select id="msg-shard" value={form.shard} onChange={(e) => setForm((f) => ({ ...f, shard: e.target.value }))} data-testid="messages-shard">
+              <option value={ALL_SHARDS}>every shard</option>
               {Array.from({ length: shardCount }, (_, i) => (
                 <option key={i} value={String(i)}>
                   {i}
@@ -160,6 +187,18 @@ export default function MessagesPage() {
             />
           </Field>
         )}
+        {form.mode === "key" && form.shard === ALL_SHARDS && (
+          <label className="check" htmlFor="msg-every-shard">
+            <input
+              id="msg-every-shard"
+              type="checkbox"
+              checked={form.everyShard}
+              onChange={(e) => setForm((f) => ({ ...f, everyShard: e.target.checked }))}
+              data-testid="messages-every-shard"
+            />
+            Ask every shard (not only until one has the key)
+          </label>
+        )}
         <Field id="msg-limit" label="Per page">
           <select id="msg-limit" value={form.limit} onChange={(e) => setForm((f) => ({ ...f, limit: e.target.value }))} data-testid="messages-limit">
             {["20", "50", "100", "200"].map((v) => (
@@ -194,23 +233,26 @@ export default function MessagesPage() {
 
       {!query && <EmptyState title="Nothing to show yet">{problem} Then press Browse.</EmptyState>}
       {query && messages.isPending && <LoadingState label="Reading messages…" />}
-      {query && messages.isError && !messages.data && (
+      {query && outOfRange && <OutOfRangeBanner o={outOfRange} limit={query.limit ?? 50} onJump={jumpTo} />}
+      {query && messages.isError && !outOfRange && !messages.data && (
         <ErrorState title="Could not read messages" error={messages.error} onRetry={() => void messages.refetch()} />
       )}
-      {query && messages.isError && messages.data && (
+      {query && messages.isError && !outOfRange && messages.data && (
         <div className="banner banner-warn" role="alert">
           {errorMessage(messages.error)}
         </div>
       )}
-      {query && messages.data && (
+      {query && messages.data && !outOfRange && (
         <>
+          {query.key !== undefined && <KeyAnswer page={messages.data} everyShard={allShards} />}
           {messages.data.records.length === 0 ? (
             <EmptyState title="No records here">
-              Nothing visible from this position: the range may be empty, expired, or below the log start. Try offset 0 or
-              an earlier time.
+              {query.key !== undefined
+                ? "No visible record has this key: it may never have been written, or it expired or was deleted."
+                : "Nothing visible from this position: the range may be empty or expired. Try offset 0 or an earlier time."}
             </EmptyState>
           ) : (
-            <MessagesTable records={messages.data.records} />
+            <MessagesTable records={messages.data.records} showShard={allShards} />
           )}
           <nav className="pager" aria-label="Message pages">
             <button type="button" className="button" onClick={goBack} disabled={history.length === 0} data-testid="messages-prev">
@@ -220,18 +262,65 @@ export default function MessagesPage() {
               type="button"
               className="button"
               onClick={goNext}
-              disabled={messages.data.next_offset == null}
+              disabled={!hasNextPage(messages.data)}
               data-testid="messages-next"
             >
               Next page ›
             </button>
             <span className="muted small">
-              {messages.data.next_offset == null ? "End of the shard." : `Next page starts at offset ${messages.data.next_offset}.`}
+              {pagerNote(messages.data)}
             </span>
           </nav>
         </>
       )}
     </div>
+  );
+}
+
+function pagerNote(page: MessagePage): string {
+  if (page.next_positions != null) return `Next page goes on in every shard from ${page.next_positions.replace(/,/g, ", ")} (shard:offset).`;
+  if (page.next_offset != null) return `Next page starts at offset ${page.next_offset}.`;
+  return "Nothing more to read.";
+}
+
+function OutOfRangeBanner({ o, limit, onJump }: { o: OutOfRange; limit: number; onJump: (offset: number) => void }) {
+  const below = o.offset < o.log_start_offset;
+  return (
+    <div className="banner banner-warn" role="alert" data-testid="messages-out-of-range">
+      <p>{outOfRangeMessage(o)}.</p>
+      <p className="small muted">
+        Shard {o.shard} holds offsets {o.log_start_offset} to {Math.max(o.log_start_offset, o.end_offset - 1)}
+        {o.end_offset === o.log_start_offset ? " (nothing stored now)" : ""}.
+      </p>
+      {below ? (
+        <button type="button" className="button" onClick={() => onJump(o.log_start_offset)} data-testid="messages-jump-log-start">
+          Jump to log start ({o.log_start_offset})
+        </button>
+      ) : (
+        <button
+          type="button"
+          className="button"
+          onClick={() => onJump(Math.max(o.log_start_offset, o.end_offset - limit))}
+          data-testid="messages-jump-end"
+        >
+          Show the latest records
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** Which shard answered a key lookup, and which were asked. */
+function KeyAnswer({ page, everyShard }: { page: MessagePage; everyShard: boolean }) {
+  if (!everyShard) return null;
+  const asked = page.shards ?? [];
+  const answered = [...new Set(page.records.map((r) => r.shard))];
+  return (
+    <p className="small" role="status" data-testid="messages-key-shard">
+      {answered.length === 0 ? "Not found" : `Found on shard ${answered.join(", ")}`}
+      {page.key_shard !== undefined && ` · by placement the key belongs on shard ${page.key_shard}`}
+      {asked.length > 0 && ` · asked shard${asked.length === 1 ? "" : "s"} ${asked.join(", ")}`}.
+    </p>
   );
 }
 
@@ -249,13 +338,16 @@ function ShownValue({ v, testId }: { v: Shown | null; testId?: string }) {
   );
 }
 
-function MessagesTable({ records }: { records: MessageRecord[] }) {
+function MessagesTable({ records, showShard }: { records: MessageRecord[]; showShard: boolean }) {
   const now = useNow(30_000);
+  // Across shards offsets repeat: the row's id names its shard too.
+  const rowId = (r: MessageRecord) => (showShard ? `${r.shard}-${r.offset}` : String(r.offset));
   return (
     <div className="table-wrap">
       <table className="table table-compact" data-testid="messages-table">
         <thead>
           <tr>
+            {showShard && <th scope="col">Shard</th>}
             <th scope="col" className="num">
               Offset
             </th>
@@ -267,7 +359,8 @@ function MessagesTable({ records }: { records: MessageRecord[] }) {
         </thead>
         <tbody>
           {records.map((r) => (
-            <tr key={r.offset} data-testid={`message-row-${r.offset}`}>
+            <tr key={rowId(r)} data-testid={`message-row-${rowId(r)}`}>
+              {showShard && <td className="mono">{r.shard}</td>}
               <th scope="row" className="num mono">
                 {r.offset}
               </th>
@@ -281,7 +374,7 @@ function MessagesTable({ records }: { records: MessageRecord[] }) {
                 <ShownValue v={r.key} />
               </td>
               <td className="value-cell">
-                <ShownValue v={r.value} testId={`message-value-${r.offset}`} />
+                <ShownValue v={r.value} testId={`message-value-${rowId(r)}`} />
               </td>
               <td className="small">
                 {r.tags.map((t) => (
