@@ -545,6 +545,15 @@ class StorageAdapter(abc.ABC):
         (:mod:`storage_engine.due`)."""
 
     @abc.abstractmethod
+    def sweep_due(self, operation: str, limit: int | None = None) -> LifecycleResult:
+        """One step of a deadline-driven node-wide sweep (``namespace`` ``None`` in the result):
+        ``reclaim`` (at most ``limit`` segments, default 256) or ``retention`` on just the shards
+        whose :meth:`next_due` time of that kind has passed, each shard exactly as a node-wide
+        sweep would treat it; ``expire-scan`` is the node-wide :meth:`expire_scan`. Work that is
+        not timed by a due time (rewrites of partly dead segments on shards not due, files of
+        shards not due) is left to the node-wide sweeps. ``more`` when the budget ran out."""
+
+    @abc.abstractmethod
     def expire_scan(
         self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
     ) -> LifecycleResult:

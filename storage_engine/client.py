@@ -223,6 +223,12 @@ class NodeClient:
         result: dict[str, Any] = self._call("GET", "/v1/node/next-due", idempotent=True).json()
         return result
 
+    def sweep_due(self, operation: str, limit: int | None = None) -> dict[str, Any]:
+        """``POST /v1/node/due/{operation}``: one step of a sweep of the shards due now (not retried)."""
+        params = {} if limit is None else {"limit": limit}
+        result: dict[str, Any] = self._call("POST", f"/v1/node/due/{operation}", idempotent=False, params=params).json()
+        return result
+
     def verify(self, namespace: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", f"/v1/namespaces/{namespace}/verify", idempotent=True).json()
         return result

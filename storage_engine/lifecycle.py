@@ -46,7 +46,7 @@ from storage_engine.cleaning import (
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
 from storage_engine.config import EngineConfig
-from storage_engine.due import DueCache, DueShard, next_due
+from storage_engine.due import DueCache, DueShard, next_due, shard_due
 from storage_engine.errors import (
     DiskFullError,
     InvalidArgumentError,
@@ -493,6 +493,52 @@ class LifecycleMixin(abc.ABC):
         empty). Adapters whose index is not one ordered walk answer it faster."""
         entry = next(self._ttl_candidates(None, None, NEVER, [0]), None)
         return None if entry is None else entry.expire_at
+
+    def sweep_due(self, operation: str, limit: int | None = None) -> LifecycleResult:
+        """One step of a deadline-driven sweep: ``reclaim`` or ``retention`` on the shards whose
+        :meth:`next_due` time has passed only (the same per-shard step as a sweep's), or the
+        node-wide ``expire-scan`` (whose walk already costs only the due entries)."""
+        self._check_limit(limit)
+        if operation == "expire-scan":
+            return self.expire_scan(None, None, limit)
+        if operation not in ("reclaim", "retention"):
+            raise InvalidArgumentError("operation", "must be one of expire-scan, reclaim, retention")
+        t0 = time.perf_counter()
+        now = self.clock.now_ms()
+        due: list[tuple[str, int]] = []
+        for name in sorted(self._lc_names()):
+            try:
+                policy, shards = self._lc_namespace(name)
+            except StorageError:
+                continue  # deleted meanwhile
+            for s in shards:
+                minima, active = self._due_cache.minima(s, policy.ttl_ms)
+                when = shard_due(minima, active, policy, now)[0 if operation == "reclaim" else 1]
+                if when is not None and when <= now:
+                    due.append((name, s.shard))
+        totals: dict[str, Any] = {}
+        budget = SWEEP_RECLAIM_SEGMENTS if limit is None else limit
+        more = False
+        self._sweeping = True  # RocksDB compaction of dropped ranges deferred, as in a sweep
+        try:
+            for name, index in due:
+                try:
+                    if operation == "reclaim":
+                        result = self.reclaim(name, index, budget)
+                    else:
+                        result = self.apply_retention(name, index)
+                except UnknownNamespaceError:
+                    continue
+                for key in LIFECYCLE_COUNTS:
+                    totals[key] = totals.get(key, 0) + getattr(result, key)
+                budget -= result.segments_deleted + result.segments_rewritten if operation == "reclaim" else 0
+                if (result.more and result.skipped is None) or budget <= 0:
+                    more = True
+                    break
+        finally:
+            self._sweeping = False
+        self._compact_due()
+        return self._result(operation, None, None, t0, more=more, **totals)
 
     # -- helpers -------------------------------------------------------------------------------------
     def _retention_plan(

@@ -186,6 +186,8 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     call_command("migrate", interactive=False, verbosity=0)
+    logs = Path(args.log_dir) if args.log_dir else scratch
+    logs.mkdir(parents=True, exist_ok=True)
     token, queue, port = uuid.uuid4().hex, f"bench-{uuid.uuid4().hex[:8]}", _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
@@ -212,7 +214,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                 "--log-level",
                 "warning",
             ],
-            scratch / "node.log",
+            logs / "node.log",
             env,
         )
     ]
@@ -221,6 +223,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
         from django.conf import settings
 
         settings.NODE_URL, settings.NODE_TOKEN = url, token
+        settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what this process sends (the first due sweeps) goes there
         StorageNode.objects.create(name="node-1", url=url, token=token)
         # Segments roll well within the TTL (--segment-ms, default TTL/20) so that whole expired segments can
         # be reclaimed close to their records' deadlines (layer 3).
@@ -246,13 +249,13 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                     "--concurrency",
                     "2",
                     "--loglevel",
-                    "WARNING",
+                    args.celery_log_level,
                     "-Q",
                     f"{queue},{queue}.node-1",
                     "--without-gossip",
                     "--without-mingle",
                 ],
-                scratch / "worker.log",
+                logs / "worker.log",
                 env,
             )
         )
@@ -267,7 +270,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                     "--scheduler",
                     "django_celery_beat.schedulers:DatabaseScheduler",
                 ],
-                scratch / "beat.log",
+                logs / "beat.log",
                 env,
             )
         )
@@ -340,6 +343,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="sweeps on the beat intervals only (before issue 15), not at the node's next due times",
     )
+    parser.add_argument("--log-dir", default=None, help="keep the node's, worker's and beat's logs here")
+    parser.add_argument("--celery-log-level", default="WARNING", help="the worker's (INFO shows every task)")
     parser.add_argument("--warmup-s", type=float, default=40, help="samples before this are not steady state")
     parser.add_argument("--sample-s", type=float, default=1.0, help="seconds between two samples")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))

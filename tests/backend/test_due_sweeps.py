@@ -113,6 +113,7 @@ def test_a_due_sweep_runs_and_schedules_the_next(ttl_ns, node, sent, django_capt
     run = TaskRun.objects.get(pk=run_id)
     assert (run.kind, run.node_id, run.namespace_id) == ("expiry_scan", node_model.pk, None)
     assert run.schedule == "lifecycle: expiry_scan of node node-1 (due)"
+    assert run.params == {"due": True}  # its steps sweep the shards due now only (POST /v1/node/due/...)
     with django_capture_on_commit_callbacks(execute=True):
         while services.run_step(run_id) is services.StepOutcome.MORE:
             pass
@@ -167,3 +168,21 @@ def test_the_poll_task_schedules_from_the_node(ttl_ns, node, sent, django_captur
     with django_capture_on_commit_callbacks(execute=True):
         tasks.poll_due_sweeps(ttl_ns.node_id)
     assert {call["args"][0] for call in sent} == {"reclaim", "retention"}
+
+
+def test_due_sweeps_of_a_kind_keep_a_minimum_gap(ttl_ns, sent, django_capture_on_commit_callbacks):
+    """Deadlines come as often as batches do: after a due sweep ran, the next one of its kind waits at
+    least DUE_MIN_GAP_MS after it, even for a due time already passed."""
+    node_model = ttl_ns.node
+    now_ms = int(time.time() * 1000)
+    first = {"now": now_ms, "due": {"expire-scan": None, "reclaim": now_ms, "retention": None}}
+    with django_capture_on_commit_callbacks(execute=True):
+        services.schedule_due_sweeps(node_model, first)
+    fired_eta = sent[-1]["eta"]
+    with django_capture_on_commit_callbacks(execute=False):
+        assert services.run_due_sweep("reclaim", node_model.pk, sent[-1]["args"][2]) is not None
+    TaskRun.objects.update(state="succeeded")
+    soon = {"now": now_ms, "due": {"expire-scan": None, "reclaim": now_ms + 1, "retention": None}}
+    with django_capture_on_commit_callbacks(execute=True):
+        eta = services.schedule_due_sweeps(node_model, soon)["reclaim"]
+    assert eta == fired_eta + timedelta(milliseconds=services.DUE_MIN_GAP_MS["reclaim"])

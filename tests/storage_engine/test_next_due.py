@@ -4,8 +4,11 @@ per-shard minima recomputed only when a shard's sealed segments change."""
 
 from __future__ import annotations
 
+import pytest
+
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
+from storage_engine.errors import InvalidArgumentError
 from tests.storage_engine.lifecycle_util import append_one, make_ns
 
 KINDS = {"expire-scan", "reclaim", "retention"}
@@ -94,3 +97,32 @@ def test_sealed_minima_are_recomputed_only_when_a_shard_changes(
     assert lc_adapter.next_due().due["reclaim"] == t0 + 1_050 + 30_000
     lc_adapter.delete_namespace("many")
     assert lc_adapter.next_due().due == dict.fromkeys(KINDS)
+
+
+def test_a_due_sweep_works_on_the_due_shards_only(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    t0 = clock.now_ms()
+    make_ns(lc_adapter, "a", shards=3, ttl_ms=10_000, segment_ms=100)
+    make_ns(lc_adapter, "b", shards=1, ttl_ms=10_000, segment_ms=100, retention_ms=20_000)
+    append_one(lc_adapter, "a", shard=0)
+    append_one(lc_adapter, "b", shard=0)
+    clock.advance(5_000)
+    append_one(lc_adapter, "a", shard=1)
+    lc_adapter.append("a", 2, [NewRecord(b"x", expire_at=t0 + 1_000)])  # due at t0+1s: a/2 (before the TTL)
+    clock.advance(6_000)  # t0+11s: a/0, b/0 (their TTL) and a/2 are due, a/1 is not
+    result = lc_adapter.sweep_due("reclaim")
+    assert (result.operation, result.namespace, result.more) == ("reclaim", None, False)
+    assert result.segments_deleted == 3 and result.rolled == 3  # the idle active segments, sealed then dropped
+    assert [lc_adapter.shard_stats("a", s).record_count for s in range(3)] == [0, 1, 0]
+    assert lc_adapter.shard_stats("b", 0).record_count == 0
+    assert lc_adapter.next_due().due["reclaim"] == t0 + 15_000  # a/1, not due yet: left alone
+    assert lc_adapter.sweep_due("reclaim").segments_deleted == 0
+    append_one(lc_adapter, "b")
+    clock.advance(20_001)  # b's retention breached
+    assert lc_adapter.next_due().due["retention"] <= clock.now_ms()
+    assert lc_adapter.sweep_due("retention").segments_deleted == 1
+    lc_adapter.append("a", 0, [NewRecord(b"y", expire_at=clock.now_ms() - 1)] * 2)
+    assert lc_adapter.sweep_due("expire-scan").expired_records == 2  # the node-wide scan
+    with pytest.raises(InvalidArgumentError):
+        lc_adapter.sweep_due("compact")
+    with pytest.raises(InvalidArgumentError):
+        lc_adapter.sweep_due("reclaim", 0)

@@ -142,12 +142,16 @@ def start_action(
 
 
 def schedule_run(
-    kind: str, namespace: Namespace | None = None, node: StorageNode | None = None, schedule: str = ""
+    kind: str,
+    namespace: Namespace | None = None,
+    node: StorageNode | None = None,
+    schedule: str = "",
+    params: dict[str, Any] | None = None,
 ) -> TaskRun | None:
     """A scheduled run, unless one of the same kind on the same target is still active."""
     if active_run(kind, namespace, namespace.node if namespace is not None else node) is not None:
         return None
-    run = create_run(kind=kind, namespace=namespace, node=node, schedule=schedule)
+    run = create_run(kind=kind, namespace=namespace, node=node, schedule=schedule, params=params)
     enqueue(run)
     return run
 
@@ -213,12 +217,15 @@ def run_step(run_id: int) -> StepOutcome:
                 TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "disk": disk})
                 more = False
             else:
-                result = client.lifecycle_step(
-                    run.namespace.name if run.namespace else None,
-                    action.operation,
-                    shard,
-                    manual=action.manual or bool(run.params.get("manual")),
-                )
+                if run.namespace is None and run.params.get("due"):
+                    result = client.sweep_due(action.operation)  # the shards due now only
+                else:
+                    result = client.lifecycle_step(
+                        run.namespace.name if run.namespace else None,
+                        action.operation,
+                        shard,
+                        manual=action.manual or bool(run.params.get("manual")),
+                    )
                 runs.record_step(run, {k: int(result.get(k, 0)) for k in COUNTED}, int(result["bytes_reclaimed"]))
                 more = bool(result["more"])
                 if not more and position + 1 < len(targets):  # this node is done: the next one
@@ -441,7 +448,14 @@ DUE_POLL_TASK = "backend.apps.lifecycle.tasks.poll_due_sweeps"
 DUE_POLL_S = 2
 DUE_SAFETY_NET_S = 60
 DUE_GRACE_MS = 20  # run a sweep this long after its due time, so that the node's clock is past it
-DUE_LOST_AFTER_S = 120  # a pending sweep this far past its eta never ran (its message was lost): replace it
+# At most one due sweep of a kind per node per this many ms: deadlines come as often as batches are produced,
+# so a sweep per deadline would cost a Celery task and two node calls per batch. Whole-segment drops (what
+# moves the expired ratio) go often; the TTL scan (index clean-up: reads already hide expired records) and
+# retention less so.
+DUE_MIN_GAP_MS = {Kind.RECLAIM: 250, Kind.EXPIRY_SCAN: 1_000, Kind.RETENTION: 1_000}
+# A pending sweep this far past its eta has not run (its message was lost, or the workers are that far behind):
+# another replaces it (the old message, if it ever runs, finds its token superseded and does nothing).
+DUE_LOST_AFTER_S = 10
 
 
 def deadlines_enabled() -> bool:
@@ -500,6 +514,8 @@ def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) 
                 return None  # coalesced: the earlier sweep asks the node again when it is done
             if row.fired and due_ms <= row.due_ms:
                 return None  # a sweep ran after this due time and left it: not clearable now (beat retries)
+            if row.fired:  # the previous due sweep ran at row.eta: keep the kind's minimum gap after it
+                eta = max(eta, row.eta + timedelta(milliseconds=DUE_MIN_GAP_MS.get(kind, 0)))
         token = uuid.uuid4().hex
         DueSweep.objects.update_or_create(
             node=node, kind=kind, defaults={"due_ms": due_ms, "eta": eta, "token": token, "fired": False}
@@ -521,7 +537,7 @@ def run_due_sweep(kind: str, node_id: int, token: str) -> int | None:
     with transaction.atomic():
         if not DueSweep.objects.filter(node=node, kind=kind, token=token, fired=False).update(fired=True):
             return None  # superseded by an earlier due time, or already run
-        run = schedule_run(kind, node=node, schedule=f"{schedule_name(kind, node=node)} (due)")
+        run = schedule_run(kind, node=node, schedule=f"{schedule_name(kind, node=node)} (due)", params={"due": True})
         if run is None:
             # A run of this kind is still going: it asks for the next due time when it finishes.
             DueSweep.objects.filter(node=node, kind=kind, token=token).update(fired=False, token="")
