@@ -47,12 +47,13 @@ export const NODE_ACTIONS: Record<NodeAction, ActionInfo> = {
 function StartedRun({ run }: { run: TaskRun }) {
   return (
     <p className="form-success" role="status" data-testid="action-result">
-      Started run <strong>#{run.id}</strong> ({runKindLabel(run.kind)}
+      Started run{" "}
+      <Link to={`/tasks?run=${run.id}`} data-testid="action-run-link">
+        <strong>#{run.id}</strong>
+      </Link>{" "}
+      ({runKindLabel(run.kind)}
       {run.dry_run ? ", dry run" : ""}) — state {run.state}.{" "}
-      <Link to={`/tasks?${run.namespace ? `namespace=${encodeURIComponent(run.namespace)}` : `node=${encodeURIComponent(run.node ?? "")}`}`}>
-        Follow it on Tasks
-      </Link>
-      .
+      <Link to={`/tasks?run=${run.id}`}>Follow it on Tasks</Link>.
     </p>
   );
 }
@@ -67,7 +68,7 @@ function ActionError({ error }: { error: unknown }) {
   );
 }
 
-export function NamespaceActions({ name }: { name: string }) {
+export function NamespaceActions({ name, onStarted }: { name: string; onStarted?: (run: TaskRun) => void }) {
   const { data: user } = useMe();
   const start = useNamespaceAction(name);
   const [dryRun, setDryRun] = useState(false);
@@ -81,7 +82,12 @@ export function NamespaceActions({ name }: { name: string }) {
   const run = (action: NamespaceAction, confirm?: string) =>
     start.mutate(
       { action, dry_run: dryRun, ...(confirm !== undefined ? { confirm } : {}) },
-      { onSuccess: () => setConfirming(null) },
+      {
+        onSuccess: (started) => {
+          setConfirming(null);
+          onStarted?.(started);
+        },
+      },
     );
 
   const onClick = (action: NamespaceAction) => {
@@ -169,7 +175,7 @@ export function NamespaceActions({ name }: { name: string }) {
   );
 }
 
-export function NodeActions({ name }: { name: string }) {
+export function NodeActions({ name, onStarted }: { name: string; onStarted?: (run: TaskRun) => void }) {
   const { data: user } = useMe();
   const start = useNodeAction(name);
   const [confirming, setConfirming] = useState(false);
@@ -183,7 +189,7 @@ export function NodeActions({ name }: { name: string }) {
     if (action === "force_delete") setConfirming(true);
     else {
       setConfirming(false);
-      start.mutate({ action });
+      start.mutate({ action }, { onSuccess: (started) => onStarted?.(started) });
     }
   };
 
@@ -217,7 +223,17 @@ export function NodeActions({ name }: { name: string }) {
           title={`Force delete on node ${name}`}
           confirmLabel="Force delete"
           pending={start.isPending}
-          onConfirm={(typed) => start.mutate({ action: "force_delete", confirm: typed }, { onSuccess: () => setConfirming(false) })}
+          onConfirm={(typed) =>
+            start.mutate(
+              { action: "force_delete", confirm: typed },
+              {
+                onSuccess: (started) => {
+                  setConfirming(false);
+                  onStarted?.(started);
+                },
+              },
+            )
+          }
           onCancel={() => setConfirming(false)}
         >
           <p>{NODE_ACTIONS.force_delete.help}</p>

@@ -3,6 +3,7 @@
 // detail page.
 
 import { useState } from "react";
+import { Link, useLocation } from "react-router";
 import { withQuery, errorMessage, type QueryValue } from "../api/client";
 import { isActiveRun, RUN_POLL_MS, useCancelRun, useMe, useRunsPage } from "../api/queries";
 import type { RunState, TaskRun } from "../api/types";
@@ -47,7 +48,34 @@ export function runDuration(run: Pick<TaskRun, "started_at" | "finished_at">, no
   return Math.max(0, end - start.getTime());
 }
 
-export function RunsList({ filters, emptyHint }: { filters: Record<string, QueryValue>; emptyHint?: string }) {
+/** How many no-op scheduled runs a kept run stands for, and since when (see the README, "Task runs"). */
+export function noopFolded(run: Pick<TaskRun, "params">): { runs: number; since: string | null } | null {
+  if (run.params?.noop !== true) return null;
+  const runs = Number(run.params.noop_runs ?? 1);
+  return { runs: Number.isFinite(runs) ? runs : 1, since: typeof run.params.noop_since === "string" ? run.params.noop_since : null };
+}
+
+/** Where a run opens: on the Tasks page the same filters with `run=<id>`, elsewhere `/tasks?run=<id>`. */
+export function useRunHref(): (id: number) => string {
+  const location = useLocation();
+  return (id) => {
+    if (location.pathname !== "/tasks") return `/tasks?run=${id}`;
+    const params = new URLSearchParams(location.search);
+    params.set("run", String(id));
+    return `/tasks?${params.toString()}`;
+  };
+}
+
+export function RunsList({
+  filters,
+  emptyHint,
+  highlight,
+}: {
+  filters: Record<string, QueryValue>;
+  emptyHint?: string;
+  /** A run to mark in the table (the one opened with `?run=`). */
+  highlight?: number | null;
+}) {
   const firstUrl = withQuery("/api/runs/", filters);
   const [cursor, setCursor] = useState<{ base: string; url: string } | null>(null);
   // A change of filters goes back to the first page.
@@ -71,7 +99,7 @@ export function RunsList({ filters, emptyHint }: { filters: Record<string, Query
       {runs.data.results.length === 0 ? (
         <EmptyState title="No runs match">{emptyHint ?? "Change the filters, or start an action."}</EmptyState>
       ) : (
-        <RunsTable runs={runs.data.results} />
+        <RunsTable runs={runs.data.results} highlight={highlight} />
       )}
       <p className="muted small" aria-live="polite">
         {polling ? `Live: refreshing every ${formatDuration(RUN_POLL_MS)} while runs are active.` : ""}
@@ -88,8 +116,9 @@ export function RunsList({ filters, emptyHint }: { filters: Record<string, Query
   );
 }
 
-export function RunsTable({ runs }: { runs: TaskRun[] }) {
+export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: number | null }) {
   const { data: user } = useMe();
+  const runHref = useRunHref();
   const mayCancel = canOperate(user);
   const cancel = useCancelRun();
   const now = useNow(1000);
@@ -115,10 +144,21 @@ export function RunsTable({ runs }: { runs: TaskRun[] }) {
           {runs.map((run) => {
             const active = isActiveRun(run);
             const dur = runDuration(run, now);
+            const marked = highlight === run.id;
+            const noop = noopFolded(run);
             return (
-              <tr key={run.id} data-testid={`run-row-${run.id}`}>
+              <tr
+                key={run.id}
+                data-testid={`run-row-${run.id}`}
+                data-highlighted={marked ? "true" : undefined}
+                aria-current={marked ? "true" : undefined}
+                className={marked ? "is-selected" : undefined}
+              >
                 <th scope="row">
-                  <span className="mono">#{run.id}</span> {runKindLabel(run.kind)}
+                  <Link className="mono" to={runHref(run.id)} data-testid={`run-link-${run.id}`}>
+                    #{run.id}
+                  </Link>{" "}
+                  {runKindLabel(run.kind)}
                   {run.dry_run && (
                     <>
                       {" "}
@@ -128,6 +168,13 @@ export function RunsTable({ runs }: { runs: TaskRun[] }) {
                   <div className="muted small">
                     {run.started_by ? `by ${run.started_by}` : run.schedule ? `schedule ${run.schedule}` : "system"}
                   </div>
+                  {noop && (
+                    <div className="muted small" data-testid={`run-noop-${run.id}`}>
+                      nothing to do
+                      {noop.runs > 1 ? ` · latest of ${formatCount(noop.runs)} such runs` : ""}
+                      {noop.since && noop.runs > 1 ? ` since ${formatRelativeTime(noop.since, now)}` : ""}
+                    </div>
+                  )}
                 </th>
                 <td>
                   {run.namespace && <div className="mono">{run.namespace}{run.shard != null ? ` / shard ${run.shard}` : ""}</div>}

@@ -2,7 +2,7 @@
 import { useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { useStartSparkJob } from "../api/queries";
-import type { SparkJobRequest } from "../api/types";
+import type { SparkJobRequest, TaskRun } from "../api/types";
 import { FieldMessage, fieldErrorsOf, formLevelMessage } from "./Form";
 
 type NamespaceUse = "optional" | "required";
@@ -40,7 +40,7 @@ export function sparkJobRequest(
   return body;
 }
 
-export function SparkJobPanel({ namespaces }: { namespaces: string[] }) {
+export function SparkJobPanel({ namespaces, onStarted }: { namespaces: string[]; onStarted?: (run: TaskRun) => void }) {
   const start = useStartSparkJob();
   const [job, setJob] = useState(SPARK_JOBS[0]!.job);
   const [namespace, setNamespace] = useState("");
@@ -55,7 +55,7 @@ export function SparkJobPanel({ namespaces }: { namespaces: string[] }) {
 
   const onSubmit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    start.mutate(sparkJobRequest(job, namespace, { by, value, ttl }));
+    start.mutate(sparkJobRequest(job, namespace, { by, value, ttl }), { onSuccess: (run) => onStarted?.(run) });
   };
 
   return (
@@ -157,7 +157,11 @@ export function SparkJobPanel({ namespaces }: { namespaces: string[] }) {
       )}
       {start.data && (
         <p className="form-success small" role="status" data-testid="spark-job-started">
-          Started run <Link to={`/tasks?kind=${start.data.kind}`}>#{start.data.id}</Link> ({def.label}); it is listed below.
+          Started run{" "}
+          <Link to={`/tasks?run=${start.data.id}`} data-testid="spark-job-run-link">
+            #{start.data.id}
+          </Link>{" "}
+          ({def.label}); it is listed below.
         </p>
       )}
     </section>

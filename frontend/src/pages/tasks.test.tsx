@@ -1,0 +1,102 @@
+// @vitest-environment jsdom
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
+import { beforeEach, describe, expect, it } from "vitest";
+import { resetCsrfToken } from "../api/client";
+import type { Namespace, User } from "../api/types";
+import { callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
+
+const operator: User = { username: "olga", role: "operator" };
+const ns = { name: "orders", shards: 2, node: "node-1", sync_state: "synced" } as Namespace;
+const page = <T,>(results: T[]) => ({ next: null, previous: null, results });
+const runsUrls = (fetch: ReturnType<typeof mockFetch>) => callsTo(fetch, "GET", "/api/runs/").map((c) => String(c[0]));
+
+beforeEach(() => {
+  clearCookies();
+  resetCsrfToken();
+  document.cookie = "csrftoken=tok; path=/";
+});
+
+describe("tasks: manual runs are not buried", () => {
+  it("filters manual, scheduled and failed runs", async () => {
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([
+        taskRun(3, { schedule: "sweep", started_by: null, origin: "scheduled", state: "succeeded", params: { noop: true, noop_runs: 12, noop_since: "2024-05-01T10:00:00Z" } }),
+      ]),
+    });
+    renderApp("/tasks?namespace=orders");
+    expect((await screen.findByTestId("run-noop-3")).textContent).toContain("latest of 12 such runs");
+    expect(screen.getByTestId("runs-view-all").getAttribute("aria-pressed")).toBe("true");
+    fireEvent.click(screen.getByTestId("runs-view-manual"));
+    await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?namespace=orders&origin=manual"));
+    expect(screen.getByTestId("runs-view-manual").getAttribute("aria-pressed")).toBe("true");
+    fireEvent.click(screen.getByTestId("runs-view-failed"));
+    await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?state=failed&namespace=orders"));
+    fireEvent.change(screen.getByTestId("runs-filter-origin"), { target: { value: "scheduled" } });
+    await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?state=failed&namespace=orders&origin=scheduled"));
+  });
+});
+
+describe("tasks: a started run links to itself", () => {
+  it("after Start, the new run opens and is marked in the list", async () => {
+    let started = false;
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": () => jsonResponse(page(started ? [taskRun(21, { kind: "expiry_scan" }), taskRun(20)] : [taskRun(20)])),
+      "POST /api/namespaces/orders/actions": () => {
+        started = true;
+        return jsonResponse(taskRun(21, { kind: "expiry_scan" }), 202);
+      },
+      "GET /api/runs/21/": taskRun(21, { kind: "expiry_scan", state: "succeeded", counts: { expired_records: 7 } }),
+    });
+    const { router } = renderApp("/tasks");
+    await screen.findByTestId("run-row-20");
+    await waitFor(() => expect(within(screen.getByTestId("start-target")).queryByText("orders")).not.toBeNull());
+    fireEvent.change(screen.getByTestId("start-target"), { target: { value: "orders" } });
+    fireEvent.click(await screen.findByTestId("action-expiry_scan"));
+    await waitFor(() => expect(callsTo(fetch, "POST", "/api/namespaces/orders/actions").length).toBe(1));
+    await waitFor(() => expect(router.state.location.search).toBe("?run=21"));
+    const detail = await screen.findByTestId("run-detail");
+    expect(detail.textContent).toContain("Run #21");
+    await waitFor(() => expect(screen.getByTestId("run-detail-state").textContent).toBe("succeeded"));
+    expect(screen.getByTestId("run-detail-counts").textContent).toContain("expired records");
+    expect(screen.getByTestId("action-run-link").getAttribute("href")).toBe("/tasks?run=21");
+    await waitFor(() => expect(screen.getByTestId("run-row-21").getAttribute("data-highlighted")).toBe("true"));
+    expect(screen.getByTestId("run-row-20").getAttribute("data-highlighted")).toBeNull();
+    // Each run in the list links to itself, keeping the filters.
+    expect(screen.getByTestId("run-link-20").getAttribute("href")).toBe("/tasks?run=20");
+    fireEvent.click(screen.getByTestId("run-detail-close"));
+    await waitFor(() => expect(screen.queryByTestId("run-detail")).toBeNull());
+    expect(router.state.location.search).toBe("");
+  });
+
+  it("opens a run from a deep link, and says when it is gone", async () => {
+    mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([taskRun(7, { state: "failed", error: "node unavailable" })]),
+      "GET /api/runs/7/": taskRun(7, { state: "failed", error: "node unavailable" }),
+    });
+    renderApp("/tasks?run=7&namespace=orders");
+    expect((await screen.findByTestId("run-detail-error")).textContent).toContain("node unavailable");
+    expect(screen.getByTestId("run-link-7").getAttribute("href")).toBe("/tasks?run=7&namespace=orders");
+    expect(screen.getByTestId("run-row-7").getAttribute("aria-current")).toBe("true");
+  });
+
+  it("a run that no longer exists is explained", async () => {
+    mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([]),
+    });
+    renderApp("/tasks?run=99");
+    expect((await screen.findByTestId("run-detail")).textContent).toMatch(/Loading|does not exist/);
+    await waitFor(() => expect(screen.getByTestId("run-detail").textContent).toContain("does not exist"));
+  });
+});
