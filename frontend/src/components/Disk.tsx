@@ -1,5 +1,5 @@
 import type { NodeDisk } from "../api/types";
-import { formatBytes, formatDateTime, formatPercent } from "../lib/format";
+import { formatBytes, formatDateTime, formatDuration, formatPercent } from "../lib/format";
 import { DISK_LEVEL_TEXT, DISK_LEVEL_TONE, diskLevel, markLabelLayout } from "../lib/metrics";
 import { Badge } from "./States";
 
@@ -7,7 +7,7 @@ const LABEL_ROW_PX = 14;
 const LABEL_SHIFT = { start: "none", center: "translateX(-50%)", end: "translateX(-100%)" } as const;
 
 /** Disk use of one node as a bar with its three watermarks marked, plus text. */
-export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }) {
+export function DiskBar({ disk, compact, minHistoryS }: { disk: NodeDisk; compact?: boolean; minHistoryS?: number }) {
   if (disk.disk_used_ratio === null || disk.disk_used_ratio === undefined) {
     return (
       <div className="disk" data-testid={`disk-${disk.name}`} data-level="unknown">
@@ -64,6 +64,12 @@ export function DiskBar({ disk, compact }: { disk: NodeDisk; compact?: boolean }
       {disk.forecast_warning_at && level !== "warning" && (
         <p className="small warn-text" data-testid={`disk-forecast-${disk.name}`}>
           Forecast to reach the warning watermark at {formatDateTime(disk.forecast_warning_at, { seconds: false })}.
+        </p>
+      )}
+      {disk.forecast_ready === false && !compact && (
+        <p className="small muted" data-testid={`disk-forecast-pending-${disk.name}`}>
+          No forecast yet: {minHistoryS ? `it needs ${formatDuration(minHistoryS * 1000)} of disk history` : "not enough disk history"}
+          {disk.forecast_history_s !== undefined ? ` (${formatDuration(disk.forecast_history_s * 1000)} so far)` : ""}.
         </p>
       )}
     </div>

@@ -21,7 +21,7 @@ const CHARTS: { series: MetricSeriesName; title: string; testId: string; help: s
     series: "backlog_messages",
     title: "Subscription backlog",
     testId: "chart-backlog",
-    help: "Unacknowledged messages across subscriptions.",
+    help: "Unacknowledged messages: per namespace, summed over its subscriptions and shards.",
   },
   {
     series: "celery_queue_depth",
@@ -69,10 +69,15 @@ function MetricChart({
   refetchInterval: number | false;
 }) {
   const q = useMetricSeries(series, range, { refetchInterval });
-  const option = useMemo(() => (q.data ? seriesOption(q.data, title, range) : null), [q.data, title, range]);
+  // Every chart spans the selected range up to when its data came, whatever its points cover.
+  const fetchedAt = q.dataUpdatedAt;
+  const option = useMemo(
+    () => (q.data ? seriesOption(q.data, title, range, fetchedAt || Date.now()) : null),
+    [q.data, title, range, fetchedAt],
+  );
   const empty = q.data && q.data.lines.every((l) => l.points.length === 0);
   const latest = q.data ? latestValue(q.data, title) : null;
-  const forecast = q.data && !empty ? forecastText(q.data, q.dataUpdatedAt || Date.now()) : null;
+  const forecast = q.data ? forecastText(q.data, q.dataUpdatedAt || Date.now()) : null;
   return (
     <section className="card" aria-labelledby={`${testId}-title`} data-testid={testId}>
       <div className="card-head">

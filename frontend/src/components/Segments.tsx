@@ -3,7 +3,7 @@
 
 import { useState } from "react";
 import { errorMessage, withQuery, type QueryValue } from "../api/client";
-import { useCursorPage } from "../api/queries";
+import { FIGURES_REFRESH_MS, useCursorPage } from "../api/queries";
 import type { Segment, SegmentState } from "../api/types";
 import { formatBytes, formatCount, formatDateTime, formatPercent, formatRelativeTime } from "../lib/format";
 import { useNow } from "../lib/hooks";
@@ -22,7 +22,8 @@ export function SegmentsList({ filters, emptyHint }: { filters: Record<string, Q
   const firstUrl = withQuery("/api/segments/", filters);
   const [cursor, setCursor] = useState<{ base: string; url: string } | null>(null);
   const url = cursor && cursor.base === firstUrl ? cursor.url : firstUrl;
-  const page = useCursorPage<Segment>("segments", url);
+  // The catalog follows the nodes every metrics interval (changed shards first); so does the table.
+  const page = useCursorPage<Segment>("segments", url, { refetchInterval: FIGURES_REFRESH_MS });
 
   if (page.isPending) return <LoadingState label="Loading segments…" />;
   if (page.isError && !page.data) {

@@ -55,15 +55,30 @@ export function forecastCrossing(points: Point[], threshold: number): number | n
   return null;
 }
 
-/** One sentence on when the disk forecast reaches the warning watermark, or null without a forecast. */
+/** Not enough disk history for a forecast yet (the server says how much it has and needs), or null. */
+export function forecastPendingText(data: MetricSeries): string | null {
+  const needed = data.forecast_min_history_s;
+  const has = data.forecast_history_s;
+  if (needed === undefined || has === undefined || (data.forecast ?? []).length > 0 || has >= needed) return null;
+  const node = data.forecast_node ? ` of ${data.forecast_node}` : "";
+  return `No forecast yet: it needs ${formatDuration(needed * 1000)} of disk history${node} (${formatDuration(has * 1000)} so far).`;
+}
+
+/**
+ * One sentence on when the disk forecast reaches the warning watermark, or null without a forecast.
+ * The time is the server's (``forecast_warning_at``); only an older server that does not send it has
+ * the crossing read off the forecast line.
+ */
 export function forecastText(data: MetricSeries, now: number): string | null {
+  const pending = forecastPendingText(data);
+  if (pending) return pending;
   const wm = data.watermarks ?? data.lines.find((l) => l.watermarks)?.watermarks ?? null;
   const forecast = data.forecast ?? [];
   if (!wm || forecast.length === 0) return null;
   const label = `the warning watermark (${formatPercent(wm.warning, 0)})`;
   const latest = latestValue(data, "");
   if (latest && latest.value >= wm.warning) return `Above ${label} now: the node rejects writes.`;
-  const at = forecastCrossing(forecast, wm.warning);
+  const at = data.forecast_warning_at !== undefined ? data.forecast_warning_at : forecastCrossing(forecast, wm.warning);
   if (at === null) {
     return `Forecast: not reaching ${label} within ${formatDuration(Math.max(0, forecast.at(-1)![0] - now))}.`;
   }
@@ -146,12 +161,32 @@ const WATERMARK_LINES: [keyof Watermarks, string, string][] = [
   ["warning", "warning", "#a4161a"],
 ];
 
+/** The newest point of any line, or null. */
+function lastPointMs(data: MetricSeries): number | null {
+  let last: number | null = null;
+  for (const line of data.lines) {
+    const t = line.points.at(-1)?.[0];
+    if (t !== undefined && (last === null || t > last)) last = t;
+  }
+  return last;
+}
+
+/**
+ * The time axis of a chart over ``range``: from ``range`` before now (or the newest point, if later) to
+ * then, or to the end of the forecast shown. Every chart of a page spans the same range, whatever its data.
+ */
+export function timeAxisBounds(data: MetricSeries, range: MetricRange, now: number, forecast: Point[] = []): { min: number; max: number } {
+  const end = Math.max(now, lastPointMs(data) ?? now);
+  return { min: end - RANGE_MS[range], max: Math.max(end, forecast.at(-1)?.[0] ?? end) };
+}
+
 /**
  * ECharts option for one metric series; pure so it can be tested without a canvas.
- * With a ``range`` the forecast is cut to :func:`forecastHorizonMs` of it, so a 1 h
- * chart does not stretch its time axis a day into the future.
+ * With a ``range`` the time axis covers that range up to ``now`` (every chart the same span, even
+ * one whose data covers a few seconds), and the forecast is cut to :func:`forecastHorizonMs` of it,
+ * so a 1 h chart does not stretch its time axis a day into the future.
  */
-export function seriesOption(data: MetricSeries, title: string, range?: MetricRange): Record<string, unknown> {
+export function seriesOption(data: MetricSeries, title: string, range?: MetricRange, now: number = Date.now()): Record<string, unknown> {
   const unit = data.unit;
   const series: Record<string, unknown>[] = data.lines.map((line, i) => ({
     type: "line",
@@ -198,6 +233,7 @@ export function seriesOption(data: MetricSeries, title: string, range?: MetricRa
     xAxis: {
       type: "time",
       axisLabel: { hideOverlap: true },
+      ...(range ? timeAxisBounds(data, range, now, forecast) : {}),
     },
     yAxis: {
       type: "value",

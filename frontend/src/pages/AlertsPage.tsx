@@ -117,7 +117,8 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
             </thead>
             <tbody>
               {rows.map((a) => {
-                const silenced = toDate(a.silenced_until) && toDate(a.silenced_until)!.getTime() > now;
+                // The server's word (older servers: silenced_until still ahead).
+                const silenced = a.silenced ?? (toDate(a.silenced_until) !== null && toDate(a.silenced_until)!.getTime() > now);
                 return (
                   <tr key={a.id} data-testid={`alert-row-${a.id}`} className={`severity-${a.severity}`}>
                     <th scope="row">
@@ -220,11 +221,14 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
 // Metrics a rule may watch (backend/apps/metrics/catalog.py SERIES + "forecast"); the server validates.
 const METRIC_SUGGESTIONS = [
   "expired_ratio",
+  "expired_bytes_ratio",
   "expired_records",
   "expired_bytes",
   "stored_bytes",
   "backlog_messages",
+  "backlog_live_messages",
   "backlog_bytes",
+  "subscription_backlog_bytes_max",
   "backlog_age_seconds",
   "scan_duration_seconds",
   "disk_used_ratio",

@@ -277,6 +277,15 @@ export default function MessagesPage() {
   );
 }
 
+/** When the record expires: the server's effective expiry (its TTL or the namespace's, whichever is first). */
+function expiryText(r: MessageRecord, now: number): string {
+  const at = r.effective_expires_at !== undefined ? r.effective_expires_at : r.expire_at;
+  if (at == null || !toDate(at)) return "no expiry";
+  const own = r.expire_at != null && r.expire_at === at;
+  const title = r.effective_expires_at === undefined ? "" : own ? " (its own TTL)" : " (namespace TTL)";
+  return `expires ${formatRelativeTime(at, now)}${title}`;
+}
+
 function pagerNote(page: MessagePage): string {
   if (page.next_positions != null) return `Next page goes on in every shard from ${page.next_positions.replace(/,/g, ", ")} (shard:offset).`;
   if (page.next_offset != null) return `Next page starts at offset ${page.next_offset}.`;
@@ -366,8 +375,8 @@ function MessagesTable({ records, showShard }: { records: MessageRecord[]; showS
               </th>
               <td>
                 {formatDateTime(r.timestamp)}
-                <div className="muted small">
-                  {r.expire_at != null && toDate(r.expire_at) ? `expires ${formatRelativeTime(r.expire_at, now)}` : "no expiry"}
+                <div className="muted small" data-testid={`message-expiry-${rowId(r)}`}>
+                  {expiryText(r, now)}
                 </div>
               </td>
               <td className="value-cell mono">

@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { errorMessage, isNotFound } from "../api/client";
 import {
+  FIGURES_REFRESH_MS,
   isActiveRun,
   useDeleteNamespace,
   useLifecycleReport,
@@ -16,8 +17,10 @@ import { canAdminister, canOperate } from "../auth/roles";
 import { NamespaceActions } from "../components/Actions";
 import { ConfirmByName } from "../components/ConfirmByName";
 import { PolicyPanel } from "../components/PolicyEditor";
+import { ProduceMessagePanel } from "../components/ProduceMessage";
 import { RunsList } from "../components/Runs";
 import { SegmentsList } from "../components/Segments";
+import { SubscriptionsPanel } from "../components/Subscriptions";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
 import type { LifecycleReportRow, ShardPlacement } from "../api/types";
@@ -41,6 +44,8 @@ const TABS = [
   { value: "overview", label: "Overview" },
   { value: "policy", label: "Policy" },
   { value: "segments", label: "Segments" },
+  { value: "subscriptions", label: "Subscriptions" },
+  { value: "produce", label: "Produce" },
   { value: "runs", label: "Runs" },
   { value: "report", label: "Lifecycle report" },
   { value: "actions", label: "Actions" },
@@ -138,6 +143,8 @@ export default function NamespaceDetailPage() {
         {tab === "segments" && (
           <SegmentsList filters={{ namespace: n.name, ordering: "-max_timestamp", page_size: 50 }} emptyHint="No segments in the catalog yet: sync the namespace." />
         )}
+        {tab === "subscriptions" && <SubscriptionsPanel name={n.name} shards={n.shards} />}
+        {tab === "produce" && <ProduceMessagePanel name={n.name} shards={n.shards} />}
         {tab === "runs" && <RunsList filters={{ namespace: n.name }} emptyHint="No lifecycle runs for this namespace yet." />}
         {tab === "report" && <LifecycleReportPanel name={n.name} />}
         {tab === "actions" && <NamespaceActions name={n.name} />}
@@ -187,8 +194,9 @@ function Stat({ label, value, testId }: { label: string; value: string; testId?:
 
 function SummaryPanel({ name, placement }: { name: string; placement: ShardPlacement[] }) {
   const nodeOf = new Map(placement.map((p) => [p.shard, p.node]));
-  const summary = useNamespaceSummary(name);
-  const now = useNow(30_000);
+  // The server refreshes these figures every metrics interval; so does the page.
+  const summary = useNamespaceSummary(name, { refetchInterval: FIGURES_REFRESH_MS });
+  const now = useNow(15_000);
   if (summary.isPending) return <LoadingState label="Loading usage…" />;
   if (summary.isError && !summary.data) {
     return <ErrorState title="Could not load usage" error={summary.error} onRetry={() => void summary.refetch()} />;
@@ -199,11 +207,28 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
       <div className="stat-grid" data-testid="namespace-summary">
         <Stat label="Stored" value={formatBytes(s.stored_bytes)} testId="summary-stored-bytes" />
         <Stat label="Records" value={formatCount(s.stored_records)} testId="summary-records" />
-        <Stat label="Live records" value={formatCount(s.live_records)} />
-        <Stat label="Expired ratio" value={formatPercent(s.expired_ratio)} testId="summary-expired-ratio" />
-        <Stat label="Segments" value={formatCount(s.segment_count)} />
-        <Stat label="Backlog" value={s.backlog_messages == null ? "—" : `${formatCount(s.backlog_messages)} msgs`} />
+        <Stat label="Live records" value={formatCount(s.live_records)} testId="summary-live-records" />
+        <Stat
+          label="Expired ratio"
+          value={`${formatPercent(s.expired_ratio)}${s.expired_records != null ? ` (${formatCount(s.expired_records)})` : ""}`}
+          testId="summary-expired-ratio"
+        />
+        <Stat label="Segments" value={formatCount(s.segment_count)} testId="summary-segments" />
+        <Stat
+          label="Backlog"
+          value={
+            s.backlog_messages == null
+              ? "—"
+              : `${formatCount(s.backlog_messages)} msgs${s.backlog_live_messages != null ? ` (${formatCount(s.backlog_live_messages)} live)` : ""}`
+          }
+          testId="summary-backlog"
+        />
       </div>
+      <p className="muted small" data-testid="summary-collected-at">
+        {s.collected_at
+          ? `Figures from the node as of ${formatDateTime(s.collected_at)}; expired = past its effective expiry, not yet reclaimed; backlog summed over subscriptions and shards.`
+          : "Backlog appears after the next metrics collection."}
+      </p>
       <dl className="kv small">
         <dt>Last TTL scan</dt>
         <dd>
@@ -234,6 +259,12 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   Records (live)
                 </th>
                 <th scope="col" className="num">
+                  Expired
+                </th>
+                <th scope="col" className="num">
+                  Backlog
+                </th>
+                <th scope="col" className="num">
                   Size
                 </th>
                 <th scope="col" className="num">
@@ -255,6 +286,13 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   <td className="num">{formatCount(sh.end_offset)}</td>
                   <td className="num">
                     {formatCount(sh.record_count)} <span className="muted small">({formatCount(sh.live_count)})</span>
+                  </td>
+                  <td className="num" data-testid={`shard-expired-${sh.shard}`}>
+                    {sh.expired_ratio == null ? "—" : formatPercent(sh.expired_ratio)}
+                    {sh.expired_records != null && <span className="muted small"> ({formatCount(sh.expired_records)})</span>}
+                  </td>
+                  <td className="num" data-testid={`shard-backlog-${sh.shard}`}>
+                    {sh.backlog_messages == null || !sh.collected_at ? "—" : formatCount(sh.backlog_messages)}
                   </td>
                   <td className="num">{formatBytes(sh.size_bytes)}</td>
                   <td className="num">{formatCount(sh.segment_count)}</td>

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { ApiError, errorMessage } from "../api/client";
-import { useCreateNamespace, useMe, useNamespaces, useNodes } from "../api/queries";
+import { FIGURES_REFRESH_MS, useCreateNamespace, useMe, useNamespaces, useNodes } from "../api/queries";
 import type { FieldErrors, Namespace, NamespaceCreate, SyncState } from "../api/types";
 import { canAdminister } from "../auth/roles";
 import { FieldMessage, formLevelMessage } from "../components/Form";
@@ -27,7 +27,8 @@ const MAX_SHARDS = 1024;
 export function NamespacesPage() {
   usePageTitle("Namespaces");
   const { data: user } = useMe();
-  const namespaces = useNamespaces();
+  // Usage figures come from the metrics collection, refreshed every metrics interval.
+  const namespaces = useNamespaces({ refetchInterval: FIGURES_REFRESH_MS });
   const mayCreate = canAdminister(user);
   const now = useNow(30_000);
 

@@ -1,14 +1,15 @@
 import { useState, type FormEvent } from "react";
 import { ApiError, isNotFound } from "../api/client";
-import { useCreateNode, useDeleteNode, useMe, useMetricsSummary, useNodes } from "../api/queries";
+import { FIGURES_REFRESH_MS, useCreateNode, useDeleteNode, useMe, useMetricsSummary, useNodes } from "../api/queries";
 import type { NodeDisk, StorageNode } from "../api/types";
 import { canAdminister } from "../auth/roles";
 import { NodeActions } from "../components/Actions";
 import { ConfirmByName } from "../components/ConfirmByName";
 import { DiskBar } from "../components/Disk";
+import { NodeHealthBadge, nodeHealthOf } from "../components/NodeHealth";
 import { FieldMessage, formLevelMessage } from "../components/Form";
 import { PolicyPanel } from "../components/PolicyEditor";
-import { Badge, EmptyState, ErrorState, LoadingState } from "../components/States";
+import { EmptyState, ErrorState, LoadingState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
 import { useNow, usePageTitle } from "../lib/hooks";
 import { TimeCell } from "./NamespacesPage";
@@ -18,8 +19,9 @@ type NodeTab = "policy" | "actions" | "danger";
 export default function NodesPage() {
   usePageTitle("Nodes");
   const { data: user } = useMe();
-  const nodes = useNodes();
-  const metrics = useMetricsSummary({ refetchInterval: 30_000 });
+  const nodes = useNodes({ refetchInterval: FIGURES_REFRESH_MS });
+  // Health, last seen and disk: the metrics collection's, as on the Overview.
+  const metrics = useMetricsSummary({ refetchInterval: FIGURES_REFRESH_MS });
   const [selected, setSelected] = useState<string | null>(null);
   const now = useNow(30_000);
   const disks = new Map<string, NodeDisk>((metrics.data?.nodes ?? []).map((d) => [d.name, d]));
@@ -31,7 +33,10 @@ export default function NodesPage() {
       <div className="page-header">
         <div>
           <h1>Nodes</h1>
-          <p className="muted">Storage nodes: health, disk against the watermarks, node policy and actions.</p>
+          <p className="muted">
+            Storage nodes: health and disk as the last metrics collection found them (as on the Overview), node policy
+            and actions.
+          </p>
         </div>
       </div>
       {canAdminister(user) && <AddNodeForm />}
@@ -74,16 +79,24 @@ export default function NodesPage() {
                     <div className="muted small">{n.has_token ? "token set" : "no token"}</div>
                   </th>
                   <td>
-                    <Badge tone={n.healthy ? "ok" : "fail"} testId={`node-health-${n.name}`}>
-                      {n.healthy ? "✓ healthy" : "✕ unhealthy"}
-                    </Badge>
-                    {n.last_error && <div className="error-text small">{n.last_error}</div>}
+                    <NodeHealthBadge node={healthOf(n, disks.get(n.name))} testId={`node-health-${n.name}`} />
+                    {nodeHealthOf(healthOf(n, disks.get(n.name))) === "unhealthy" && healthOf(n, disks.get(n.name)).error && (
+                      <div className="error-text small">{healthOf(n, disks.get(n.name)).error}</div>
+                    )}
                   </td>
-                  <td>
-                    <TimeCell value={n.last_seen_at} now={now} never="never" />
+                  <td data-testid={`node-last-seen-${n.name}`}>
+                    <TimeCell
+                      value={healthOf(n, disks.get(n.name)).last_seen_at}
+                      now={now}
+                      never={nodeHealthOf(healthOf(n, disks.get(n.name))) === "unknown" ? "not checked yet" : "never"}
+                    />
                   </td>
                   <td style={{ minWidth: 280 }}>
-                    {disks.get(n.name) ? <DiskBar disk={disks.get(n.name)!} /> : <span className="muted">—</span>}
+                    {disks.get(n.name) ? (
+                      <DiskBar disk={disks.get(n.name)!} minHistoryS={metrics.data?.forecast_min_history_s} />
+                    ) : (
+                      <span className="muted">—</span>
+                    )}
                   </td>
                   <td>
                     <button
@@ -105,6 +118,18 @@ export default function NodesPage() {
       {current && <NodePanel key={current.name} node={current} onDeleted={() => setSelected(null)} />}
     </div>
   );
+}
+
+type NodeHealthEntry = Pick<NodeDisk, "health" | "checked_at" | "last_seen_at" | "error">;
+
+/**
+ * The node's health as the metrics summary gives it (the Overview's); a server without it in the summary
+ * has the node row, written by the same collection: healthy, or its error, and "not checked" otherwise.
+ */
+function healthOf(n: StorageNode, disk: NodeDisk | undefined): NodeHealthEntry {
+  if (disk?.health) return disk;
+  const health = n.healthy ? "healthy" : n.last_error ? "unhealthy" : "unknown";
+  return { health, checked_at: null, last_seen_at: n.last_seen_at, error: n.last_error };
 }
 
 function NodePanel({ node, onDeleted }: { node: StorageNode; onDeleted: () => void }) {

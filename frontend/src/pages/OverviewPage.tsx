@@ -1,9 +1,10 @@
 import { lazy, Suspense, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { errorMessage, isNotFound } from "../api/client";
-import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useCursorPage, useHealth, useMetricsSummary } from "../api/queries";
-import type { Alert, HealthComponent, MetricRange } from "../api/types";
+import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useAlertStatus, useCursorPage, useHealth, useMetricsSummary } from "../api/queries";
+import type { Alert, AlertStatus, Health, HealthComponent, MetricRange } from "../api/types";
 import { DiskBar } from "../components/Disk";
+import { NodeHealthBadge } from "../components/NodeHealth";
 import { Badge, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import {
   formatBytes,
@@ -51,6 +52,21 @@ function labelFor(name: string): string {
   return COMPONENT_LABELS[name] ?? name.replace(/[_-]+/g, " ").replace(/^\w/, (c) => c.toUpperCase());
 }
 
+/**
+ * The overall status: "degraded" when a component is down, else "alerting" while any alert fires
+ * (silenced ones too: a silence stops notifications, not the condition), else "ok". Both inputs are
+ * the server's; an alert status the server does not offer counts as none firing.
+ */
+export function overallStatus(health: Health, alerts: AlertStatus | undefined): { status: string; tone: "ok" | "warn" | "fail"; text: string } {
+  if (health.status !== "ok") return { status: health.status, tone: "fail", text: `! ${health.status}` };
+  if (alerts && alerts.status === "firing" && alerts.firing > 0) {
+    const silenced = alerts.silenced > 0 ? ` (${alerts.silenced} silenced)` : "";
+    const tone = alerts.silenced >= alerts.firing ? "warn" : "fail";
+    return { status: "alerting", tone, text: `! alerting: ${alerts.firing} firing${silenced}` };
+  }
+  return { status: "ok", tone: "ok", text: "✓ ok" };
+}
+
 export function OverviewPage() {
   usePageTitle("Overview");
   const health = useHealth();
@@ -59,6 +75,8 @@ export function OverviewPage() {
   const [auto, setAuto] = useState(true);
   const refreshMs = refreshFrom(search);
   const refetchInterval = auto ? refreshMs : false;
+  const alertStatus = useAlertStatus({ refetchInterval: HEALTH_REFRESH_MS });
+  const overall = health.data ? overallStatus(health.data, alertStatus.data) : null;
 
   return (
     <div className="page">
@@ -70,12 +88,11 @@ export function OverviewPage() {
             {formatDuration(HEALTH_REFRESH_MS)}.
           </p>
         </div>
-        {health.data && (
+        {overall && (
           <div className="overall" aria-live="polite">
             <span className="overall-label">Overall</span>
-            <Badge tone={health.data.status === "ok" ? "ok" : "fail"} testId="health-status">
-              {health.data.status === "ok" ? "✓ " : "! "}
-              {health.data.status}
+            <Badge tone={overall.tone} testId="health-status">
+              <span data-status={overall.status}>{overall.text}</span>
             </Badge>
           </div>
         )}
@@ -229,6 +246,12 @@ function FiringAlerts({ refetchInterval }: { refetchInterval: number | false }) 
             <li key={a.id} data-testid={`overview-alert-${a.id}`}>
               <Badge tone={a.severity === "critical" ? "fail" : a.severity === "warning" ? "warn" : "neutral"}>{a.severity}</Badge>{" "}
               <strong>{a.rule_name}</strong> on <span className="mono">{a.scope}</span>: {a.summary}
+              {a.silenced && (
+                <span className="muted small" data-testid={`overview-alert-silenced-${a.id}`}>
+                  {" "}
+                  · silenced{a.silenced_until ? ` until ${formatDateTime(a.silenced_until, { seconds: false })}` : ""}
+                </span>
+              )}
               {a.acknowledged_by && <span className="muted small"> (acknowledged by {a.acknowledged_by})</span>}
             </li>
           ))}
@@ -323,16 +346,30 @@ function MetricsSection({
             <Stat label="Stored" value={formatBytes(summary.data.stored_bytes)} testId="metric-stored-bytes" />
             <Stat label="Records" value={formatCount(summary.data.stored_records)} testId="metric-stored-records" />
             <Stat label="Expired ratio" value={formatPercent(summary.data.expired_ratio)} testId="metric-expired-ratio" />
-            <Stat label="Backlog" value={`${formatCount(summary.data.backlog_messages)} msgs`} testId="metric-backlog" />
+            <Stat
+              label="Backlog"
+              value={`${formatCount(summary.data.backlog_messages)} msgs${
+                summary.data.backlog_live_messages != null ? ` (${formatCount(summary.data.backlog_live_messages)} live)` : ""
+              }`}
+              testId="metric-backlog"
+            />
           </div>
+          {summary.data.collected_at && (
+            <p className="muted small" data-testid="metric-collected-at">
+              Figures from the metrics collection of {formatDateTime(summary.data.collected_at)}: every subscription and shard summed.
+            </p>
+          )}
           {summary.data.nodes.length > 0 && (
             <div className="card-grid" data-testid="overview-disks">
               {summary.data.nodes.map((d) => (
                 <article key={d.name} className="card" aria-label={`Disk of ${d.name}`}>
-                  <h3 className="mono" style={{ margin: "0 0 6px", fontSize: "1rem" }}>
-                    {d.name}
-                  </h3>
-                  <DiskBar disk={d} />
+                  <div className="card-head">
+                    <h3 className="mono" style={{ margin: "0 0 6px", fontSize: "1rem" }}>
+                      {d.name}
+                    </h3>
+                    <NodeHealthBadge node={d} testId={`overview-node-health-${d.name}`} />
+                  </div>
+                  <DiskBar disk={d} minHistoryS={summary.data.forecast_min_history_s} />
                 </article>
               ))}
             </div>
