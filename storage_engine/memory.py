@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import threading
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -74,6 +75,8 @@ from storage_engine.validation import (
     validate_records,
     validate_shard_count,
 )
+
+TTL_POP_CHUNK = 64  # entries the TTL scan takes off a namespace's heap per hold of its lock
 
 
 @dataclass(slots=True, eq=False)
@@ -538,6 +541,14 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     # -- data ---------------------------------------------------------------------
     def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
+        foreground = self.foreground
+        foreground.enter()  # the TTL scan gives way while an append runs (pacing.Foreground)
+        try:
+            return self._append(namespace, shard, records)
+        finally:
+            foreground.leave()
+
+    def _append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         s = self._shard(namespace, shard)
         policy = s.namespace.policy
         sizes = validate_records(records, policy)  # before the lock: the batch is all-or-nothing
@@ -732,28 +743,49 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         return first
 
     def _ns_ttl_candidates(self, ns: _Namespace, shard: int | None, now: int, scanned: list[int]) -> Iterator[TTLEntry]:
-        """Without popping them: the entries ≤ now are a top subtree of the heap, walked in
-        O(due) and sorted; entries go when processed."""
-        with ns.ttl_lock:
-            heap = ns.ttl_heap
-            # Drop processed entries from the top first (the lazy part of the deletion).
-            while heap and ns.shards[heap[0][1]].ttl.get(heap[0][2]) != heap[0][0]:
-                heapq.heappop(heap)
-            due: list[tuple[int, int, int]] = []
-            stack = [0] if heap else []
-            while stack:
-                i = stack.pop()
-                if i < len(heap) and heap[i][0] <= now:
-                    due.append(heap[i])
-                    stack += (2 * i + 1, 2 * i + 2)
-        due.sort()
-        for expire_at, sh, offset in due:
-            scanned[0] += 1
-            if shard is not None and sh != shard:
-                continue
-            if ns.shards[sh].ttl.get(offset) != expire_at:
-                continue  # gone since (stale heap entry)
-            yield TTLEntry(sh, offset, expire_at, 0, 0, ns.name)
+        """Due entries of one namespace in deadline order, taken off its heap a few at a time.
+
+        Each hold of the heap's lock pops at most ``TTL_POP_CHUNK`` entries (processed ones
+        left at the top by earlier scans are dropped on the way: the lazy part of their
+        deletion), so no step holds the lock or the GIL for long, and the walk goes only as
+        far as the scan does. (Walking every due entry and sorting them held the GIL for about
+        a second per million.) Entries the scan has not processed when the walk ends (those
+        of its last batch, past its cap, of other shards) go back on the heap.
+        """
+        heap = ns.ttl_heap
+        shards = ns.shards
+        pending: deque[tuple[int, int, int]] = deque()  # yielded, maybe not processed yet
+        others: list[tuple[int, int, int]] = []  # due entries of shards this walk leaves
+
+        def live(item: tuple[int, int, int]) -> bool:
+            return shards[item[1]].ttl.get(item[2]) == item[0]
+
+        try:
+            while True:
+                chunk: list[tuple[int, int, int]] = []
+                popped = 0
+                with ns.ttl_lock:
+                    while heap and heap[0][0] <= now and popped < TTL_POP_CHUNK:
+                        item = heapq.heappop(heap)
+                        popped += 1
+                        if live(item):
+                            chunk.append(item)
+                if not popped:
+                    return
+                while pending and not live(pending[0]):
+                    pending.popleft()  # processed by the scan: nothing to put back
+                for item in chunk:  # all of the chunk, before any is yielded: the walk may end at any yield
+                    (others if shard is not None and item[1] != shard else pending).append(item)
+                for item in chunk:
+                    scanned[0] += 1
+                    if shard is None or item[1] == shard:
+                        yield TTLEntry(item[1], item[2], item[0], 0, 0, ns.name)
+        finally:
+            back = [item for item in (*pending, *others) if live(item)]
+            if back:
+                with ns.ttl_lock:
+                    for item in back:
+                        heapq.heappush(heap, item)
 
     # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -----------------------------------
     def ttl_index_info(self, namespace: str) -> dict[str, object]:

@@ -16,16 +16,19 @@ The engine runs on a :class:`ManualClock`, so expiry is a clock move, not a wait
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from storage_engine import open_engine
+from storage_engine import open_engine, pacing
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.bench.common import percentile_ms
+from storage_engine.bench.common import percentile_ms, run_threads
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.expiry import is_expired
@@ -48,6 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--parts", default="scan,append,drop", help="comma-separated subset of scan,append,drop (default all)"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="append part: idle and during-scan phases alternate this many times"
+    )
+    parser.add_argument("--scan-slice-ms", type=float, help="the scan's slice length (pacing.SLICE_S), for experiments")
+    parser.add_argument(
+        "--scan-busy-ms", type=float, help="the scan's slice while appends are in flight (pacing.SLICE_BUSY_S)"
+    )
+    parser.add_argument(
+        "--scan-wait-ms", type=float, help="longest a scan pause waits for appends (pacing.SLICE_WAIT_S)"
+    )
+    parser.add_argument("--node", help="time producers of a running storage node at this URL during its sweeps")
+    parser.add_argument("--token", default=os.environ.get("NODE_TOKEN"), help="the node's token (or NODE_TOKEN)")
     parser.add_argument(
         "--switch-interval",
         type=float,
@@ -155,6 +170,15 @@ def bench_scan(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]
 
 
 def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
+    """Append latency alone and during a TTL scan, in ``--rounds`` rounds.
+
+    Each round fills its own namespace with ``--scan-entries / rounds`` expired records,
+    times ``--appends / rounds`` appends alone, and as many while a thread scans that
+    namespace (the phase ends early if the scan does; the scan then finishes untimed).
+    Even rounds time the appends alone first, odd ones last. Alternating the two phases
+    keeps a shared machine's load changes from landing on one of them only; the samples
+    of every round are pooled.
+    """
     clock = ManualClock()
     config = EngineConfig(
         data_dir=root / "append", adapter=args.adapter, durability=Durability.FSYNC, lifecycle_worker=False
@@ -162,13 +186,16 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
     engine = open_engine(config, clock)
     value = b"v" * args.value_bytes
     batch = [NewRecord(value) for _ in range(args.batch_size)]
+    rounds = max(1, args.rounds)
+    per_round = max(1, args.scan_entries // rounds)
+    appends = max(1, args.appends // rounds)
+    idle: list[float] = []
+    during: list[float] = []
+    scan_seconds = during_seconds = 0.0
+    scanned = 0
+    pauses = waits = 0
     try:
-        engine.create_namespace("expiring", 1, _policy(scan_batch_size=1_000))
         engine.create_namespace("live", 1, NamespacePolicy(retention_ms=None))
-        # Enough expired entries that the scan outlasts the timed appends.
-        expiring = args.scan_entries
-        _fill(engine, "expiring", expiring, 1, value, 1_000, clock)
-        clock.advance(SHORT_TTL_MS)
 
         def timed(count: int, stop: threading.Event | None = None) -> list[float]:
             out = []
@@ -180,36 +207,74 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
                 out.append(time.perf_counter() - t0)
             return out
 
-        idle = timed(args.appends)
-        done = threading.Event()
-        scan_seconds = [0.0]
+        for r in range(rounds):
+            ns = f"expiring-{r}"
+            engine.create_namespace(ns, 1, _policy(scan_batch_size=1_000))
+            _fill(engine, ns, per_round, 1, value, 1_000, clock)
+            clock.advance(SHORT_TTL_MS)
+            if r % 2 == 0:  # idle first in even rounds, last in odd ones: neither phase always follows the fill
+                idle += timed(appends)
+            done = threading.Event()
+            seconds = [0.0]
+            found = [0]
 
-        def scan() -> None:
+            def scan(
+                ns: str = ns, seconds: list[float] = seconds, found: list[int] = found, done: threading.Event = done
+            ) -> None:
+                t0 = time.perf_counter()
+                found[0] = _ttl_scan(engine, ns)
+                seconds[0] = time.perf_counter() - t0
+                done.set()
+
+            before = engine.stats().counters
+            worker = threading.Thread(target=scan)
+            worker.start()
             t0 = time.perf_counter()
-            _ttl_scan(engine, "expiring")
-            scan_seconds[0] = time.perf_counter() - t0
-            done.set()
-
-        worker = threading.Thread(target=scan)
-        worker.start()
-        during = timed(args.appends, done)
-        worker.join()
+            during += timed(appends, done)
+            during_seconds += time.perf_counter() - t0
+            worker.join()
+            after = engine.stats().counters
+            pauses += int(after.get("ttl_scan_pauses_total", 0) - before.get("ttl_scan_pauses_total", 0))
+            waits += int(after.get("ttl_scan_waits_total", 0) - before.get("ttl_scan_waits_total", 0))
+            scan_seconds += seconds[0]
+            scanned += found[0]
+            if r % 2 == 1:
+                idle += timed(appends)
     finally:
         engine.close()
-    for system, lat in (("append-idle", idle), ("append-during-scan", during)):
+    lines = {"append-idle": idle, "append-during-scan": during}
+    for system, lat in lines.items():
         yield {
             "bench": "expire",
             "system": system,
             "adapter": args.adapter,
             "appends": len(lat),
             "batch_size": args.batch_size,
+            "rounds": rounds,
             "p50_ms": percentile_ms(lat, 0.5),
             "p99_ms": percentile_ms(lat, 0.99),
             "seconds": round(sum(lat), 4),
             **(
-                {"scan_seconds": round(scan_seconds[0], 3), "scan_entries": expiring} if system != "append-idle" else {}
+                {
+                    "scan_entries": scanned,
+                    "scan_seconds": round(scan_seconds, 3),
+                    "appends_seconds": round(during_seconds, 3),
+                    "scan_pauses": pauses,
+                    "scan_waits": waits,
+                }
+                if system != "append-idle"
+                else {}
             ),
         }
+    idle_p99 = percentile_ms(idle, 0.99)
+    yield {
+        "bench": "expire",
+        "system": "ratio",
+        "append_p99_during_scan_vs_idle": round(percentile_ms(during, 0.99) / idle_p99, 2) if idle_p99 else None,
+        "append_p50_during_scan_vs_idle": round(percentile_ms(during, 0.5) / percentile_ms(idle, 0.5), 2)
+        if idle
+        else None,
+    }
 
 
 def bench_drop(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
@@ -250,10 +315,131 @@ def bench_drop(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]
     }
 
 
+def bench_node(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """Producer latency over HTTP, alone and while node-wide TTL sweeps run (``--node URL``).
+
+    In each of ``--rounds`` rounds a namespace is filled over HTTP with ``--scan-entries /
+    rounds`` records that expire a second later; once they have, ``--producers`` clients
+    append ``--appends / rounds`` batches of ``--batch-size`` each to another namespace,
+    alone and while a thread calls ``POST /v1/node/lifecycle/expire-scan?manual=true`` until
+    ``more`` is false (each call works through at most ``max_delete_per_scan`` entries, so a
+    round's sweep is several calls, as the node's scheduled sweeps are). The node's clock is
+    real: this part waits for the deadline instead of moving a clock.
+    """
+    from storage_engine.client import NodeClient
+
+    tag = uuid.uuid4().hex[:8]
+    live = f"bench-live-{tag}"
+    admin = NodeClient(args.node, args.token, timeout_s=600, binary=True)
+    clients = [NodeClient(args.node, args.token, timeout_s=60, binary=True) for _ in range(args.producers)]
+    value = b"v" * args.value_bytes
+    batch = [NewRecord(value) for _ in range(args.batch_size)]
+    rounds = max(1, args.rounds)
+    per_round = max(1, args.scan_entries // rounds)
+    appends = max(1, args.appends // rounds // args.producers)
+    created = [live]
+    idle: list[float] = []
+    during: list[float] = []
+    sweep_calls = 0
+    sweep_seconds = 0.0
+    expired = 0
+
+    def timed(stop: threading.Event | None) -> list[float]:
+        def producer(client: NodeClient) -> list[float]:
+            out = []
+            for _ in range(appends):
+                if stop is not None and stop.is_set():
+                    break
+                t0 = time.perf_counter()
+                client.append(live, 0, batch)
+                out.append(time.perf_counter() - t0)
+            return out
+
+        return run_threads([partial(producer, c) for c in clients])[1]
+
+    try:
+        admin.create_namespace(live, 1, NamespacePolicy(retention_ms=None))
+        for r in range(rounds):
+            ns = f"bench-expiring-{tag}-{r}"
+            admin.create_namespace(ns, 1, NamespacePolicy(retention_ms=None))
+            created.append(ns)
+            deadline = int(time.time() * 1000) + SHORT_TTL_MS
+            for start in range(0, per_round, 1_000):
+                admin.append(
+                    ns, 0, [NewRecord(value, expire_at=deadline) for _ in range(min(1_000, per_round - start))]
+                )
+            time.sleep(max(0.0, deadline / 1000 + 0.05 - time.time()))
+            if r % 2 == 0:
+                idle += timed(None)
+            done = threading.Event()
+            stats = [0, 0, 0.0]
+
+            def sweep(done: threading.Event = done, stats: list[Any] = stats) -> None:
+                t0 = time.perf_counter()
+                try:
+                    while True:
+                        result = admin.lifecycle_step(None, "expire-scan", manual=True)
+                        stats[0] += 1
+                        stats[1] += result["expired_records"]
+                        if not result["more"]:
+                            break
+                finally:
+                    stats[2] = time.perf_counter() - t0
+                    done.set()
+
+            worker = threading.Thread(target=sweep)
+            worker.start()
+            during += timed(done)
+            worker.join()
+            sweep_calls += int(stats[0])
+            expired += int(stats[1])
+            sweep_seconds += float(stats[2])
+            if r % 2 == 1:
+                idle += timed(None)
+    finally:
+        for name in created:
+            admin.delete_namespace(name)
+        admin.close()
+        for c in clients:
+            c.close()
+    for system, lat in (("node-append-idle", idle), ("node-append-during-sweep", during)):
+        yield {
+            "bench": "expire",
+            "system": system,
+            "node": args.node,
+            "producers": args.producers,
+            "appends": len(lat),
+            "batch_size": args.batch_size,
+            "rounds": rounds,
+            "p50_ms": percentile_ms(lat, 0.5),
+            "p99_ms": percentile_ms(lat, 0.99),
+            **(
+                {"sweep_calls": sweep_calls, "expired": expired, "sweep_seconds": round(sweep_seconds, 3)}
+                if lat is during
+                else {}
+            ),
+        }
+    idle_p99 = percentile_ms(idle, 0.99)
+    yield {
+        "bench": "expire",
+        "system": "ratio",
+        "node_append_p99_during_sweep_vs_idle": round(percentile_ms(during, 0.99) / idle_p99, 2) if idle_p99 else None,
+    }
+
+
 def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
     parts = set(args.parts.split(","))
+    if args.node:
+        yield from bench_node(args)
+        return
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
+    if args.scan_slice_ms is not None:
+        pacing.SLICE_S = args.scan_slice_ms / 1000
+    if args.scan_busy_ms is not None:
+        pacing.SLICE_BUSY_S = args.scan_busy_ms / 1000
+    if args.scan_wait_ms is not None:
+        pacing.SLICE_WAIT_S = args.scan_wait_ms / 1000
     if "scan" in parts:
         yield from bench_scan(args, root)
     if "append" in parts:

@@ -48,7 +48,7 @@ from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
-from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file
+from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file, ttl_bound
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription, SubscriptionMixin
@@ -264,6 +264,14 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     # -- data ---------------------------------------------------------------------------
     def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
+        foreground = self.foreground
+        foreground.enter()  # the TTL scan gives way while an append runs (pacing.Foreground)
+        try:
+            return self._append(namespace, shard, records)
+        finally:
+            foreground.leave()
+
+    def _append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         log = self._shard(namespace, shard)
         if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
             raise InvalidArgumentError("records", "must be a sequence of NewRecord")
@@ -406,10 +414,21 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
     ) -> Iterator[TTLEntry]:
         names = {ns.record.ns_id: name for name, ns in list(self._namespaces.items())}
         wanted = None if namespace is None else self._namespace(namespace).record.ns_id
-        for expire_at, n, sh, offset, size, flags in self.store.ttl_due(now):
-            scanned[0] += 1
-            if (n == wanted or (wanted is None and n in names)) and (shard is None or sh == shard):
-                yield TTLEntry(sh, offset, expire_at, size, flags, names[n])
+        yield from self.store.ttl_candidates(now, names, wanted, shard, scanned)
+
+    def _ttl_scan_begin(self, namespaces: Sequence[str]) -> object | None:
+        known = self._namespaces
+        return self.store.ttl_scan_begin([known[name].record.ns_id for name in namespaces if name in known])
+
+    def _ttl_scan_end(self, token: object | None, stop: TTLEntry | None, now: int, ok: bool) -> None:
+        if not isinstance(token, dict) or not token:
+            return
+        if not ok:
+            self.store.ttl_scan_end(token, None)
+        elif stop is None:
+            self.store.ttl_scan_end(token, ttl_bound(now + 1))  # every due entry is gone
+        else:
+            self.store.ttl_scan_end(token, stop.key or ttl_bound(stop.expire_at))
 
     # -- bulk TTL index load (StorageAdapter.ingest_ttl_index) -------------------------------------
     def ttl_index_info(self, namespace: str) -> dict[str, object]:

@@ -58,6 +58,7 @@ from typing import Any, cast
 from rocksdict import IngestExternalFileOptions, Options, Rdict, ReadOptions, SstFileWriter, WriteBatch, WriteOptions
 
 from storage_engine.errors import InvalidArgumentError
+from storage_engine.lifecycle import TTLEntry
 from storage_engine.policy import NamespacePolicy, namespace_policy_recovered
 from storage_engine.segment.meta import SegmentMeta
 
@@ -125,6 +126,11 @@ def ttl_key(expire_at: int, ns_id: int, shard: int, offset: int) -> bytes:
 
 def ttl_value(size: int, flags: int) -> bytes:
     return _TTL_VALUE.pack(min(size, 0xFFFFFFFF), flags)
+
+
+def ttl_bound(expire_at: int) -> bytes:
+    """A key at or below every TTL-index key with this ``expire_at`` (and above every earlier one)."""
+    return _U64.pack(expire_at)
 
 
 def deadline_value(expire_at: int) -> bytes:
@@ -220,6 +226,15 @@ class IndexStore:
         self._sync.sync = True
         self._nosync = WriteOptions()
         self._ns_lock = threading.Lock()
+        # Where the next TTL scan of a namespace may start (see ttl_start): a scan leaves the
+        # entries it deleted as tombstones until RocksDB compacts them, and an iterator skips
+        # them one by one in a single call that holds the GIL (~0.1-0.25 µs each: a scan
+        # after one that deleted a million entries would stall every thread for 100+ ms).
+        self._ttl_lock = threading.Lock()
+        self._ttl_resume: dict[int, bytes] = {}  # ns_id → no entry of it below this key is left
+        self._ttl_low: dict[int, bytes] = {}  # ns_id → smallest key written since a scan began
+        self._ttl_taken: dict[int, bytes] = {}  # the same, as the scan running now took it
+        self._ttl_pending: dict[int, tuple[int, bytes]] = {}  # id(WriteBatch) → (ns_id, its smallest ttl key)
 
     @staticmethod
     def _options() -> Options:
@@ -230,7 +245,10 @@ class IndexStore:
 
     # -- writing ------------------------------------------------------------------
     def batch(self) -> WriteBatch:
-        return WriteBatch(raw_mode=True)
+        wb = WriteBatch(raw_mode=True)
+        if self._ttl_pending:
+            self._ttl_pending.pop(id(wb), None)  # left by a batch that was never written
+        return wb
 
     def handle(self, cf: str) -> Any:
         return self._handles[cf]
@@ -238,8 +256,11 @@ class IndexStore:
     def write(self, wb: WriteBatch, sync: bool = False) -> None:
         """Apply a WriteBatch atomically. ``sync`` also fsyncs RocksDB's WAL."""
         assert self.db is not None
+        pending = self._ttl_pending.pop(id(wb), None) if self._ttl_pending else None
         if not wb.is_empty():
             self.db.write(wb, self._sync if sync else self._nosync)
+        if pending is not None:
+            self.ttl_written(*pending)
 
     def sync_wal(self) -> None:
         """fsync RocksDB's write-ahead log (the ``rocksdb`` adapter's durability point)."""
@@ -422,17 +443,90 @@ class IndexStore:
             found.append(f"checkpoint:{checkpoint.next_offset}")
         return found
 
-    def ttl_due(self, now: int) -> Iterator[tuple[int, int, int, int, int, int]]:
-        """TTL entries with ``expire_at ≤ now`` from the start of the index, in deadline order:
-        (expire_at, ns_id, shard, offset, size, flags); flags −1 for an entry without them.
-        The iterator's upper bound stops it at the first later entry."""
-        for k, v in self._range(CF_TTL, b"", _U64.pack(now + 1)):
+    def ttl_due(self, now: int, start: bytes = b"") -> Iterator[tuple[int, int, int, int, int, int]]:
+        """TTL entries with ``expire_at ≤ now`` from ``start`` (default: the start of the index), in
+        deadline order: (expire_at, ns_id, shard, offset, size, flags); flags −1 for an entry
+        without them. The iterator's upper bound stops it at the first later entry."""
+        for k, v in self._range(CF_TTL, start, _U64.pack(now + 1)):
             expire_at, ns, sh, offset = _TTL.unpack(k)
             if len(v) == _TTL_VALUE.size:
                 size, flags = _TTL_VALUE.unpack(v)
             else:
                 size, flags = 0, -1
             yield expire_at, ns, sh, offset, size, flags
+
+    def ttl_candidates(
+        self, now: int, names: dict[int, str], wanted: int | None, shard: int | None, scanned: list[int]
+    ) -> Iterator[TTLEntry]:
+        """The TTL scan's walk: due entries (``expire_at ≤ now``) of namespace ``wanted`` (every one
+        in ``names``, ns_id → name, for ``None``), of one ``shard`` or all, in index order, from
+        where a scan of them may start (:meth:`ttl_start`); ``scanned[0]`` counts entries looked at.
+        One generator, one tuple per entry: this is the scan's hot loop."""
+        start = self.ttl_start(names if wanted is None else (wanted,))
+        unpack_key, unpack_value, value_size = _TTL.unpack, _TTL_VALUE.unpack, _TTL_VALUE.size
+        for k, v in self._range(CF_TTL, start, _U64.pack(now + 1)):
+            scanned[0] += 1
+            expire_at, n, sh, offset = unpack_key(k)
+            if (n == wanted or (wanted is None and n in names)) and (shard is None or sh == shard):
+                size, flags = unpack_value(v) if len(v) == value_size else (0, -1)
+                yield TTLEntry(sh, offset, expire_at, size, flags, names[n], k)
+
+    # -- where a TTL scan starts -------------------------------------------------------------
+    # Invariant: for every ns_id in _ttl_resume, every entry of the namespace with a key below
+    # min(_ttl_resume[ns], _ttl_low[ns], _ttl_taken[ns]) is gone. A scan moves _ttl_low to
+    # _ttl_taken when it begins (entries written before are in its iterator, which starts at or
+    # below them), and when it ends sets _ttl_resume to where it stopped and forgets what it
+    # took; entries written meanwhile lower _ttl_low again, after their write, so a scan that
+    # missed them leaves them to the next.
+    def ttl_start(self, ns_ids: Iterable[int]) -> bytes:
+        """A key no due entry of these namespaces lies below (``b""``: the start)."""
+        start: bytes | None = None
+        with self._ttl_lock:
+            for ns in ns_ids:
+                at = self._ttl_resume.get(ns)
+                if at is None:
+                    return b""
+                for low in (self._ttl_low.get(ns), self._ttl_taken.get(ns)):
+                    if low is not None and low < at:
+                        at = low
+                if start is None or at < start:
+                    start = at
+        return start or b""
+
+    def ttl_written(self, ns_id: int, key: bytes) -> None:
+        """An entry with ``key`` (or a key at or above it) was written for the namespace."""
+        with self._ttl_lock:
+            low = self._ttl_low.get(ns_id)
+            if low is None or key < low:
+                self._ttl_low[ns_id] = key
+
+    def ttl_pending(self, wb: WriteBatch, ns_id: int, key: bytes) -> None:
+        """``wb`` puts a TTL entry with ``key``: :meth:`write` notes it once the batch is written."""
+        pending = self._ttl_pending.get(id(wb))
+        if pending is None or key < pending[1]:
+            self._ttl_pending[id(wb)] = (ns_id, key)
+
+    def ttl_scan_begin(self, ns_ids: Iterable[int]) -> dict[int, bytes | None]:
+        """A scan of every shard of these namespaces begins (one at a time: the lifecycle lock):
+        what was written before is its to see."""
+        with self._ttl_lock:
+            begun: dict[int, bytes | None] = {}
+            for ns in ns_ids:
+                low = begun[ns] = self._ttl_low.pop(ns, None)
+                if low is not None:
+                    self._ttl_taken[ns] = low
+            return begun
+
+    def ttl_scan_end(self, begun: dict[int, bytes | None], stop: bytes | None) -> None:
+        """The scan ``begun`` stopped at ``stop`` (every due entry of its namespaces below it is
+        gone); ``None``: it failed, and what it took at its start is put back."""
+        with self._ttl_lock:
+            for ns, low in begun.items():
+                self._ttl_taken.pop(ns, None)
+                if stop is not None:
+                    self._ttl_resume[ns] = stop
+                elif low is not None and (ns not in self._ttl_low or low < self._ttl_low[ns]):
+                    self._ttl_low[ns] = low
 
     def ttl_entries_of(self, ns_id: int, shard: int) -> list[tuple[int, int]]:
         """(expire_at, offset) of one shard's TTL entries; walks the family (verify, recovery)."""
@@ -617,9 +711,15 @@ class ShardIndex:
                 wb.put(prefix + bytes((len(raw),)) + raw + _U64.pack(base_offset + delta), b"", h)
         if expires:
             h = handle(CF_TTL)
+            first: bytes | None = None
             for delta, expire_at, size, flags in expires:
                 value = _TTL_VALUE.pack(min(size, 0xFFFFFFFF), flags)
-                wb.put(_U64.pack(expire_at) + self._ttl_tail + _U64.pack(base_offset + delta), value, h)
+                key = _U64.pack(expire_at) + self._ttl_tail + _U64.pack(base_offset + delta)
+                wb.put(key, value, h)
+                if first is None or key < first:
+                    first = key
+            if first is not None:
+                self.store.ttl_pending(wb, self.ns_id, first)  # the next TTL scan starts at or below it
         cp.next_offset = last_offset + 1
         cp.segment_base = segment_base
         cp.position = (position or 0) + length
@@ -772,6 +872,7 @@ def ingest_ttl_file(
             opts = IngestExternalFileOptions()
             opts.set_move_files(False)
             family = store._cf[CF_TTL]
+            assert lo is not None
             if not skip:
                 family.ingest_external_file([str(path)], opts)
             else:
@@ -786,6 +887,7 @@ def ingest_ttl_file(
                     family.ingest_external_file([str(filtered)], opts)
                 finally:
                     filtered.unlink(missing_ok=True)
+            store.ttl_written(ns_id, _U64.pack(lo))  # the next TTL scan of the namespace starts there
     return {
         "file": path.name,
         "entries": entries,

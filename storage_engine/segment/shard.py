@@ -58,6 +58,7 @@ from storage_engine.segment.meta import SegmentMeta
 
 INDEXED_FLAGS = FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE
 UNINDEX_CHUNK = 1000  # records whose entries one WriteBatch deletes (one hold of the write lock)
+KILL_CHUNK = 256  # the same for marking expired records dead (read checks, a rewrite's first step)
 
 
 FETCH_GAP = 64  # fetch wanted offsets with one scan while they are this close together
@@ -289,8 +290,11 @@ class ShardBase(abc.ABC):
 
         Only records whose entry says they have a key or tags are read. An entry
         whose record is gone (below the log start, in a segment being deleted)
-        just has its TTL entry deleted. This is the scan's inner loop: the common
-        entry (no key, no tags) costs two WriteBatch operations and a bisect.
+        just has its TTL entry deleted. This is the scan's inner loop, run under the
+        write lock: the caller keeps ``entries`` to a few hundred (one lock hold), and
+        the common entry (no key, no tags) costs two WriteBatch operations, its keys
+        sliced from the TTL key the scan read (``P | offset`` is its tail), and a
+        bisect only when it lies in another segment than the entry before.
         """
         work = ShardWork()
         found = self._records_map([e.offset for e in entries if e.flags != 0])
@@ -298,40 +302,57 @@ class ShardBase(abc.ABC):
         prefix = self.index.prefix
         ttl_handle, dead_handle = store.handle(CF_TTL), store.handle(CF_DEAD)
         ns_id, shard = self.index.ns_id, self.shard
+        unknown = any(e.flags < 0 for e in entries)
         with self.write_lock:
             self.check_usable()
             metas = self._live_metas()
             bases = [m.base_offset for m in metas]
             wb = store.batch()
+            delete, put = wb.delete, wb.put
             dirty: dict[int, SegmentMeta] = {}
             expired = deleted = 0
             marked: set[int] = set()
+            meta: SegmentMeta | None = None
+            lo, hi = 0, -1  # the offsets of ``meta``
             for e in entries:
                 offset = e.offset
-                i = bisect.bisect_right(bases, offset) - 1
-                meta = metas[i] if i >= 0 and offset <= metas[i].last_offset else None
-                r = found.get(offset) if e.flags else None
+                if not lo <= offset <= hi:
+                    i = bisect.bisect_right(bases, offset) - 1
+                    meta = metas[i] if i >= 0 and offset <= metas[i].last_offset else None
+                    lo, hi = (meta.base_offset, meta.last_offset) if meta is not None else (0, -1)
+                key = e.key or ttl_key(e.expire_at, ns_id, shard, offset)
+                flags = e.flags
+                if not flags:  # no key, no tags: nothing to read or unindex
+                    delete(key, ttl_handle)
+                    deleted += 1
+                    if meta is None:
+                        continue
+                    if unknown:
+                        marked.add(offset)
+                    put(key[8:], b"", dead_handle)  # the TTL key's tail is P | offset: the dead mark's key
+                    meta.live_count -= 1
+                    meta.dead_bytes += e.size
+                    dirty[lo] = meta
+                    expired += 1
+                    continue
+                r = found.get(offset)
                 # An entry of unknown flags may be a bulk-loaded one (TTL backfill) for a record that
                 # already died by another entry: drop it, never count the record dead twice.
-                again = e.flags < 0 and (offset in marked or store.is_dead(prefix, offset))
-                if meta is None or (e.flags and r is None) or again:
-                    wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
+                again = flags < 0 and (offset in marked or store.is_dead(prefix, offset))
+                if meta is None or r is None or again:
+                    delete(key, ttl_handle)
                     deleted += 1
                     continue
                 marked.add(offset)
-                if r is not None:
-                    deleted += self._unindex(wb, offset, r.key, r.tags, e.expire_at)
-                else:
-                    wb.delete(ttl_key(e.expire_at, ns_id, shard, offset), ttl_handle)
-                    deleted += 1
+                deleted += self._unindex(wb, offset, r.key, r.tags, e.expire_at)
                 # A bulk-loaded deadline (not the record's own) is kept on the mark: verify needs to know why.
-                bulk = r is not None and r.expire_at != e.expire_at
-                wb.put(offset_key(prefix, offset), deadline_value(e.expire_at) if bulk else b"", dead_handle)
+                bulk = r.expire_at != e.expire_at
+                put(offset_key(prefix, offset), deadline_value(e.expire_at) if bulk else b"", dead_handle)
                 if bulk:  # killed before its own deadline, maybe: its expiry key changes
                     self.figures.forget(meta.base_offset)
                 meta.live_count -= 1
-                meta.dead_bytes += e.size if e.flags >= 0 or r is None else encoded_size(r)
-                dirty[meta.base_offset] = meta
+                meta.dead_bytes += e.size if flags >= 0 else encoded_size(r)
+                dirty[lo] = meta
                 expired += 1
             self._commit_dead(wb, dirty)
         work.expired_records = expired
@@ -347,12 +368,12 @@ class ShardBase(abc.ABC):
         work = ShardWork()
         store = self.index.store
         ttl_ms = self.policy.ttl_ms
-        for i in range(0, len(records), UNINDEX_CHUNK):
+        for i in range(0, len(records), KILL_CHUNK):
             with self.write_lock:
                 self.check_usable()
                 wb = store.batch()
                 dirty: dict[int, SegmentMeta] = {}
-                for r in records[i : i + UNINDEX_CHUNK]:
+                for r in records[i : i + KILL_CHUNK]:
                     meta = self._meta_for(r.offset)
                     if meta is None or not is_expired(r.timestamp, r.expire_at, ttl_ms, now):
                         continue

@@ -1,0 +1,365 @@
+// A namespace's subscriptions (kafka-ui's consumer groups, Pulsar Manager's subscriptions):
+// backlog per shard in messages (offset distance), live records, bytes and age; create and
+// delete (admin); reset a cursor to earliest / latest / a time, skip N or clear the backlog
+// (operator). Every destructive change asks for the subscription's name.
+
+import { Fragment, useState, type FormEvent } from "react";
+import { errorMessage, isNotFound } from "../api/client";
+import { useCreateSubscription, useDeleteSubscription, useMe, useMoveCursor, useSubscriptions } from "../api/queries";
+import type { CursorAction, CursorResult, SubscriptionRow } from "../api/types";
+import { canAdminister, canOperate } from "../auth/roles";
+import { formatBytes, formatCount, formatDuration, formatRelativeTime } from "../lib/format";
+import { useNow } from "../lib/hooks";
+import { CURSOR_ACTIONS, cursorRequest, type CursorForm } from "../lib/subscriptions";
+import { ConfirmByName } from "./ConfirmByName";
+import { FieldMessage, fieldErrorsOf } from "./Form";
+import { EmptyState, ErrorState, LoadingState, NotAvailableState } from "./States";
+
+const figure = (n: number | null | undefined, fmt: (v: number) => string = formatCount) => (n == null ? "—" : fmt(n));
+const age = (ms: number | null | undefined) => (ms == null ? "—" : ms === 0 ? "none" : formatDuration(ms));
+
+export function SubscriptionsPanel({ name, shards }: { name: string; shards: number }) {
+  const subs = useSubscriptions(name);
+  const { data: user } = useMe();
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  const [moving, setMoving] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<string | null>(null);
+  const del = useDeleteSubscription(name);
+  const now = useNow(30_000);
+
+  if (subs.isPending) return <LoadingState label="Loading subscriptions…" />;
+  if (subs.isError && !subs.data) {
+    return isNotFound(subs.error) ? (
+      <NotAvailableState feature="Subscriptions" testId="subscriptions-unavailable" />
+    ) : (
+      <ErrorState title="Could not load subscriptions" error={subs.error} onRetry={() => void subs.refetch()} />
+    );
+  }
+  const rows = subs.data.results;
+  const toggle = (sub: string) =>
+    setOpen((o) => {
+      const next = new Set(o);
+      if (next.has(sub)) next.delete(sub);
+      else next.add(sub);
+      return next;
+    });
+
+  return (
+    <section data-testid="subscriptions">
+      <p className="muted small">
+        Backlog per subscription: <strong>messages</strong> is the offset distance after the cursor (end − cursor − 1),{" "}
+        <strong>live</strong> the records a consumer will still receive (expired and compacted ones left out),{" "}
+        <strong>age</strong> how old the oldest unacknowledged record is. Each is the sum (age: the oldest) over the shards.
+      </p>
+      {subs.data.node_error && (
+        <div className="banner banner-warn" role="alert" data-testid="subscriptions-node-error">
+          Some shards did not answer: {subs.data.node_error}
+        </div>
+      )}
+      {canAdminister(user) && <CreateSubscription name={name} />}
+      {rows.length === 0 ? (
+        <EmptyState title="No subscriptions yet">
+          {canAdminister(user) ? "Create one above: it keeps a cursor per shard." : "An admin can create one."}
+        </EmptyState>
+      ) : (
+        <div className="table-wrap">
+          <table className="table table-compact" data-testid="subscriptions-table">
+            <thead>
+              <tr>
+                <th scope="col">Subscription</th>
+                <th scope="col" className="num">
+                  Messages
+                </th>
+                <th scope="col" className="num">
+                  Live
+                </th>
+                <th scope="col" className="num">
+                  Bytes
+                </th>
+                <th scope="col" className="num">
+                  Age
+                </th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((s) => (
+                <Fragment key={s.name}>
+                  <tr data-testid={`subscription-row-${s.name}`} className={moving === s.name ? "is-selected" : undefined}>
+                    <th scope="row">
+                      <span className="mono">{s.name}</span>
+                      <div className="muted small">started at {s.initial}</div>
+                    </th>
+                    <td className="num" data-testid={`subscription-messages-${s.name}`}>
+                      {figure(s.messages)}
+                    </td>
+                    <td className="num" data-testid={`subscription-live-${s.name}`}>
+                      {figure(s.live_messages)}
+                    </td>
+                    <td className="num">{figure(s.bytes, (v) => formatBytes(v))}</td>
+                    <td className="num" data-testid={`subscription-age-${s.name}`}>
+                      {age(s.age_ms)}
+                    </td>
+                    <td className="small">{formatRelativeTime(s.created_at, now)}</td>
+                    <td>
+                      <div className="button-row">
+                        <button
+                          type="button"
+                          className="button button-small"
+                          aria-expanded={open.has(s.name)}
+                          onClick={() => toggle(s.name)}
+                          disabled={!s.backlog}
+                          data-testid={`subscription-expand-${s.name}`}
+                        >
+                          {open.has(s.name) ? "Hide shards" : "Shards"}
+                        </button>
+                        {canOperate(user) && (
+                          <button
+                            type="button"
+                            className="button button-small"
+                            onClick={() => {
+                              setDeleting(null);
+                              setMoving(moving === s.name ? null : s.name);
+                            }}
+                            data-testid={`subscription-cursor-${s.name}`}
+                          >
+                            Move cursor…
+                          </button>
+                        )}
+                        {canAdminister(user) && (
+                          <button
+                            type="button"
+                            className="button button-small button-danger-outline"
+                            onClick={() => {
+                              setMoving(null);
+                              del.reset();
+                              setDeleting(s.name);
+                            }}
+                            data-testid={`subscription-delete-${s.name}`}
+                          >
+                            Delete…
+                          </button>
+                        )}
+                      </div>
+                    </td>
+                  </tr>
+                  {open.has(s.name) && s.backlog && (
+                    <tr>
+                      <td colSpan={7}>
+                        <ShardBacklogTable sub={s} />
+                      </td>
+                    </tr>
+                  )}
+                </Fragment>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {moving && (
+        <MoveCursor key={moving} name={name} sub={moving} shards={shards} onDone={() => setMoving(null)} />
+      )}
+      {deleting && (
+        <ConfirmByName
+          name={deleting}
+          title={`Delete subscription ${deleting}`}
+          confirmLabel="Delete subscription"
+          pending={del.isPending}
+          error={del.error}
+          onCancel={() => setDeleting(null)}
+          onConfirm={(typed) => del.mutate({ subscription: deleting, confirm: typed }, { onSuccess: () => setDeleting(null) })}
+        >
+          <p>Its cursors are lost: a subscription created again under this name starts over.</p>
+        </ConfirmByName>
+      )}
+    </section>
+  );
+}
+
+function ShardBacklogTable({ sub }: { sub: SubscriptionRow }) {
+  return (
+    <table className="table table-compact" data-testid={`subscription-shards-${sub.name}`}>
+      <thead>
+        <tr>
+          <th scope="col">Shard</th>
+          <th scope="col" className="num" title="Mark-delete position: everything at or below it is acknowledged">
+            Cursor
+          </th>
+          <th scope="col" className="num">
+            End offset
+          </th>
+          <th scope="col" className="num">
+            Messages
+          </th>
+          <th scope="col" className="num">
+            Live
+          </th>
+          <th scope="col" className="num">
+            Bytes
+          </th>
+          <th scope="col" className="num">
+            Age
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {(sub.backlog ?? []).map((b) => (
+          <tr key={b.shard} data-testid={`subscription-shard-${sub.name}-${b.shard}`}>
+            <th scope="row">{b.shard}</th>
+            <td className="num mono">{b.cursor}</td>
+            <td className="num mono">{b.end_offset}</td>
+            <td className="num">{formatCount(b.messages)}</td>
+            <td className="num">{formatCount(b.live_messages)}</td>
+            <td className="num">{formatBytes(b.bytes)}</td>
+            <td className="num">{age(b.age_ms)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function CreateSubscription({ name }: { name: string }) {
+  const create = useCreateSubscription(name);
+  const [sub, setSub] = useState("");
+  const [initial, setInitial] = useState<"earliest" | "latest">("earliest");
+  const errors = fieldErrorsOf(create.error);
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate({ name: sub.trim(), initial }, { onSuccess: () => setSub("") });
+  };
+  return (
+    <form className="filters" onSubmit={onSubmit} aria-label="Create a subscription" data-testid="subscription-create">
+      <div className="field">
+        <label htmlFor="sub-create-name">New subscription</label>
+        <input
+          id="sub-create-name"
+          value={sub}
+          onChange={(e) => setSub(e.target.value)}
+          autoComplete="off"
+          data-testid="subscription-create-name"
+          aria-describedby={errors.name ? "sub-create-name-error" : undefined}
+        />
+        <FieldMessage id="sub-create-name" errors={errors.name} testId="subscription-create-error" />
+      </div>
+      <div className="field">
+        <label htmlFor="sub-create-initial">Starts at</label>
+        <select
+          id="sub-create-initial"
+          value={initial}
+          onChange={(e) => setInitial(e.target.value as "earliest" | "latest")}
+          data-testid="subscription-create-initial"
+        >
+          <option value="earliest">earliest (everything stored)</option>
+          <option value="latest">latest (new records only)</option>
+        </select>
+      </div>
+      <div className="field field-action">
+        <button type="submit" className="button" disabled={create.isPending || !sub.trim()} data-testid="subscription-create-submit">
+          {create.isPending ? "Creating…" : "Create"}
+        </button>
+      </div>
+      {create.isError && !errors.name && (
+        <p className="form-error" role="alert" data-testid="subscription-create-error">
+          {errorMessage(create.error)}
+        </p>
+      )}
+    </form>
+  );
+}
+
+function MoveCursor({ name, sub, shards, onDone }: { name: string; sub: string; shards: number; onDone: () => void }) {
+  const move = useMoveCursor(name);
+  const [form, setForm] = useState<CursorForm>({ action: "earliest", shard: "", time: "", count: "" });
+  const [problems, setProblems] = useState<Record<string, string>>({});
+  const [result, setResult] = useState<CursorResult | null>(null);
+  const [done, setDone] = useState(0); // a new confirmation after each move
+  const serverErrors = fieldErrorsOf(move.error);
+  const fieldError = (field: string) => (problems[field] ? [problems[field]!] : serverErrors[field]);
+  const set = (patch: Partial<CursorForm>) => {
+    setForm((f) => ({ ...f, ...patch }));
+    setProblems({});
+    move.reset();
+  };
+
+  return (
+    <section className="card section" aria-labelledby="cursor-title" data-testid="cursor-panel">
+      <h3 id="cursor-title">
+        Move the cursor of <span className="mono">{sub}</span>
+      </h3>
+      <div className="filters">
+        <div className="field">
+          <label htmlFor="cursor-action">Action</label>
+          <select id="cursor-action" value={form.action} onChange={(e) => set({ action: e.target.value as CursorAction })} data-testid="cursor-action">
+            {(Object.keys(CURSOR_ACTIONS) as CursorAction[]).map((a) => (
+              <option key={a} value={a}>
+                {CURSOR_ACTIONS[a].label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor="cursor-shard">Shards</label>
+          <select id="cursor-shard" value={form.shard} onChange={(e) => set({ shard: e.target.value })} data-testid="cursor-shard">
+            <option value="">every shard</option>
+            {Array.from({ length: shards }, (_, i) => (
+              <option key={i} value={String(i)}>
+                shard {i}
+              </option>
+            ))}
+          </select>
+          <FieldMessage id="cursor-shard" errors={serverErrors.shard} />
+        </div>
+        {form.action === "time" && (
+          <div className="field field-wide">
+            <label htmlFor="cursor-time">Time (your zone)</label>
+            <input id="cursor-time" type="datetime-local" value={form.time} onChange={(e) => set({ time: e.target.value })} data-testid="cursor-time" />
+            <FieldMessage id="cursor-time" errors={fieldError("timestamp")} testId="cursor-error-timestamp" />
+          </div>
+        )}
+        {form.action === "skip" && (
+          <div className="field">
+            <label htmlFor="cursor-count">Messages per shard</label>
+            <input id="cursor-count" value={form.count} inputMode="numeric" onChange={(e) => set({ count: e.target.value })} data-testid="cursor-count" />
+            <FieldMessage id="cursor-count" errors={fieldError("count")} testId="cursor-error-count" />
+          </div>
+        )}
+      </div>
+      <ConfirmByName
+        key={`${form.action}-${form.shard}-${done}`}
+        name={sub}
+        title={`${CURSOR_ACTIONS[form.action].label}: ${sub}, ${form.shard === "" ? "every shard" : `shard ${form.shard}`}`}
+        confirmLabel={CURSOR_ACTIONS[form.action].label}
+        pending={move.isPending}
+        error={move.isError && !serverErrors.count && !serverErrors.timestamp ? move.error : undefined}
+        onCancel={onDone}
+        onConfirm={(typed) => {
+          const { body, errors } = cursorRequest(form, typed);
+          setProblems(errors);
+          if (!body) return;
+          move.mutate(
+            { subscription: sub, body },
+            {
+              onSuccess: (r) => {
+                setResult(r);
+                setDone((d) => d + 1);
+              },
+            },
+          );
+        }}
+      >
+        <p>{CURSOR_ACTIONS[form.action].help}</p>
+      </ConfirmByName>
+      {result && (
+        <div className="form-success" role="status" data-testid="cursor-result">
+          {CURSOR_ACTIONS[result.action].label} done:{" "}
+          {result.moves.map((m) => `shard ${m.shard}: ${m.before} → ${m.after}`).join("; ")}. Backlog now{" "}
+          {figure(result.subscription.messages)} messages.
+        </div>
+      )}
+    </section>
+  );
+}
