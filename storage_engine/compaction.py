@@ -18,24 +18,29 @@ the latest record. The rules live here, once for every adapter:
   namespace includes an age past ``max_compaction_lag_ms``), so dirty data of
   a shard nobody writes to is cleaned too; a dry run counts that segment as
   sealed without sealing it (:func:`sealed_view`).
-- **Key map.** :class:`KeyMap` maps a key to the latest offset seen, within a
-  memory budget in bytes (``NodePolicy.compaction_map_budget_bytes`` or per
-  call): an open-addressing table (double hashing, a prime number of slots,
-  filled to ``LOAD_FACTOR``) in three preallocated arrays, ``SLOT_BYTES`` = 16
-  bytes a slot: the key's 64-bit hash (CPython's per-process keyed SipHash),
-  its CRC-32 and the offset as a 32-bit delta from the round's first offset.
-  The 96 key bits stand for the key (Kafka keeps a 16-byte MD5): a false
-  "superseded" needs two keys of one round to collide, probability about
-  n²/2⁹⁷ for n keys (~10⁻¹⁷ for a million; with a fixed ``PYTHONHASHSEED`` a
-  crafted collision still costs ~2⁴⁸ hashes). Beside the table, 1/32 of the
-  budget is a bitmap of the round's offsets: when a key comes again while the
-  map fills, its previous offset's bit is set, so a record within the round
-  is known superseded without hashing it again (records below the round are
-  looked up). A round fills the map over the dirty range from the first dirty
-  offset; when it is full, or the round spans the bitmap's bits (budget / 4
-  offsets), the round cleans what it covers and the next round continues
-  from there. The map is built from keys alone
-  (:func:`storage_engine.codec.batch_keys`: no value, tag or header is decoded).
+- **Key map.** :class:`~storage_engine.keymap.KeyMap` maps a key to the latest
+  offset seen, within a memory budget in bytes
+  (``NodePolicy.compaction_map_budget_bytes`` or per call): an open-addressing
+  table (double hashing, a prime number of slots, filled to ``LOAD_FACTOR``),
+  ``SLOT_BYTES`` = 16 bytes a slot: 96 bits of two seeded hash chains over the
+  key (Kafka keeps a 16-byte MD5; a false "superseded" needs two keys of one
+  round to collide, about n²/2⁹⁷ for n keys) and the offset as a 32-bit delta
+  from the round's first offset. Beside the table, 1/32 of the budget is a
+  bitmap of the round's offsets: when a key comes again while the map fills,
+  its previous offset's bit is set, so a record within the round is known
+  superseded without its key (records below the round are looked up). A round
+  fills the map over the dirty range from the first dirty offset; when it is
+  full, or the round spans the bitmap's bits (budget / 4 offsets), the round
+  cleans what it covers and the next round continues from there.
+- **Vectorised.** Segment files are read a chunk of batches at a time into
+  numpy columns (:mod:`storage_engine.columnar`: record positions, offsets,
+  attributes, keys 8 bytes at a time; no value, tag or header is decoded);
+  keys are hashed, put into the map and looked up a chunk at a time
+  (:mod:`storage_engine.keymap`), the keep rule is a mask over a chunk
+  (:mod:`storage_engine.keep_rule`), and a batch losing records is rebuilt
+  by a row gather of the kept records' bytes. The other adapters hand over
+  :class:`~storage_engine.api.Record` objects; their keys are hashed the same
+  way (:func:`storage_engine.keymap.hash_keys`).
 - **Keep rule.** Within ``[log start, map end)`` a record is kept iff it is
   the latest for its key (records past the map end and records without a key
   are kept), it is not expired (:mod:`storage_engine.expiry`), and, if a
@@ -58,15 +63,16 @@ bitmap being budget/32 but at least 64 bytes. A budget below
 and the minimal bitmap) is refused, never enlarged; a budget that fits one key
 cleans one key per round. The map is allocated once per
 compaction call and reused by every round. The fixed overhead beyond it does
-not grow with the segment or the record count: the columns of one batch
-(offsets, keys, attributes, positions: ~0.2 KB per record of the largest
-batch, 1,000 records in the bench), the rewrite's read chunk (1 MiB, two
-while a batch straddles chunks) and 256 KiB output buffer, a chunk of at most
+not grow with the segment or the record count: the rewrite's read chunk
+(1 MiB; a larger batch is read whole) and the columns of the batches in it
+(~0.1–0.2 KB per record while a chunk is decided), the map's insertions of at
+most ``FILL_KEYS`` keys (and at most an eighth of its capacity) with their
+temporaries (~100 bytes a key), the 256 KiB output buffer, a chunk of at most
 ``UNINDEX_CHUNK`` expired records, and the new sparse offset index of the
 segment being rewritten (16 bytes per ``index_interval_bytes``: bounded by
 ``segment_bytes``, 256 KiB for 64 MiB). ``MAP_OVERHEAD_BYTES`` (4 MiB) is the
-stated bound for batches up to ~1,000 records; the tests check it with
-tracemalloc (a 60k-record segment with a 64 KiB map peaks at ~2.5 MB).
+stated bound for read chunks of ~1 MiB; the tests check it with tracemalloc
+(a 60k-record segment with a 64 KiB map; numpy arrays are traced too).
 Two things are not constant: index deletions of removed records that carry
 tags or a deadline, or are their key's latest entry (a tombstone past its
 horizon), ride in the swap's single WriteBatch (crash safety needs them in
@@ -79,29 +85,33 @@ from __future__ import annotations
 
 import struct
 import time
-import zlib
-from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, cast
 
+import numpy as np
+
 from storage_engine.api import LifecycleResult, Record, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
-from storage_engine.codec import ATTR_EXPIRE, ATTR_VALUE, HEADER_SIZE, RecordColumns, batch_columns, batch_keys
+from storage_engine.codec import (
+    ATTR_EXPIRE,
+    ATTR_KEY,
+    HEADER_SIZE,
+    BatchHeader,
+    RecordColumns,
+    batch_columns,
+    batch_keys,
+)
+from storage_engine.columnar import batch_groups, chunk_layout
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.expiry import is_expired
-from storage_engine.keymap_size import (
-    LOAD_FACTOR,
-    MIN_MAP_BUDGET_BYTES,
-    MIN_MAP_SLOTS,
-    SLOT_BYTES,
-    bitmap_bytes,
-)
+from storage_engine.keep_rule import CleaningRule
+from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes
+from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
 from storage_engine.lifecycle import (
     KEEP,
     REMOVE,
-    SUPERSEDED,
     LifecycleMixin,
     LifecycleShard,
     Removal,
@@ -112,169 +122,13 @@ from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import idle_segment_due
 from storage_engine.validation import check_shard_arg
 
-MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
 DEFAULT_MAX_ROUNDS = 1_000
+FILL_KEYS = 16_384  # keys one insertion into the map takes at most (temporaries ~100 B a key)
 _STATE_HEAD = struct.Struct(">BQH")
 _PASS = struct.Struct(">QQ")
-_BIT_DECISIONS = bytes.maketrans(b"01", bytes((KEEP, SUPERSEDED)))
 _COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
-
-
-def _prime_at_most(n: int) -> int:
-    """The largest prime ≤ ``n`` (double hashing visits every slot of a prime table)."""
-    if n < MIN_MAP_SLOTS:
-        raise ValueError(f"no key map of fewer than {MIN_MAP_SLOTS} slots")
-    while n > 2:
-        if n % 2 and all(n % d for d in range(3, int(n**0.5) + 1, 2)):
-            return n
-        n -= 1
-    return 2
-
-
-class KeyMap:
-    """Key → latest offset, in a table of ``SLOT_BYTES``-byte slots, plus a bitmap of the
-    round's superseded offsets, together within a budget in bytes (see the module
-    docstring). Offsets must lie in ``[base, base + span)``."""
-
-    __slots__ = (
-        "_crcs",
-        "_deltas",
-        "_hashes",
-        "_n",
-        "_superseded",
-        "base",
-        "budget_bytes",
-        "capacity",
-        "slots",
-        "span",
-    )
-
-    def __init__(self, budget_bytes: int, base: int = 0) -> None:
-        if budget_bytes < MIN_MAP_BUDGET_BYTES:
-            raise ValueError(f"a key map needs at least {MIN_MAP_BUDGET_BYTES} bytes, not {budget_bytes}")
-        self.budget_bytes = budget_bytes
-        bitmap = bitmap_bytes(budget_bytes)
-        self.slots = _prime_at_most((budget_bytes - bitmap) // SLOT_BYTES)
-        self.capacity = int(self.slots * LOAD_FACTOR)
-        assert self.capacity >= 1, "a map that holds no key would never finish a round"
-        self.span = min(MAX_ROUND_SPAN, 8 * bitmap)
-        self._hashes = array("q", bytes(8 * self.slots))
-        self._crcs = array("I", bytes(4 * self.slots))
-        self._deltas = array("I", bytes(4 * self.slots))
-        self._superseded = bytearray(bitmap)
-        assert self._hashes.itemsize == 8 and self._crcs.itemsize == 4
-        self._n = 0
-        self.base = base
-
-    def clear(self, base: int) -> None:
-        """Empty the map for a round whose offsets start at ``base`` (no reallocation)."""
-        if self._n:
-            self._hashes[:] = array("q", bytes(8 * self.slots))
-            self._superseded[:] = bytes(len(self._superseded))
-        self._n = 0
-        self.base = base
-
-    def superseded(self, offset: int) -> bool:
-        """Whether a later offset of the same key went into the map (``offset`` within the span)."""
-        d = offset - self.base
-        return bool(self._superseded[d >> 3] >> (d & 7) & 1)
-
-    def put_many(self, offsets: Sequence[int], keys: Sequence[bytes]) -> int:
-        """Record ``offsets[i]`` (ascending) as the latest for ``keys[i]``; returns how many
-        pairs went in: fewer than given when the map is full at a new key, or at an offset
-        past the round's span."""
-        base = self.base
-        if offsets and offsets[-1] >= base + self.span:
-            n_in = bisect_left(offsets, base + self.span)
-            offsets, keys = offsets[:n_in], keys[:n_in]
-        hs, cs, ds = self._hashes, self._crcs, self._deltas
-        sup = self._superseded
-        slots = self.slots
-        m1 = slots - 1
-        n, cap = self._n, self.capacity
-        done = 0
-        # The hashes are computed by ``map`` (no bytecode per key); 0 marks an empty slot.
-        for o, h, c in zip(offsets, map(hash, keys), map(zlib.crc32, keys), strict=True):
-            if not h:
-                h = 1
-            i = h % slots
-            t = hs[i]
-            if t and (t != h or cs[i] != c):
-                step = 1 + c % m1
-                while True:
-                    i += step
-                    if i >= slots:
-                        i -= slots
-                    t = hs[i]
-                    if not t or (t == h and cs[i] == c):
-                        break
-            if not t:
-                if n >= cap:
-                    break
-                hs[i] = h
-                cs[i] = c
-                n += 1
-            else:  # the key's previous offset in this round is superseded
-                prev = ds[i]
-                sup[prev >> 3] |= 1 << (prev & 7)
-            ds[i] = o - base
-            done += 1
-        self._n = n
-        return done
-
-    def latest_many(self, keys: Sequence[bytes | None]) -> list[int]:
-        """The latest offset of each key, ``-1`` where the key is ``None`` or not in the map."""
-        if None in keys:
-            present = [i for i, k in enumerate(keys) if k is not None]
-            out = [-1] * len(keys)
-            found = self.latest_many([keys[i] for i in present])
-            for i, latest in zip(present, found, strict=True):
-                out[i] = latest
-            return out
-        hs, cs, ds = self._hashes, self._crcs, self._deltas
-        slots = self.slots
-        m1 = slots - 1
-        base = self.base
-        result: list[int] = []
-        put = result.append
-        for h, c in zip(map(hash, keys), map(zlib.crc32, cast(Sequence[bytes], keys)), strict=True):
-            if not h:
-                h = 1
-            i = h % slots
-            t = hs[i]
-            if t == h and cs[i] == c:
-                put(ds[i] + base)
-                continue
-            if t:
-                step = 1 + c % m1
-                while True:
-                    i += step
-                    if i >= slots:
-                        i -= slots
-                    t = hs[i]
-                    if not t or (t == h and cs[i] == c):
-                        break
-            put(ds[i] + base if t else -1)
-        return result
-
-    def put(self, key: bytes, offset: int) -> bool:
-        """Record ``offset`` as the latest for ``key``; ``False`` (nothing stored) when the
-        map is full and the key is new."""
-        return self.put_many([offset], [key]) == 1
-
-    def get(self, key: bytes) -> int | None:
-        latest = self.latest_many([key])[0]
-        return None if latest < 0 else latest
-
-    def __len__(self) -> int:
-        return self._n
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes the table and the bitmap take (allocated once: full or empty, the same)."""
-        return self.slots * SLOT_BYTES + len(self._superseded)
 
 
 class OffsetBits:
@@ -425,63 +279,10 @@ def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: i
 
 def cleaning_rule(
     kmap: KeyMap, map_end: int, first_dirty: int, state: CleanerState, policy: NamespacePolicy, now: int
-) -> RemovalRule:
-    """The keep rule (see the module docstring) as the rule ``rewrite_segment`` asks per batch;
-    expiry is the adapter's own step of every rewrite, so it is not repeated here."""
-    ends = [e for e, _ in state.passes]
-    times = [t for _, t in state.passes]
-    retention = policy.delete_retention_ms
-
-    def clean_time(offset: int) -> int:
-        if offset >= first_dirty:
-            return now
-        i = bisect_right(ends, offset)
-        return times[i] if i < len(times) else now
-
-    def rule(cols: RecordColumns) -> list[int]:
-        offsets, attrs = cols.offsets, cols.attrs
-        n = len(offsets)
-        if n == 0:  # a run with no live record (every one was dead or just expired)
-            return []
-        lo = bisect_left(offsets, first_dirty) if offsets[0] < first_dirty else 0
-        hi = bisect_left(offsets, map_end) if offsets[-1] >= map_end else n
-        out: list[int] = []
-        put = out.append
-        if lo:  # below the round: superseded when the key is in the map at all
-            for j, last in enumerate(kmap.latest_many(cols.keys[:lo])):
-                if last >= 0:
-                    put(SUPERSEDED)
-                elif not attrs[j] & ATTR_VALUE and clean_time(offsets[j]) + retention <= now:
-                    put(REMOVE)
-                else:
-                    put(KEEP)
-        sup, base = kmap._superseded, kmap.base
-        for j in range(lo, hi):  # within the round: the bitmap the map build filled answers
-            d = offsets[j] - base
-            if sup[d >> 3] >> (d & 7) & 1:
-                put(SUPERSEDED)
-            elif not attrs[j] & ATTR_VALUE and now + retention <= now:
-                put(REMOVE)
-            else:
-                put(KEEP)
-        out.extend([KEEP] * (n - hi))
-        return out
-
-    def by_offset(first: int, count: int) -> list[int] | None:
-        """Decisions for dense offsets wholly within the round, from the bitmap alone (a
-        tombstone there is within its horizon unless ``delete_retention_ms`` is 0)."""
-        if first < first_dirty or first + count > map_end or retention <= 0:
-            return None
-        sup, d0 = kmap._superseded, first - kmap.base
-        bits = int.from_bytes(sup[d0 >> 3 : ((d0 + count - 1) >> 3) + 1], "little") >> (d0 & 7)
-        bits &= (1 << count) - 1
-        if not bits:
-            return [KEEP] * count
-        # bit j (offset first + j) set → SUPERSEDED: one C-level pass over a '0'/'1' string
-        return list(format(bits, f"0{count}b")[::-1].encode().translate(_BIT_DECISIONS))
-
-    rule.by_offset = by_offset  # type: ignore[attr-defined]
-    return rule
+) -> CleaningRule:
+    """The keep rule of a round (:mod:`storage_engine.keep_rule`) as the rule
+    ``rewrite_segment`` asks per batch."""
+    return CleaningRule(kmap, map_end, first_dirty, list(state.passes), policy, now)
 
 
 # -- what a shard of any adapter provides ----------------------------------------------------------
@@ -533,6 +334,32 @@ def segment_keys(shard: Any, base: int) -> Iterator[tuple[list[int], list[bytes]
         for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
             offsets, keys = batch_keys(buf, off, h, path=str(seg.path))
             yield offsets, keys, h.record_count
+    finally:
+        seg.release()
+
+
+def segment_key_hashes(shard: Any, base: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """``(offsets, h, c, records read)`` of the keyed records of a sealed segment (their key
+    hashes, :func:`storage_engine.keymap.key_hashes`), in offset order; from files a read
+    chunk of batches at a time, vectorised (:func:`storage_engine.columnar.chunk_layout`)."""
+    seg = _segment_file(shard, base)
+    if seg is None:
+        for offsets, keys, count in segment_keys(shard, base):
+            h, c = hash_keys(keys)
+            yield np.array(offsets, dtype=np.int64), h, c, count
+        return
+    path = str(seg.path)
+
+    def hashed(buf: bytes, group: list[tuple[int, BatchHeader]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        layout = chunk_layout(buf, group, path=path)
+        idx = np.flatnonzero(layout.attrs & ATTR_KEY)
+        h, c = layout_key_hashes(layout, idx)
+        return layout.offsets[idx], h, c, layout.starts.size
+
+    seg.retain()
+    try:
+        for buf, group in batch_groups(seg.iter_batches(0, seg.size, verify=False)):
+            yield hashed(buf, [(off, h) for _p, h, off in group])
     finally:
         seg.release()
 
@@ -806,22 +633,44 @@ class CompactionMixin(LifecycleMixin):
         s: CompactableShard, kmap: KeyMap, cleanable: list[SegmentInfo], first_dirty: int, end: int, totals: _Totals
     ) -> int:
         """Fill ``kmap`` with the keys of ``[first_dirty, end)``; returns the map end: ``end``,
-        or the first offset that did not fit."""
+        or the first offset that did not fit. Keys go in ``FILL_KEYS`` at a time (at most
+        an eighth of the map's capacity, at least a read chunk's): each insertion's numpy
+        steps then advance many keys at once."""
+        want = min(FILL_KEYS, max(1, kmap.capacity // 8))
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        held = 0
+
+        def put() -> int:
+            nonlocal parts, held
+            if len(parts) == 1:
+                offsets, h, c = parts[0]
+            else:
+                offsets, h, c = (np.concatenate([p[i] for p in parts]) for i in range(3))
+            parts, held = [], 0
+            done = kmap.put_hashes(offsets, h, c)
+            return int(offsets[done]) if done < offsets.size else -1
+
         for seg in cleanable:
             if seg.last_offset < first_dirty:
                 continue
-            for offsets, keys, count in segment_keys(s, seg.base_offset):
+            for offsets, h, c, count in segment_key_hashes(s, seg.base_offset):
                 totals.scanned += count
-                n = len(offsets)
-                lo = bisect_left(offsets, first_dirty) if n and offsets[0] < first_dirty else 0
-                hi = bisect_left(offsets, end) if n and offsets[-1] >= end else n
-                if lo or hi < n:
-                    offsets, keys = offsets[lo:hi], keys[lo:hi]
-                done = kmap.put_many(offsets, keys)
-                if done < len(offsets):
-                    return offsets[done]
+                n = offsets.size
+                lo = int(np.searchsorted(offsets, first_dirty)) if n and offsets[0] < first_dirty else 0
+                hi = int(np.searchsorted(offsets, end)) if n and offsets[-1] >= end else n
+                if hi > lo:
+                    parts.append((offsets[lo:hi], h[lo:hi], c[lo:hi]))
+                    held += hi - lo
+                if held >= want or (hi < n and parts):
+                    stop = put()
+                    if stop >= 0:
+                        return stop
                 if hi < n:
                     return end
+        if parts:
+            stop = put()
+            if stop >= 0:
+                return stop
         return end
 
     @staticmethod

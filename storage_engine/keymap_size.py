@@ -1,4 +1,4 @@
-"""The geometry of compaction's key map (:class:`storage_engine.compaction.KeyMap`) and the
+"""The geometry of compaction's key map (:class:`storage_engine.keymap.KeyMap`) and the
 smallest budget it can honour, in a module of its own: the policy validation
 (:mod:`storage_engine.policy`) refuses a node's ``compaction_map_budget_bytes`` below the
 same minimum that ``compact(map_budget_bytes=...)`` refuses, and must not import the
@@ -6,7 +6,7 @@ compaction module (which imports the policy)."""
 
 from __future__ import annotations
 
-SLOT_BYTES = 16  # one KeyMap slot: 8-byte hash, 4-byte CRC-32, 4-byte offset delta
+SLOT_BYTES = 16  # one KeyMap slot: 8-byte hash, 4-byte check, 4-byte offset delta
 LOAD_FACTOR = 0.9  # entries per slot a map is filled to (as Kafka's dedupe buffer)
 BITMAP_SHARE = 32  # 1/32 of the budget is the superseded-offsets bitmap: a round spans ≤ budget/4 offsets
 MIN_BITMAP_BYTES = 64  # the bitmap never shrinks below this (a round spans at least 512 offsets)

@@ -10,11 +10,21 @@ left after; ``cpu_seconds`` is the process CPU time of the call (less sensitive 
 machine than ``seconds``), ``map_mb`` the key map's table, ``peak_rss_mb`` the process
 high-water mark (load phase included), ``compact_rss_delta_mb`` what compaction added to
 it, and with ``--trace-map`` the tracemalloc peak of the compaction call (slower).
+``--value-jitter N`` draws each value's size (seeded) from ``value_bytes .. value_bytes +
+N - 1``, so that records differ in size (the record walk cannot take a batch as one
+stride).
+
+Before compacting, the same segment files are read and written to new files with an
+fsync each (``SEQ_CHUNK`` at a time), timed in the same run: the ``sequential-rewrite``
+line, what the disk and page cache give for moving those bytes once; the ``ratio`` line
+is the compaction's ``mb_per_s`` over that baseline's (segment adapter only: the
+others have no segment files).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import resource
@@ -32,6 +42,7 @@ from storage_engine.config import Durability, EngineConfig
 from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
 
 LOAD_BATCH = 1_000
+SEQ_CHUNK = 4 * MiB  # bytes the sequential baseline reads and writes at a time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +50,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--map-budget", type=int, default=16 * MiB, help="key-map budget in bytes (default 16 MiB)")
     parser.add_argument("--segment-mib", type=int, default=64, help="segment size in MiB (default 64)")
     parser.add_argument("--trace-map", action="store_true", help="measure the compaction's tracemalloc peak")
+    parser.add_argument(
+        "--value-jitter", type=int, default=0, help="values of value-bytes + [0, N) bytes, seeded (default 0)"
+    )
+
+
+def sequential_rewrite(paths: list[Path]) -> dict[str, Any]:
+    """Read each file and write it to a new file (fsync), timed; the copies are removed."""
+    total = 0
+    copies = []
+    t0, c0 = time.perf_counter(), time.process_time()
+    for path in paths:
+        copy = path.with_name(path.name + ".seqcopy")
+        copies.append(copy)
+        src = os.open(path, os.O_RDONLY)
+        dst = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            pos = 0
+            while True:
+                chunk = os.pread(src, SEQ_CHUNK, pos)
+                if not chunk:
+                    break
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.pwrite(dst, view, pos + len(chunk) - len(view)) :]
+                pos += len(chunk)
+            os.fsync(dst)
+            total += pos
+        finally:
+            os.close(src)
+            os.close(dst)
+    seconds = time.perf_counter() - t0
+    cpu_seconds = time.process_time() - c0
+    for copy in copies:
+        copy.unlink()
+    return {
+        "bench": "compact",
+        "system": "sequential-rewrite",
+        "files": len(paths),
+        "bytes": total,
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "mb_per_s": round(total / MiB / seconds, 1) if seconds else None,
+    }
 
 
 def _rss_mb() -> float:
@@ -60,19 +114,27 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         policy = NamespacePolicy(cleanup_policy="compact", retention_ms=None, segment_bytes=args.segment_mib * MiB)
         engine.create_namespace("bench", 1, policy)
         rng = random.Random(42)
-        value = b"v" * args.value_bytes
+        value = b"v" * (args.value_bytes + max(0, args.value_jitter))
+        jitter = max(0, args.value_jitter)
         last: dict[int, int] = {}
         offset = 0
         for start in range(0, args.records, LOAD_BATCH):
             n = min(LOAD_BATCH, args.records - start)
             keys = [rng.randrange(args.keys) for _ in range(n)]
-            engine.append("bench", 0, [NewRecord(value, key=b"key-%010d" % k) for k in keys])
+            sizes = [args.value_bytes + rng.randrange(jitter) if jitter else args.value_bytes for _ in range(n)]
+            engine.append(
+                "bench", 0, [NewRecord(value[:size], key=b"key-%010d" % k) for k, size in zip(keys, sizes, strict=True)]
+            )
             for k in keys:
                 last[k] = offset
                 offset += 1
         _, shards = engine._lc_namespace("bench")  # type: ignore[attr-defined]
         shards[0].roll_empty(clock.now_ms())  # everything sealed: the whole log is cleanable
         expected = sorted(last.values())
+        lookup = getattr(shards[0], "_segment_file", None)
+        files = [] if lookup is None else [lookup(seg.base_offset) for seg in shards[0].lifecycle_segments()]
+        paths = [f.path for f in files if f is not None and f.size]
+        baseline = sequential_rewrite(paths) if paths else None
         rss_before = _rss_mb()
         if args.trace_map:
             tracemalloc.start()
@@ -111,8 +173,15 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
             "compact_rss_delta_mb": round(rss_after - rss_before, 1),
             "correct": survivors == expected and engine.verify("bench").ok,
         }
+        if args.value_jitter:
+            line["value_jitter"] = args.value_jitter
         if traced is not None:
             line["compact_traced_peak_mb"] = round(traced, 1)
+        if baseline is not None:
+            yield baseline
         yield line
+        if baseline is not None and baseline["mb_per_s"] and line["mb_per_s"]:
+            ratio = line["mb_per_s"] / baseline["mb_per_s"]
+            yield {"bench": "compact", "system": "ratio", "compact_vs_sequential": round(ratio, 3)}
     finally:
         engine.close()

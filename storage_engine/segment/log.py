@@ -31,37 +31,36 @@ import os
 import struct
 import threading
 from array import array
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rocksdict import WriteBatch
 
 from storage_engine.api import Record, SegmentState
 from storage_engine.codec import (
     ATTR_EXPIRE,
+    ATTR_KEY,
     FLAG_HAS_EXPIRE,
     FLAG_HAS_KEYS,
     FLAG_HAS_TAGS,
     FLAG_HAS_UNBOUNDED,
     HEADER_SIZE,
+    RECORD_FIXED_SIZE,
     BatchHeader,
     EncodedRecords,
-    RecordColumns,
-    batch_columns,
-    batch_positions,
     decode_record,
     decode_records,
     encoded_size,
     expire_flags,
-    rebuild_batch,
 )
 from storage_engine.codec import (
     iter_records as iter_batch_records,
 )
+from storage_engine.columnar import batch_groups, chunk_layout, layout_columns, rebuild
 from storage_engine.errors import CorruptSegmentError
-from storage_engine.expiry import is_expired
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
@@ -84,7 +83,6 @@ _REINDEX_COMMIT_EVERY = 4096  # batches per WriteBatch while re-indexing at open
 _READ_CHUNK = 256 * 1024
 _POS = struct.Struct(">QQ")
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
-_TAG_COUNT = struct.Struct(">H")  # a record's tag_count, at byte 29
 _MAX_EXPIRE = struct.Struct(">q")  # a batch header's max_expire_at, at byte 52
 _INDEXED_BY_RECORD = FLAG_HAS_TAGS | FLAG_HAS_EXPIRE  # entries a removed record takes with it
 
@@ -650,8 +648,11 @@ class ShardLog(ShardBase):
 
         ``remove`` (key compaction) names further live records to leave out: a
         collection of offsets, or a :data:`~storage_engine.lifecycle.RemovalRule`
-        asked once per batch while the segment streams through (so memory does not
-        grow with the segment). Their tag and TTL entries, and their key entry
+        asked while the segment streams through (so memory does not grow with the
+        segment): once per batch, or, for a rule with ``decide_layout`` (key
+        compaction's :class:`~storage_engine.keep_rule.CleaningRule`), once per read
+        chunk of batches in numpy columns (:mod:`storage_engine.columnar`); a batch
+        its ``by_offset`` keeps whole is copied without being decoded. Their tag and TTL entries, and their key entry
         where it still points at them, are deleted in the same WriteBatch as the
         swap's metadata, so the index matches whichever file a crash leaves.
 
@@ -665,8 +666,8 @@ class ShardLog(ShardBase):
         unchanged prefix is copied then); a segment where nothing goes is left
         alone without writing anything.
 
-        Memory: the read chunk (``SCAN_CHUNK``), a 256 KiB output buffer, one
-        batch's columns, a chunk of expired records, the new sparse offset
+        Memory: the read chunk (``SCAN_CHUNK``), a 256 KiB output buffer, the
+        columns of the chunk's batches, a chunk of expired records, the new sparse offset
         entries (16 bytes per ``index_interval_bytes`` of output) and, for removed
         records that carry tags, a deadline or their key's latest entry, their
         index deletions.
@@ -726,84 +727,110 @@ class ShardLog(ShardBase):
             seg.retain()
             try:
                 fast = getattr(rule, "by_offset", None) if not can_expire and not has_dead else None
-                for file_pos, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-                    n = h.record_count
-                    drop = None
-                    dead: Collection[int] = ()
-                    if fast is not None and h.last_offset_delta == n - 1 and not h.flags & _INDEXED_BY_RECORD:
-                        drop = fast(h.base_offset, n)  # decided from offsets alone (dense batch)
-                    if drop is not None:
-                        keep = [i for i, d in enumerate(drop) if d == KEEP]
-                        gone_here = [i for i, d in enumerate(drop) if d != KEEP] if len(keep) < n else []
-                        if len(keep) < n:
-                            starts = batch_positions(buf, off, h, path=path)
-                            ends = starts[1:]
-                            ends.append(off + h.length)
-                            cols = RecordColumns(
-                                list(range(h.base_offset, h.base_offset + n)), [], [], [], [], starts, ends
-                            )
-                    else:
-                        cols = batch_columns(buf, off, h, path=path, times=can_expire)
-                        drop = rule(cols) if rule is not None else [KEEP] * n
-                        dead = set(store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)) if has_dead else ()
-                        if not dead and not can_expire:  # the common case: only the rule removes
-                            keep = [i for i, d in enumerate(drop) if d == KEEP]
-                            gone_here = [i for i, d in enumerate(drop) if d != KEEP] if len(keep) < n else []
+                vectorised = getattr(rule, "decide_layout", None)
+                for group_buf, group in batch_groups(seg.iter_batches(0, seg.size, verify=False)):
+                    # batches the rule keeps whole from their offsets alone are copied undecoded
+                    whole = [
+                        fast is not None
+                        and h.last_offset_delta == h.record_count - 1
+                        and not h.flags & _INDEXED_BY_RECORD
+                        and not _any(fast(h.base_offset, h.record_count))
+                        for _fp, h, _off in group
+                    ]
+                    todo = [(off, h) for (_fp, h, off), w in zip(group, whole, strict=True) if not w]
+                    lay = chunk_layout(group_buf, todo, path=path) if todo else None
+                    decided = None  # the rule's decisions for every record of the layout
+                    if lay is not None:
+                        if vectorised is not None:
+                            decided = vectorised(lay)
+                        elif rule is None:
+                            decided = np.zeros(lay.starts.size, dtype=np.uint8)
+                    b = -1  # the batch's index in the layout
+                    for (file_pos, h, off), is_whole in zip(group, whole, strict=True):
+                        n = h.record_count
+                        if is_whole:
+                            n_keep = n
                         else:
-                            keep, gone_here = [], []
-                            for i, o in enumerate(cols.offsets):
-                                if dead and o in dead:
-                                    continue
-                                if can_expire and is_expired(
-                                    cols.timestamps[i],
-                                    cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None,
-                                    ttl_ms,
-                                    now,
-                                ):
-                                    expired.append(decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), o))
-                                elif drop[i] == KEEP:
-                                    keep.append(i)
-                                else:
-                                    gone_here.append(i)
-                    removed += len(gone_here)
-                    indexed = h.flags & (FLAG_HAS_TAGS | FLAG_HAS_EXPIRE)
-                    for i in gone_here:  # what the swap's WriteBatch must unindex
-                        if indexed and (cols.attrs[i] & ATTR_EXPIRE or _has_tags(buf, cols.starts[i])):
-                            r = decode_record(bytes(buf[cols.starts[i] : cols.ends[i]]), cols.offsets[i])
-                            work.index_entries_deleted += self._unindex(wb, r.offset, None, r.tags, r.expire_at)
-                        key = cols.keys[i] if drop[i] != SUPERSEDED else None
-                        if key is not None:
-                            check_keys.append((cols.offsets[i], key))
-                    if len(expired) >= UNINDEX_CHUNK:
-                        work.add(self._kill(expired, now))
-                        expired = []
-                    if len(keep) < n and fd < 0:  # the first batch that changes: start the new file
-                        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                        _copy_range(seg, fd, file_pos)
-                    if not keep:
-                        continue
-                    if len(keep) == n:
-                        data: bytes | memoryview = memoryview(buf)[off : off + h.length]
-                        flags, max_exp = h.flags, h.max_expire_at
-                    else:
-                        data = rebuild_batch(buf, cols, keep)
-                        flags = data[11]
-                        (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
-                    if pos == 0 or since_entry >= interval:
-                        sparse.append(h.base_offset if len(keep) == n else cols.offsets[keep[0]])
-                        sparse.append(pos)
-                        since_entry = 0
-                    if fd >= 0:
-                        out += data
-                        if len(out) >= _WRITE_CHUNK:
-                            _write_all(fd, out, pos + len(data) - len(out))
-                            out.clear()
-                    pos += len(data)
-                    since_entry += len(data)
-                    kept += len(keep)
-                    meta.max_expire_at = max(meta.max_expire_at, max_exp)
-                    meta.has_unbounded = meta.has_unbounded or bool(flags & FLAG_HAS_UNBOUNDED)
-                    meta.content_flags |= flags
+                            assert lay is not None
+                            b += 1
+                            lo, hi = int(lay.first[b]), int(lay.first[b + 1])
+                            if decided is not None:
+                                decisions = decided[lo:hi]
+                            else:
+                                assert rule is not None
+                                decisions = np.array(rule(layout_columns(group_buf, lay, b)), dtype=np.uint8)
+                            keep = decisions == KEEP
+                            gone = ~keep
+                            if has_dead:
+                                dead = store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)
+                                if dead:
+                                    is_dead = np.isin(lay.offsets[lo:hi], np.array(dead, dtype=np.int64))
+                                    keep &= ~is_dead
+                                    gone &= ~is_dead
+                            if can_expire:
+                                fx = lay.fixed(np.arange(lo, hi))
+                                late = ((fx["attrs"] & ATTR_EXPIRE) != 0) & (fx["exp"] <= now)
+                                if ttl_ms is not None:
+                                    late |= fx["ts"] + ttl_ms <= now
+                                late &= keep | gone  # dead records are not expired again
+                                for i in (lo + np.flatnonzero(late)).tolist():
+                                    r = decode_record(
+                                        bytes(group_buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i])
+                                    )
+                                    expired.append(r)
+                                keep &= ~late
+                                gone &= ~late
+                            gone_at = np.flatnonzero(gone)
+                            removed += gone_at.size
+                            if gone_at.size:  # what the swap's WriteBatch must unindex
+                                attrs = lay.attrs[lo + gone_at]
+                                if h.flags & _INDEXED_BY_RECORD:
+                                    fx = lay.fixed(lo + gone_at)
+                                    by_record = ((attrs & ATTR_EXPIRE) != 0) | (fx["ntags"] != 0)
+                                    for i in (lo + gone_at[by_record]).tolist():
+                                        data_i = bytes(group_buf[lay.starts[i] : lay.ends[i]])
+                                        r = decode_record(data_i, int(lay.offsets[i]))
+                                        work.index_entries_deleted += self._unindex(
+                                            wb, r.offset, None, r.tags, r.expire_at
+                                        )
+                                latest = ((attrs & ATTR_KEY) != 0) & (decisions[gone_at] != SUPERSEDED)
+                                for i in (lo + gone_at[latest]).tolist():  # may be their key's latest record
+                                    q = int(lay.starts[i]) + RECORD_FIXED_SIZE
+                                    key = bytes(group_buf[q : q + int(lay.klen[i])])
+                                    check_keys.append((int(lay.offsets[i]), key))
+                            if len(expired) >= UNINDEX_CHUNK:
+                                work.add(self._kill(expired, now))
+                                expired = []
+                            n_keep = int(np.count_nonzero(keep))
+                            if n_keep < n and fd < 0:  # the first batch that changes: start the new file
+                                fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                                _copy_range(seg, fd, file_pos)
+                            if not n_keep:
+                                continue
+                        if n_keep == n:
+                            data: bytes | memoryview = memoryview(group_buf)[off : off + h.length]
+                            first, flags, max_exp = h.base_offset, h.flags, h.max_expire_at
+                        else:
+                            assert lay is not None
+                            data = rebuild(lay, b, np.flatnonzero(keep))  # only the header and deltas change
+                            (first,) = _BATCH_BASE.unpack_from(data, 12)
+                            flags = data[11]
+                            (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
+                        if pos == 0 or since_entry >= interval:
+                            sparse.append(first)
+                            sparse.append(pos)
+                            since_entry = 0
+                        if fd >= 0:
+                            out += data
+                            if len(out) >= _WRITE_CHUNK:
+                                _write_all(fd, out, pos + len(data) - len(out))
+                                out.clear()
+                        pos += len(data)
+                        since_entry += len(data)
+                        kept += n_keep
+                        meta.max_expire_at = max(meta.max_expire_at, max_exp)
+                        meta.has_unbounded = meta.has_unbounded or bool(flags & FLAG_HAS_UNBOUNDED)
+                        meta.content_flags |= flags
             finally:
                 seg.release()
             if expired:
@@ -895,8 +922,9 @@ class ShardLog(ShardBase):
 _WRITE_CHUNK = 256 * 1024  # bytes a rewrite buffers before one pwrite
 
 
-def _has_tags(buf: bytes | memoryview, record_pos: int) -> bool:
-    return bool(_TAG_COUNT.unpack_from(buf, record_pos + 29)[0])
+def _any(decisions: np.ndarray | None) -> bool:
+    """Whether a rule's decisions by offset remove anything (``None``: it cannot tell)."""
+    return decisions is None or bool(decisions.any())
 
 
 def _write_all(fd: int, data: bytes | bytearray, pos: int) -> None:
