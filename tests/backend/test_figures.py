@@ -289,3 +289,21 @@ def test_messages_expire_at_their_effective_expiry(api_as, registered_node, node
         (now_ms + 5 * HOUR_MS, now_ms + HOUR_MS),
         (None, now_ms + HOUR_MS),
     ]
+
+
+def test_a_collection_that_sees_changed_shards_starts_the_segment_sync(figures_ns, node, monkeypatch):
+    from backend.apps.catalog import tasks as catalog_tasks
+    from backend.apps.metrics import tasks as metrics_tasks
+
+    queued: list[int] = []
+    monkeypatch.setattr(catalog_tasks.sync_catalog, "delay", lambda: queued.append(1))
+    assert metrics_tasks.collect_metrics()["shards_changed"] == 2  # first seen: both shards
+    assert queued == [1]
+    with NodeClient(node.url, node.token) as client:
+        client.acknowledge("figs", "audit", 1, 3)  # only a backlog changes: no segment changed
+    assert metrics_tasks.collect_metrics()["shards_changed"] == 0
+    assert queued == [1]
+    with NodeClient(node.url, node.token) as client:
+        client.append("figs", 0, [NewRecord(value=b"x")])
+    assert metrics_tasks.collect_metrics()["shards_changed"] == 1
+    assert queued == [1, 1]

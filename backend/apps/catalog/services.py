@@ -144,7 +144,8 @@ def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bo
 def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at: Any) -> int:
     """Store the shards' figures of one metrics collection: (namespace, shard) → ``ShardStats`` fields and
     the backlog sums. Rows are created or updated only where a figure changed; every reported row gets
-    ``collected_at``. Shards of namespaces the control plane does not know are skipped. Returns rows changed.
+    ``collected_at``. Shards of namespaces the control plane does not know are skipped. Returns how many
+    shards are new or had their data change (not only their backlog): their segments are due for a sync.
     """
     from backend.apps.namespaces.models import Namespace
 
@@ -157,6 +158,7 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
         for row in ShardStatus.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()])
     }
     to_create, to_update, seen = [], [], []
+    data_changed = 0
     now = timezone.now()
     for (ns, shard), found in sorted(figures.items()):
         namespace = namespaces.get(ns)
@@ -174,6 +176,7 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
                 setattr(row, k, values[k])
             if set(changed) - set(BACKLOG_FIELDS):  # the shard's data changed: its segments are due for a sync
                 row.updated_at = now  # bulk_update does not apply auto_now
+                data_changed += 1
             to_update.append(row)
     with transaction.atomic():
         if to_create:
@@ -182,7 +185,7 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
             ShardStatus.objects.bulk_update(to_update, [*STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at"], batch_size=500)
         if seen:
             ShardStatus.objects.filter(pk__in=seen).update(collected_at=at)
-    return len(to_create) + len(to_update)
+    return len(to_create) + data_changed
 
 
 def sync_namespace(namespace: Any) -> SyncResult:

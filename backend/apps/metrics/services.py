@@ -63,6 +63,7 @@ class CollectResult:
     nodes_down: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)  # node → what went wrong with it
     queues: dict[str, int] = field(default_factory=dict)
+    shards_changed: int = 0  # shards whose data changed since the last collection (their segments need a sync)
 
 
 def _num(value: Any) -> float | None:
@@ -326,19 +327,20 @@ def collect(now: datetime | None = None) -> CollectResult:
     previous = {s.key: s for s in MetricSeries.objects.filter(name__in=previous_names)}
     _derived_points(ts, points, previous)
     result.samples = write_points(ts, points)
-    _record_shard_status(ts, points)
+    result.shards_changed = _record_shard_status(ts, points)
     return result
 
 
-def _record_shard_status(ts: int, points: dict[Labels, float]) -> None:
+def _record_shard_status(ts: int, points: dict[Labels, float]) -> int:
     """The catalog's shard figures from this same collection, so the namespace pages are as fresh as the
     metrics; a failure here loses the catalog update, never the samples already written."""
     from backend.apps.catalog.services import record_collected_figures
 
     try:
-        record_collected_figures(shard_figures(points), clock.from_ms(ts))
+        return record_collected_figures(shard_figures(points), clock.from_ms(ts))
     except Exception:
         log.exception("metrics: could not record the shards' figures in the catalog")
+        return 0
 
 
 def _series_ids(labels: Iterable[Labels]) -> dict[Labels, MetricSeries]:
