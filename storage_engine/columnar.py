@@ -115,7 +115,7 @@ class Layout:
     order): where they start, their offsets, attributes and key lengths; batch ``b``'s
     records are ``first[b] : first[b + 1]``."""
 
-    __slots__ = ("_views", "attrs", "bases", "ends", "first", "klen", "offsets", "p0", "starts", "u8")
+    __slots__ = ("_batch_ends", "_ends", "_views", "attrs", "bases", "first", "klen", "offsets", "p0", "starts", "u8")
 
     def __init__(
         self,
@@ -125,7 +125,7 @@ class Layout:
         p0: list[int],
         views: list[np.ndarray | None],
         starts: np.ndarray,
-        ends: np.ndarray,
+        batch_ends: list[int],
         offsets: np.ndarray,
         attrs: np.ndarray,
         klen: np.ndarray,
@@ -136,10 +136,21 @@ class Layout:
         self.p0 = p0
         self._views = views  # per batch: its records as a strided view, or None (walked)
         self.starts = starts
-        self.ends = ends
+        self._batch_ends = batch_ends
+        self._ends: np.ndarray | None = None
         self.offsets = offsets
         self.attrs = attrs
         self.klen = klen
+
+    @property
+    def ends(self) -> np.ndarray:
+        """Where each record ends (the next one's start, or its batch's end)."""
+        if self._ends is None:
+            ends = np.empty_like(self.starts)
+            ends[:-1] = self.starts[1:]
+            ends[self.first[1:] - 1] = self._batch_ends
+            self._ends = ends
+        return self._ends
 
     def fixed(self, idx: np.ndarray) -> np.ndarray:
         """The fixed fields (:data:`RECORD_DTYPE`) of the records at ``idx``."""
@@ -303,16 +314,12 @@ def chunk_layout(
         return (parts_fields[0][i] if one else np.concatenate([f[i] for f in parts_fields])).astype(dtype)
 
     sizes, attrs, deltas, klen = column(0, I64), column(1, np.uint8), column(2, I64), column(3, I64)
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:]
-    ends[first[1:] - 1] = [off + h.length for off, h in batches]
     steps = np.diff(deltas)
     steps[first[1:-1] - 1] = 1  # a batch boundary: the next batch starts its own deltas
     keyed = (attrs & ATTR_KEY) != 0
     lasts = np.array([h.last_offset_delta for _, h in batches], dtype=I64)
     bad = (
-        (ends - starts != sizes + 4).any()
-        or (sizes < _RECORD_SIZE_BASE).any()
+        (sizes < _RECORD_SIZE_BASE).any()  # sizes and starts agree: each start came from its size
         or (attrs > _KNOWN_ATTRS).any()
         or (steps <= 0).any()
         or (deltas[first[1:] - 1] != lasts).any()
@@ -322,7 +329,8 @@ def chunk_layout(
         _raise_first_bad(buf, batches, path)
     bases = [h.base_offset for _, h in batches]
     offsets = deltas + bases[0] if one else deltas + np.repeat(np.array(bases, dtype=I64), counts)
-    return Layout(u8, first, bases, p0, views, starts, ends, offsets, attrs, klen)
+    batch_ends = [off + h.length for off, h in batches]
+    return Layout(u8, first, bases, p0, views, starts, batch_ends, offsets, attrs, klen)
 
 
 def _raise_first_bad(buf: bytes | memoryview, batches: Sequence[tuple[int, BatchHeader]], path: str) -> None:
@@ -419,3 +427,62 @@ def layout_columns(buf: bytes | memoryview, layout: Layout, b: int) -> RecordCol
         layout.starts[lo:hi].tolist(),
         layout.ends[lo:hi].tolist(),
     )
+
+
+def rebuild_many(layout: Layout, batches: list[int], keep: np.ndarray) -> dict[int, bytes]:
+    """:func:`rebuild` of each of ``batches`` (layout indexes, ascending) with its records
+    where ``keep`` (a mask over the layout's records) holds, each keeping some but not
+    all: when they all have one record size, in one go (one row gather, the headers'
+    fields by segmented reductions); otherwise one by one."""
+    if not batches:
+        return {}
+    views = [layout._views[b] for b in batches]
+    stride = views[0].dtype.itemsize if views[0] is not None else 0
+    if len(batches) < 2 or any(v is None or v.dtype.itemsize != stride for v in views):
+        first = layout.first
+        return {b: rebuild(layout, b, np.flatnonzero(keep[first[b] : first[b + 1]])) for b in batches}
+    counts = np.diff(layout.first)
+    chosen = np.zeros(counts.size, dtype=bool)
+    chosen[batches] = True
+    kept = np.flatnonzero(keep & np.repeat(chosen, counts))
+    cnt = np.add.reduceat(keep.astype(I64), layout.first[:-1])[batches]
+    si = np.cumsum(cnt) - cnt
+    data = rows(layout.u8, stride)[layout.starts[kept]]
+    fx = data.view(_strided(stride)).ravel()
+    offsets = layout.offsets[kept]
+    bases = offsets[si]
+    rel = offsets - np.repeat(bases, cnt)
+    fx["delta"] = rel
+    attrs = fx["attrs"]
+    ts = fx["ts"].astype(I64)
+    exp = np.where((attrs & ATTR_EXPIRE) != 0, fx["exp"].astype(I64), -1)
+    cols = zip(
+        batches,
+        cnt.tolist(),
+        si.tolist(),
+        bases.tolist(),
+        rel[si + cnt - 1].tolist(),
+        ts[si].tolist(),
+        np.minimum.reduceat(ts, si).tolist(),
+        np.maximum.reduceat(ts, si).tolist(),
+        np.maximum.reduceat(exp, si).tolist(),
+        np.bitwise_or.reduceat(attrs, si).tolist(),
+        np.bitwise_and.reduceat(attrs, si).tolist(),
+        np.maximum.reduceat(fx["ntags"].astype(I64), si).tolist(),
+        np.maximum.reduceat(fx["nheaders"].astype(I64), si).tolist(),
+        strict=True,
+    )
+    mv = data.ravel().data
+    out: dict[int, bytes] = {}
+    for b, n, s, base, last, first_ts, min_ts, max_ts, max_exp, any_attrs, all_attrs, tags, headers in cols:
+        flags = (
+            (FLAG_HAS_KEYS if any_attrs & ATTR_KEY else 0)
+            | (FLAG_HAS_EXPIRE if any_attrs & ATTR_EXPIRE else 0)
+            | (0 if all_attrs & ATTR_EXPIRE else FLAG_HAS_UNBOUNDED)
+            | (FLAG_HAS_TAGS if tags else 0)
+            | (FLAG_HAS_HEADERS if headers else 0)
+        )
+        body = mv[s * stride : (s + n) * stride]
+        encoded = EncodedRecords(body, n, last, first_ts, min_ts, max_ts, max_exp, flags, [], [], [])
+        out[b] = encoded.header(base) + body
+    return out

@@ -59,9 +59,9 @@ from storage_engine.codec import (
 from storage_engine.codec import (
     iter_records as iter_batch_records,
 )
-from storage_engine.columnar import batch_groups, chunk_layout, layout_columns, rebuild
+from storage_engine.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
 from storage_engine.errors import CorruptSegmentError
-from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, ShardWork, removal_rule
+from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_store import CF_OFFSETS, offset_key
@@ -727,7 +727,6 @@ class ShardLog(ShardBase):
             seg.retain()
             try:
                 fast = getattr(rule, "by_offset", None) if not can_expire and not has_dead else None
-                vectorised = getattr(rule, "decide_layout", None)
                 for group_buf, group in batch_groups(seg.iter_batches(0, seg.size, verify=False)):
                     # batches the rule keeps whole from their offsets alone are copied undecoded
                     whole = [
@@ -738,70 +737,26 @@ class ShardLog(ShardBase):
                         for _fp, h, _off in group
                     ]
                     todo = [(off, h) for (_fp, h, off), w in zip(group, whole, strict=True) if not w]
-                    lay = chunk_layout(group_buf, todo, path=path) if todo else None
-                    decided = None  # the rule's decisions for every record of the layout
-                    if lay is not None:
-                        if vectorised is not None:
-                            decided = vectorised(lay)
-                        elif rule is None:
-                            decided = np.zeros(lay.starts.size, dtype=np.uint8)
-                    b = -1  # the batch's index in the layout
+                    n_keeps: list[int] = []
+                    rebuilt: dict[int, bytes] = {}
+                    if todo:
+                        lay = chunk_layout(group_buf, todo, path=path)
+                        keep, gone = self._rewrite_decide(
+                            group_buf, lay, todo, rule, has_dead, can_expire, now, wb, work, expired, check_keys
+                        )
+                        removed += gone
+                        n_keeps = np.add.reduceat(keep, lay.first[:-1], dtype=np.int64).tolist()
+                        changed = [b for b, k in enumerate(n_keeps) if 0 < k < todo[b][1].record_count]
+                        rebuilt = rebuild_many(lay, changed, keep)
+                        if len(expired) >= UNINDEX_CHUNK:
+                            work.add(self._kill(expired, now))
+                            expired = []
+                    b = -1  # the batch's index among those decided
                     for (file_pos, h, off), is_whole in zip(group, whole, strict=True):
-                        n = h.record_count
-                        if is_whole:
-                            n_keep = n
-                        else:
-                            assert lay is not None
+                        n = n_keep = h.record_count
+                        if not is_whole:
                             b += 1
-                            lo, hi = int(lay.first[b]), int(lay.first[b + 1])
-                            if decided is not None:
-                                decisions = decided[lo:hi]
-                            else:
-                                assert rule is not None
-                                decisions = np.array(rule(layout_columns(group_buf, lay, b)), dtype=np.uint8)
-                            keep = decisions == KEEP
-                            gone = ~keep
-                            if has_dead:
-                                dead = store.dead_offsets(prefix, h.base_offset, h.last_offset + 1)
-                                if dead:
-                                    is_dead = np.isin(lay.offsets[lo:hi], np.array(dead, dtype=np.int64))
-                                    keep &= ~is_dead
-                                    gone &= ~is_dead
-                            if can_expire:
-                                fx = lay.fixed(np.arange(lo, hi))
-                                late = ((fx["attrs"] & ATTR_EXPIRE) != 0) & (fx["exp"] <= now)
-                                if ttl_ms is not None:
-                                    late |= fx["ts"] + ttl_ms <= now
-                                late &= keep | gone  # dead records are not expired again
-                                for i in (lo + np.flatnonzero(late)).tolist():
-                                    r = decode_record(
-                                        bytes(group_buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i])
-                                    )
-                                    expired.append(r)
-                                keep &= ~late
-                                gone &= ~late
-                            gone_at = np.flatnonzero(gone)
-                            removed += gone_at.size
-                            if gone_at.size:  # what the swap's WriteBatch must unindex
-                                attrs = lay.attrs[lo + gone_at]
-                                if h.flags & _INDEXED_BY_RECORD:
-                                    fx = lay.fixed(lo + gone_at)
-                                    by_record = ((attrs & ATTR_EXPIRE) != 0) | (fx["ntags"] != 0)
-                                    for i in (lo + gone_at[by_record]).tolist():
-                                        data_i = bytes(group_buf[lay.starts[i] : lay.ends[i]])
-                                        r = decode_record(data_i, int(lay.offsets[i]))
-                                        work.index_entries_deleted += self._unindex(
-                                            wb, r.offset, None, r.tags, r.expire_at
-                                        )
-                                latest = ((attrs & ATTR_KEY) != 0) & (decisions[gone_at] != SUPERSEDED)
-                                for i in (lo + gone_at[latest]).tolist():  # may be their key's latest record
-                                    q = int(lay.starts[i]) + RECORD_FIXED_SIZE
-                                    key = bytes(group_buf[q : q + int(lay.klen[i])])
-                                    check_keys.append((int(lay.offsets[i]), key))
-                            if len(expired) >= UNINDEX_CHUNK:
-                                work.add(self._kill(expired, now))
-                                expired = []
-                            n_keep = int(np.count_nonzero(keep))
+                            n_keep = n_keeps[b]
                             if n_keep < n and fd < 0:  # the first batch that changes: start the new file
                                 fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                                 _copy_range(seg, fd, file_pos)
@@ -811,8 +766,7 @@ class ShardLog(ShardBase):
                             data: bytes | memoryview = memoryview(group_buf)[off : off + h.length]
                             first, flags, max_exp = h.base_offset, h.flags, h.max_expire_at
                         else:
-                            assert lay is not None
-                            data = rebuild(lay, b, np.flatnonzero(keep))  # only the header and deltas change
+                            data = rebuilt[b]  # only the header and offset deltas changed
                             (first,) = _BATCH_BASE.unpack_from(data, 12)
                             flags = data[11]
                             (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
@@ -879,6 +833,70 @@ class ShardLog(ShardBase):
         work.bytes_reclaimed += max(0, old.size_bytes - meta.size_bytes)
         self.counters.add("segments_rewritten_total")
         return work
+
+    def _rewrite_decide(
+        self,
+        buf: bytes,
+        lay: Layout,
+        todo: list[tuple[int, BatchHeader]],
+        rule: RemovalRule | None,
+        has_dead: bool,
+        can_expire: bool,
+        now: int,
+        wb: WriteBatch,
+        work: ShardWork,
+        expired: list[Record],
+        check_keys: list[tuple[int, bytes]],
+    ) -> tuple[np.ndarray, int]:
+        """What a rewrite keeps of the batches ``todo`` of one read chunk (laid out in
+        ``lay``): dead records go, expired ones go to ``expired`` (to be marked dead), the
+        rule decides the rest (over the whole chunk when it has ``decide_layout``). Index
+        entries of removed records that carry tags or a deadline go into ``wb``; removed
+        records that may be their key's latest entry go to ``check_keys``. Returns the mask
+        of kept records and how many the rule removed."""
+        vectorised = getattr(rule, "decide_layout", None)
+        if vectorised is not None:
+            decided = vectorised(lay)
+        elif rule is not None:
+            decided = np.concatenate(
+                [np.array(rule(layout_columns(buf, lay, b)), dtype=np.uint8) for b in range(len(todo))]
+            )
+        else:
+            decided = np.zeros(lay.starts.size, dtype=np.uint8)
+        keep = decided == KEEP
+        gone = ~keep
+        if has_dead:
+            dead = self.index.store.dead_offsets(self.index.prefix, todo[0][1].base_offset, todo[-1][1].last_offset + 1)
+            if dead:
+                is_dead = np.isin(lay.offsets, np.array(dead, dtype=np.int64))
+                keep &= ~is_dead
+                gone &= ~is_dead
+        if can_expire:
+            fx = lay.fixed(np.arange(lay.starts.size))
+            late = ((fx["attrs"] & ATTR_EXPIRE) != 0) & (fx["exp"] <= now)
+            ttl_ms = self.policy.ttl_ms
+            if ttl_ms is not None:
+                late |= fx["ts"] + ttl_ms <= now
+            late &= keep | gone  # dead records are not expired again
+            for i in np.flatnonzero(late).tolist():
+                expired.append(decode_record(bytes(buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i])))
+            keep &= ~late
+            gone &= ~late
+        gone_at = np.flatnonzero(gone)
+        if gone_at.size:  # what the swap's WriteBatch must unindex
+            attrs = lay.attrs[gone_at]
+            batch_flags = np.array([h.flags & _INDEXED_BY_RECORD for _, h in todo], dtype=np.int64)
+            indexed = np.repeat(batch_flags, np.diff(lay.first))[gone_at] != 0
+            if indexed.any():
+                by_record = indexed & (((attrs & ATTR_EXPIRE) != 0) | (lay.fixed(gone_at)["ntags"] != 0))
+                for i in gone_at[by_record].tolist():
+                    r = decode_record(bytes(buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i]))
+                    work.index_entries_deleted += self._unindex(wb, r.offset, None, r.tags, r.expire_at)
+            latest = ((attrs & ATTR_KEY) != 0) & (decided[gone_at] != SUPERSEDED)
+            for i in gone_at[latest].tolist():  # removed records that may be their key's latest
+                q = int(lay.starts[i]) + RECORD_FIXED_SIZE
+                check_keys.append((int(lay.offsets[i]), bytes(buf[q : q + int(lay.klen[i])])))
+        return keep, int(gone_at.size)
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         """Every sparse offset entry points at a batch with that base offset in a live segment,
