@@ -50,7 +50,9 @@ _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 _SEEDS = np.frombuffer(os.urandom(16), dtype=U64)
 _S32, _S33, _S29 = U64(32), U64(33), U64(29)
-_SCALAR_TAIL = 512  # keys still probing below which a scalar loop finishes them
+_SCALAR_TAIL = 2048  # keys still probing below which each numpy step reads the next _WIDE slots of each
+_WIDE = 8
+_SCALAR_TAIL_WIDE = 16  # keys still probing below which a scalar loop finishes them
 _ONE_BITS = (1 << np.arange(8, dtype=np.uint8)).astype(np.uint8)
 
 
@@ -205,6 +207,21 @@ class KeyMap:
                 slot[done[0]] = done[4]
                 found[done[0][eq[stop]]] = True
                 state = state[:, ~stop]
+        wide = np.arange(1, _WIDE + 1, dtype=I64)
+        while state.shape[1] > _SCALAR_TAIL_WIDE:  # the tail: the next _WIDE slots of each at once
+            at = state[4][:, None] + state[3][:, None] * wide
+            at %= slots
+            t = self._rows[at.ravel()].view(I64).reshape(-1, _WIDE, 2)
+            th = t[:, :, 0]
+            eq = (th == state[1][:, None]) & ((t[:, :, 1] & _MASK32) == state[2][:, None])
+            stop = eq | (th == 0)
+            hit = stop.any(axis=1)
+            rows = np.flatnonzero(hit)
+            first = stop[rows].argmax(axis=1)
+            slot[state[0][rows]] = at[rows, first]
+            found[state[0][rows[eq[rows, first]]]] = True
+            state[4] = at[:, -1]
+            state = state[:, ~hit]
         tv = self._tv
         for k, hk, ck, st, i in zip(*state.tolist(), strict=True):
             hk &= _MASK64

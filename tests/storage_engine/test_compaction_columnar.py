@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 
+from storage_engine import keymap
 from storage_engine.api import Record
 from storage_engine.codec import batch_columns, decode_header, encode_batch, rebuild_batch
 from storage_engine.columnar import batch_groups, chunk_layout, rebuild
@@ -146,3 +147,35 @@ def test_keymap_stops_at_its_span() -> None:
         o for o in offsets[m.span - 3 : m.span] if o % 3 == 1
     ] + [o for o in offsets[m.span - 3 : m.span] if o % 3 == 2]
     assert sum(m.superseded(o) for o in offsets[: m.span]) == m.span - 3
+
+
+@pytest.mark.parametrize(
+    "tails",
+    [None, (0, 0), (10**9, 0), (10**9, 10**9)],
+    ids=["as-built", "numpy-steps-only", "wide-steps-only", "scalar-only"],
+)
+def test_a_nearly_full_large_map_matches_a_dict(tails: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of keys probing at once in a map filled to its load factor: the numpy
+    steps, the wide steps of the tail and the scalar end, each alone and together."""
+    if tails is not None:
+        monkeypatch.setattr(keymap, "_SCALAR_TAIL", tails[0])
+        monkeypatch.setattr(keymap, "_SCALAR_TAIL_WIDE", tails[1])
+    rng = random.Random(5)
+    m = KeyMap(256 * 1024)
+    latest: dict[bytes, int] = {}
+    superseded: set[int] = set()
+    keys = [b"key-%d" % rng.randrange(m.capacity + 2000) for _ in range(6 * m.capacity)]
+    for start in range(0, len(keys), 5000):
+        chunk = keys[start : start + 5000]
+        done = m.put_many(list(range(start, start + len(chunk))), chunk)
+        for o, k in enumerate(chunk[:done], start):
+            if k in latest:
+                superseded.add(latest[k])
+            latest[k] = o
+        if done < len(chunk):
+            assert chunk[done] not in latest and len(latest) == m.capacity
+            break
+    assert len(m) == len(latest) == m.capacity
+    assert m.latest_many(list(latest)) == list(latest.values())
+    assert m.latest_many([b"absent-%d" % i for i in range(3000)]) == [-1] * 3000
+    assert {o for o in range(max(latest.values()) + 1) if m.superseded(o)} == superseded
