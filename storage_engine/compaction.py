@@ -38,7 +38,8 @@ the latest record. The rules live here, once for every adapter:
   keys are hashed, put into the map and looked up a chunk at a time
   (:mod:`storage_engine.keymap`), the keep rule is a mask over a chunk
   (:mod:`storage_engine.keep_rule`), and a batch losing records is rebuilt
-  by a row gather of the kept records' bytes. The other adapters hand over
+  by a row gather of the kept records' bytes. How segments of each adapter
+  are read is :mod:`storage_engine.compaction_io`. The other adapters hand over
   :class:`~storage_engine.api.Record` objects; their keys are hashed the same
   way (:func:`storage_engine.keymap.hash_keys`).
 - **Keep rule.** Within ``[log start, map end)`` a record is kept iff it is
@@ -86,35 +87,31 @@ from __future__ import annotations
 import struct
 import time
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
 
-from storage_engine.api import LifecycleResult, Record, SegmentInfo, SegmentState
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
-from storage_engine.codec import (
-    ATTR_EXPIRE,
-    ATTR_KEY,
-    HEADER_SIZE,
-    BatchHeader,
-    RecordColumns,
-    batch_columns,
-    batch_keys,
+from storage_engine.codec import ATTR_EXPIRE
+from storage_engine.compaction_io import (
+    CompactableShard,
+    reclaimable_bytes,
+    segment_columns,
+    segment_key_hashes,
 )
-from storage_engine.columnar import batch_groups, chunk_layout
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.expiry import is_expired
 from storage_engine.keep_rule import CleaningRule
-from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes
+from storage_engine.keymap import KeyMap
 from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
 from storage_engine.lifecycle import (
     KEEP,
     REMOVE,
     LifecycleMixin,
     LifecycleShard,
-    Removal,
     RemovalRule,
     ShardWork,
 )
@@ -128,7 +125,6 @@ DEFAULT_MAX_ROUNDS = 1_000
 FILL_KEYS = 16_384  # keys one insertion into the map takes at most (temporaries ~100 B a key)
 _STATE_HEAD = struct.Struct(">BQH")
 _PASS = struct.Struct(">QQ")
-_COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
 
 
 class OffsetBits:
@@ -285,113 +281,8 @@ def cleaning_rule(
     return CleaningRule(kmap, map_end, first_dirty, list(state.passes), policy, now)
 
 
-# -- what a shard of any adapter provides ----------------------------------------------------------
-class CompactableShard(Protocol):
-    shard: int
-
-    def lifecycle_segments(self) -> list[SegmentInfo]: ...
-
-    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork: ...
-
-    def compact_deleted(self) -> None: ...
-
-
-def segment_records(shard: Any, base: int) -> Iterator[Record]:
-    """Every stored record of a sealed segment (dead ones included), in offset order."""
-    hook = getattr(shard, "compaction_records", None)
-    if hook is not None:
-        yield from hook(base)
-        return
-    for m in shard.view.metas():
-        if m.base_offset == base:
-            yield from shard._segment_records(m)
-            return
-
-
 def _keep_only(wanted: frozenset[int]) -> RemovalRule:
     return lambda cols: [KEEP if o in wanted else REMOVE for o in cols.offsets]
-
-
-def _segment_file(shard: Any, base: int) -> Any:
-    """The segment adapter's file of segment ``base`` (``None`` for other adapters)."""
-    if getattr(shard, "compaction_records", None) is not None:
-        return None
-    lookup = getattr(shard, "_segment_file", None)
-    return None if lookup is None else lookup(base)
-
-
-def segment_keys(shard: Any, base: int) -> Iterator[tuple[list[int], list[bytes], int]]:
-    """``(offsets, keys, records read)`` of the keyed records of a sealed segment, a batch
-    (or a chunk) at a time, in offset order; from files only keys and offsets are decoded."""
-    seg = _segment_file(shard, base)
-    if seg is None:
-        for chunk in _chunks(segment_records(shard, base)):
-            keyed = [r for r in chunk if r.key is not None]
-            yield [r.offset for r in keyed], [r.key for r in keyed if r.key is not None], len(chunk)
-        return
-    seg.retain()
-    try:
-        for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-            offsets, keys = batch_keys(buf, off, h, path=str(seg.path))
-            yield offsets, keys, h.record_count
-    finally:
-        seg.release()
-
-
-def segment_key_hashes(shard: Any, base: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
-    """``(offsets, h, c, records read)`` of the keyed records of a sealed segment (their key
-    hashes, :func:`storage_engine.keymap.key_hashes`), in offset order; from files a read
-    chunk of batches at a time, vectorised (:func:`storage_engine.columnar.chunk_layout`)."""
-    seg = _segment_file(shard, base)
-    if seg is None:
-        for offsets, keys, count in segment_keys(shard, base):
-            h, c = hash_keys(keys)
-            yield np.array(offsets, dtype=np.int64), h, c, count
-        return
-    path = str(seg.path)
-
-    def hashed(buf: bytes, group: list[tuple[int, BatchHeader]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        layout = chunk_layout(buf, group, path=path)
-        idx = np.flatnonzero(layout.attrs & ATTR_KEY)
-        h, c = layout_key_hashes(layout, idx)
-        return layout.offsets[idx], h, c, layout.starts.size
-
-    seg.retain()
-    try:
-        for buf, group in batch_groups(seg.iter_batches(0, seg.size, verify=False)):
-            yield hashed(buf, [(off, h) for _p, h, off in group])
-    finally:
-        seg.release()
-
-
-def segment_columns(shard: Any, base: int) -> Iterator[tuple[RecordColumns, list[int]]]:
-    """``(columns, stored size of each record)`` of a sealed segment, a batch (or a chunk)
-    at a time; the sizes are what a segment file spends on each record."""
-    seg = _segment_file(shard, base)
-    if seg is None:
-        from storage_engine.codec import encoded_size
-
-        for chunk in _chunks(segment_records(shard, base)):
-            yield RecordColumns.of_records(chunk), [encoded_size(r) for r in chunk]
-        return
-    seg.retain()
-    try:
-        for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-            cols = batch_columns(buf, off, h, path=str(seg.path))
-            yield cols, [e - s for s, e in zip(cols.starts, cols.ends, strict=True)]
-    finally:
-        seg.release()
-
-
-def _chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
-    chunk: list[Record] = []
-    for r in records:
-        chunk.append(r)
-        if len(chunk) >= _COLUMN_CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def load_state(shard: Any) -> CleanerState:
@@ -411,39 +302,6 @@ def save_state(shard: Any, state: CleanerState) -> None:
         store.write(wb, sync=True)
     else:
         shard.cleaner_state = state.pack()
-
-
-def reclaimable_bytes(shard: Any, info: SegmentInfo, remove: Collection[int]) -> int:
-    """Bytes a rewrite of segment ``info`` without ``remove`` reclaims, exactly as the adapter's
-    ``rewrite_segment`` (or a whole drop when nothing would remain) reports them."""
-    if not remove:
-        return 0
-    if len(remove) >= info.record_count:
-        return info.size_bytes
-    hook = getattr(shard, "compaction_removed_bytes", None)
-    if hook is not None:  # memory adapter
-        return int(hook(info.base_offset, remove))
-    seg = _segment_file(shard, info.base_offset)
-    if seg is None:  # rocksdb adapter: one key + value per record
-        from storage_engine.rocksdb_adapter import _KEY_BYTES
-
-        store, prefix = shard.index.store, shard.index.prefix
-        return sum(
-            len(v) + _KEY_BYTES for o, v in store.records(prefix, info.base_offset, info.last_offset + 1) if o in remove
-        )
-    size = 0
-    seg.retain()
-    try:
-        for _p, h, buf, off in seg.iter_batches(0, seg.size, verify=False):
-            cols = batch_columns(buf, off, h, path=str(seg.path), times=False)
-            kept = [e - s for o, s, e in zip(cols.offsets, cols.starts, cols.ends, strict=True) if o not in remove]
-            if len(kept) == len(cols.offsets):
-                size += h.length
-            elif kept:
-                size += HEADER_SIZE + sum(kept)
-    finally:
-        seg.release()
-    return max(0, info.size_bytes - size)
 
 
 # -- the engine calls ------------------------------------------------------------------------------
