@@ -76,8 +76,9 @@ def hash_words(lengths: np.ndarray, word: WordReader) -> tuple[np.ndarray, np.nd
     read 8 bytes at a time by ``word`` (see the module docstring)."""
     n = lengths.size
     lengths = lengths.astype(I64, copy=False)
-    h1 = _fmix(lengths.astype(U64) ^ _SEEDS[0])
-    h2 = _fmix(lengths.astype(U64) ^ _SEEDS[1])
+    lu = lengths.astype(U64)
+    h1 = (lu * _P2) ^ _SEEDS[0]  # the length, then each word, moves the state by bijections
+    h2 = (lu * _P1) ^ _SEEDS[1]
     if n:
         shortest, longest = int(lengths.min()), int(lengths.max())
         for w in range(0, longest, 8):
