@@ -20,6 +20,7 @@ import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Protocol
 
@@ -67,6 +68,7 @@ log = logging.getLogger(__name__)
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
 SWEEP_COMPACT_INTERVAL_MS = 60_000  # a sweep asks RocksDB to compact a shard's dropped ranges at most this often
 SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
+DUE_DROP_THREADS = 8  # shards whose due segments a deadline-driven reclaim drops at once (sweep_due)
 MAX_PROBLEMS = 100
 # Counters present from the start, so a console shows 0 rather than nothing.
 ZEROED_COUNTERS = (
@@ -510,8 +512,12 @@ class LifecycleMixin(abc.ABC):
 
     def sweep_due(self, operation: str, limit: int | None = None) -> LifecycleResult:
         """One step of a deadline-driven sweep: ``reclaim`` or ``retention`` on the shards whose
-        :meth:`next_due` time has passed only (the same per-shard step as a sweep's), or the
-        node-wide ``expire-scan`` (whose walk already costs only the due entries)."""
+        :meth:`next_due` time has passed only, or the node-wide ``expire-scan`` (whose walk
+        already costs only the due entries). ``reclaim`` here drops the due shards' wholly
+        expired segments (sealing an idle active one first), on up to ``DUE_DROP_THREADS`` shards
+        at once: a drop is mostly synced writes and directory fsyncs, which concurrent drops share
+        (RocksDB commits concurrent synced writes as a group). Rewrites of partly dead segments
+        are left to the node-wide :meth:`reclaim`."""
         self._check_limit(limit)
         if operation == "expire-scan":
             return self.expire_scan(None, None, limit)
@@ -519,7 +525,8 @@ class LifecycleMixin(abc.ABC):
             raise InvalidArgumentError("operation", "must be one of expire-scan, reclaim, retention")
         t0 = time.perf_counter()
         now = self.clock.now_ms()
-        due: list[tuple[str, int]] = []
+        due: list[tuple[str, NamespacePolicy, LifecycleShard]] = []
+        peak_ok = in_off_peak(now, self._node_policy)
         for name in sorted(self._lc_names()):
             try:
                 policy, shards = self._lc_namespace(name)
@@ -529,28 +536,66 @@ class LifecycleMixin(abc.ABC):
                 minima, active = self._due_cache.minima(s, policy.ttl_ms)
                 when = shard_due(minima, active, policy, now)[0 if operation == "reclaim" else 1]
                 if when is not None and when <= now:
-                    due.append((name, s.shard))
+                    due.append((name, policy, s))
         totals: dict[str, Any] = {}
-        budget = SWEEP_RECLAIM_SEGMENTS if limit is None else limit
-        more = False
-        self._sweeping = True  # RocksDB compaction of dropped ranges deferred, as in a sweep
-        try:
-            for name, index in due:
+        if operation == "retention":
+            for name, _, s in due:
                 try:
-                    if operation == "reclaim":
-                        result = self.reclaim(name, index, budget)
-                    else:
-                        result = self.apply_retention(name, index)
+                    result = self.apply_retention(name, s.shard)
                 except UnknownNamespaceError:
                     continue
                 for key in LIFECYCLE_COUNTS:
                     totals[key] = totals.get(key, 0) + getattr(result, key)
-                budget -= result.segments_deleted + result.segments_rewritten if operation == "reclaim" else 0
-                if (result.more and result.skipped is None) or budget <= 0:
+            return self._result(operation, None, None, t0, **totals)
+        budget = SWEEP_RECLAIM_SEGMENTS if limit is None else limit
+        more = False
+        urgent: dict[str, bool] = {}
+
+        def drop(policy: NamespacePolicy, s: LifecycleShard) -> tuple[ShardWork, int]:
+            local: dict[str, Any] = {}
+            work = ShardWork()
+            self._remove_files([s], now, local)
+            segments = self._step_segments(s, policy, now, local)
+            whole = [
+                seg.base_offset
+                for seg in segments
+                if seg.state is SegmentState.SEALED and segment_expired(seg, policy.ttl_ms, now)
+            ]
+            if whole:
+                work.add(s.drop_segments(whole, now, self._node_policy.file_delete_delay_ms))
+            work.rolled += local.get("rolled", 0)
+            work.files_removed += local.get("files_removed", 0)
+            return work, len(whole)
+
+        with self._lifecycle_ops, ThreadPoolExecutor(DUE_DROP_THREADS, thread_name_prefix="due-drop") as pool:
+            chosen: list[tuple[NamespacePolicy, LifecycleShard]] = []
+            for name, policy, s in due:
+                if not peak_ok:
+                    if name not in urgent:
+                        urgent[name] = self._urgent(policy, self._lc_namespace(name)[1])
+                    if not urgent[name]:
+                        continue
+                chosen.append((policy, s))
+            for i in range(0, len(chosen), DUE_DROP_THREADS):
+                if budget <= 0:
                     more = True
                     break
-        finally:
-            self._sweeping = False
+                chunk = chosen[i : i + DUE_DROP_THREADS]
+                for (_, s), (work, _) in zip(chunk, pool.map(lambda job: drop(*job), chunk), strict=True):
+                    sum_work(totals, work)
+                    budget -= work.segments_deleted
+                    self.lifecycle_counters.add_many(
+                        {
+                            "reclaim_segments_deleted_total": work.segments_deleted,
+                            "reclaim_bytes_total": work.bytes_reclaimed,
+                        }
+                    )
+                    if work.segments_deleted:
+                        self._sweeping = True  # deferred, as in a sweep (see _compact_deleted)
+                        try:
+                            self._compact_deleted(s)
+                        finally:
+                            self._sweeping = False
         self._compact_due()
         return self._result(operation, None, None, t0, more=more, **totals)
 

@@ -72,16 +72,18 @@ class Producer:
     and remembers, per shard, the base offset and TTL end of every batch (the ground truth of what is
     expired, see :func:`probe_node`)."""
 
-    def __init__(self, client: Any, load: Load) -> None:
+    def __init__(self, client: Any, load: Load, record_ttl: bool = False) -> None:
         from storage_engine.api import NewRecord
 
-        self.client, self.load = client, load
+        self.client, self.load, self.record_ttl = client, load, record_ttl
         self.value = b"x" * load.record_bytes
         self.batches: dict[tuple[str, int], tuple[list[int], list[int]]] = {}  # shard → (bases, TTL ends)
         self._new = NewRecord
 
     def send(self, name: str, shard: int, deadline: int) -> None:
-        records = [self._new(value=self.value, expire_at=deadline)] * self.load.batch
+        # The namespace's ttl_ms gives every record its TTL (as MaxAge does a NATS stream's messages); with
+        # --ttl-source record each record also carries it as expire_at (and so gets a TTL-index entry).
+        records = [self._new(value=self.value, expire_at=deadline if self.record_ttl else None)] * self.load.batch
         result = self.client.append(name, shard, records)
         bases, deadlines = self.batches.setdefault((name, shard), ([], []))
         bases.append(result.base_offset)
@@ -241,24 +243,33 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
         lifecycle_tasks = PeriodicTask.objects.filter(name__startswith="lifecycle: ")
         lifecycle_tasks.update(enabled=False)
         celery = [sys.executable, "-m", "celery", "-A", "backend.config"]
-        procs.append(
-            _spawn(
-                [
-                    *celery,
-                    "worker",
-                    "--concurrency",
-                    "2",
-                    "--loglevel",
-                    args.celery_log_level,
-                    "-Q",
-                    f"{queue},{queue}.node-1",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-                logs / "worker.log",
-                env,
+        # One worker for everything (--no-node-worker), or, as README "Several nodes" advises, the node's
+        # lifecycle queue served by a worker of its own, so that sweeps never wait behind the control plane's
+        # long periodic tasks (catalog sync and metrics take seconds each at 800 shards).
+        workers = [(f"{queue},{queue}.node-1", "worker.log")]
+        if args.node_worker:
+            workers = [(queue, "worker.log"), (f"{queue}.node-1", "node-worker.log")]
+        for index, (queues_arg, log_name) in enumerate(workers):
+            procs.append(
+                _spawn(
+                    [
+                        *celery,
+                        "worker",
+                        "--concurrency",
+                        "2",
+                        "--loglevel",
+                        args.celery_log_level,
+                        "-Q",
+                        queues_arg,
+                        "-n",
+                        f"bench{index}@%h",
+                        "--without-gossip",
+                        "--without-mingle",
+                    ],
+                    logs / log_name,
+                    env,
+                )
             )
-        )
         procs.append(
             _spawn(
                 [
@@ -280,7 +291,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
             NodeClient(url, token, timeout_s=30) as probe_client,
         ):
             load = Load(names, args.shards, args.rate, args.batch, args.ttl_ms, args.record_bytes)
-            producer = Producer(client, load)
+            producer = Producer(client, load, record_ttl=args.ttl_source == "record")
             node_policy = client.get_namespace(names[0]).policy
             setup = {
                 "namespaces": len(names),
@@ -290,6 +301,8 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                 "segment_ms": node_policy.segment_ms,
                 "segment_bytes": node_policy.segment_bytes,
                 "ttl_ms": node_policy.ttl_ms,
+                "ttl_source": args.ttl_source,
+                "node_worker": args.node_worker,
             }
             yield _phase("without-lifecycle", producer, probe_client, args, queues, **setup)
             lifecycle_tasks.update(enabled=True)
@@ -324,6 +337,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-bytes", type=int, default=100, help="value size of every record")
     parser.add_argument("--ttl-ms", type=int, default=20_000)
     parser.add_argument(
+        "--ttl-source",
+        choices=["namespace", "record"],
+        default="namespace",
+        help="where our records' TTL comes from: the namespace's ttl_ms (as the peers' per-stream age), or "
+        "also each record's expire_at (a TTL-index entry per record: the TTL scan's work too)",
+    )
+    parser.add_argument(
         "--scan-interval-ms",
         type=int,
         default=5_000,
@@ -337,6 +357,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "expires, so a record can stay up to segment-ms past its TTL: keep it well under the TTL",
     )
     parser.add_argument("--segment-bytes", type=int, default=16 * 1024)
+    parser.add_argument(
+        "--no-node-worker",
+        dest="node_worker",
+        action="store_false",
+        help="one Celery worker for every queue (default: the node's lifecycle queue has a worker of its own)",
+    )
     parser.add_argument(
         "--no-deadlines",
         dest="deadlines",

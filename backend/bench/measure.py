@@ -167,6 +167,14 @@ def summary(
         "stored_records": samples[-1].stored if samples else None,
         "lost_samples": sum(1 for s in samples if s.expired < -load.batch),  # unexpired records missing
     }
+    windows: dict[int, list[float]] = {}
+    for s in samples:
+        windows.setdefault(int(s.t_s // 10), []).append(ratio(s))
+    # The ratio's course over the phase: the mean of each 10 s window.
+    line["expired_ratio_by_10s"] = [round(statistics.fmean(v), 3) for _, v in sorted(windows.items())]
+    line["worst_past_ttl_s_by_10s"] = [
+        round(max(x.worst_past_ttl_s for x in samples if int(x.t_s // 10) == w), 1) for w in sorted(windows)
+    ]
     engine = [s for s in steady if s.engine_expired is not None]
     if engine:
         line["engine_expired_ratio"] = round(
