@@ -19,7 +19,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Match, Route
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from storage_engine.api import EngineStats, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
@@ -50,6 +50,31 @@ from storage_engine.wire import (
 log = logging.getLogger("storage_node")
 MAX_BATCH_RECORDS = 100_000
 MAX_PATH_SHOWN = 200  # characters of a request path quoted in an error
+
+
+class ProduceIsForeground:
+    """A produce request counts as foreground work from its first byte to its last answer byte
+    (:class:`storage_engine.pacing.Foreground`): a TTL scan pauses while it runs, not only
+    while the engine appends (reading and decoding the body and answering need the GIL too)."""
+
+    def __init__(self, app: ASGIApp, engine: StorageAdapter) -> None:
+        self.app = app
+        self.foreground = getattr(engine, "foreground", None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        foreground = self.foreground
+        if foreground is None or scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if not path.endswith("/records"):
+            await self.app(scope, receive, send)
+            return
+        foreground.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            foreground.leave()
 
 
 def _shown_path(request: Request) -> str:
@@ -308,7 +333,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     return Starlette(
         routes=table.routes,
-        middleware=[Middleware(BearerAuth, token=token)],
+        middleware=[Middleware(ProduceIsForeground, engine=engine), Middleware(BearerAuth, token=token)],
         exception_handlers={HTTPException: _http_error_handler(table.routes)},
         lifespan=lifespan,
     )

@@ -291,3 +291,32 @@ def test_a_shard_scan_moves_no_resume_point(lc_adapter: StorageAdapter, clock: M
     assert store.ttl_start([_ns_id(lc_adapter, ns)]) == b""
     assert lc_adapter.expire_scan(ns).expired_records == 3
     assert_verified(lc_adapter)
+
+
+def test_a_produce_request_is_foreground_from_first_byte_to_last() -> None:
+    import asyncio
+
+    from storage_engine.node.app import ProduceIsForeground
+
+    class Engine:
+        foreground = Foreground()
+
+    seen: list[tuple[str, str, int]] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        seen.append((scope["method"], scope["path"], Engine.foreground.active))
+
+    middleware = ProduceIsForeground(inner, Engine())  # type: ignore[arg-type]
+
+    async def requests() -> None:
+        for method, path in (
+            ("POST", "/v1/namespaces/a/shards/0/records"),
+            ("POST", "/v1/namespaces/a/records"),
+            ("GET", "/v1/namespaces/a/shards/0/records"),
+            ("POST", "/v1/node/lifecycle/expire-scan"),
+        ):
+            await middleware({"type": "http", "method": method, "path": path}, None, None)  # type: ignore[arg-type]
+
+    asyncio.run(requests())
+    assert [active for _, _, active in seen] == [1, 1, 0, 0]
+    assert Engine.foreground.active == 0
