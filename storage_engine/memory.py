@@ -541,12 +541,8 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     # -- data ---------------------------------------------------------------------
     def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
-        foreground = self.foreground
-        foreground.enter()  # the TTL scan gives way while an append runs (pacing.Foreground)
-        try:
+        with self.foreground.running():  # the TTL scan gives way while an append runs (pacing.Foreground)
             return self._append(namespace, shard, records)
-        finally:
-            foreground.leave()
 
     def _append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         s = self._shard(namespace, shard)
@@ -556,7 +552,8 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         if records:
             self._guard_disk(batch_bytes)
             if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
-                self._check_backlog_quota(namespace, policy)
+                with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
+                    self._check_backlog_quota(namespace, policy)
         expiring: list[tuple[int, int, int]] = []
         with s.lock:
             self._check_live(s)

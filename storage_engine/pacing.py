@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from storage_engine.clock import Clock
 
@@ -55,6 +58,9 @@ class TokenBucket:
             return True
 
 
+_RUNNING: ContextVar[bool] = ContextVar("foreground_running", default=False)
+
+
 class Foreground:
     """Foreground calls (appends) in flight, so that background work can give way to them.
 
@@ -62,9 +68,14 @@ class Foreground:
     hands the interpreter between threads several times (producer, I/O worker, fsync,
     RocksDB, the producer again); each hand-off to a thread waiting for the GIL while a
     CPU-bound scan holds it costs up to CPython's switch interval (5 ms). Appends say
-    they run (:meth:`enter` / :meth:`leave`), and a scan that finishes a slice while any
-    is in flight blocks (:meth:`wait_turn`) until those have finished, so it holds
-    neither the GIL nor a shard lock while they run.
+    they run (:meth:`running`, or :meth:`enter` / :meth:`leave`), and a scan that finishes
+    a slice while any is in flight blocks (:meth:`wait_turn`) until those have finished,
+    so it holds neither the GIL nor a shard lock while they run.
+
+    :meth:`running` counts a call once however deeply it nests in the same context (a node's
+    produce request, then the engine's append in the thread pool: the context goes with
+    it), and :meth:`idle` takes a stretch of it that waits without working (a producer
+    held by a backlog quota) out of the count, so that a scan does not wait on it.
     """
 
     def __init__(self) -> None:
@@ -72,6 +83,30 @@ class Foreground:
         self.active = 0  # read without the lock by background work: a hint
         self._finished = 0
         self._waiting = 0
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        if _RUNNING.get():
+            yield
+            return
+        token = _RUNNING.set(True)
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+            _RUNNING.reset(token)
+
+    @contextmanager
+    def idle(self) -> Iterator[None]:
+        if not _RUNNING.get():
+            yield
+            return
+        self.leave()
+        try:
+            yield
+        finally:
+            self.enter()
 
     def enter(self) -> None:
         with self._cond:

@@ -70,11 +70,8 @@ class ProduceIsForeground:
         if not path.endswith("/records"):
             await self.app(scope, receive, send)
             return
-        foreground.enter()
-        try:
+        with foreground.running():  # the engine's append within counts once: the context goes with it
             await self.app(scope, receive, send)
-        finally:
-            foreground.leave()
 
 
 def _shown_path(request: Request) -> str:

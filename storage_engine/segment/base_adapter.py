@@ -264,12 +264,8 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     # -- data ---------------------------------------------------------------------------
     def append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
-        foreground = self.foreground
-        foreground.enter()  # the TTL scan gives way while an append runs (pacing.Foreground)
-        try:
+        with self.foreground.running():  # the TTL scan gives way while an append runs (pacing.Foreground)
             return self._append(namespace, shard, records)
-        finally:
-            foreground.leave()
 
     def _append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         log = self._shard(namespace, shard)
@@ -281,7 +277,8 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
                 return AppendResult(view.end_offset, 0)
         policy = log.policy
         if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
-            self._check_backlog_quota(namespace, policy)
+            with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
+                self._check_backlog_quota(namespace, policy)
         body = encode_records(records, self.clock.now_ms())
         self._guard_disk(body.batch_length)
         base = self._pool.submit(log, body).result()

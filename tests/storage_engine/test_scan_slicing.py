@@ -296,15 +296,21 @@ def test_a_shard_scan_moves_no_resume_point(lc_adapter: StorageAdapter, clock: M
 def test_a_produce_request_is_foreground_from_first_byte_to_last() -> None:
     import asyncio
 
+    from starlette.concurrency import run_in_threadpool
+
     from storage_engine.node.app import ProduceIsForeground
 
     class Engine:
         foreground = Foreground()
 
-    seen: list[tuple[str, str, int]] = []
+    seen: list[tuple[int, int]] = []
+
+    def append() -> int:  # what the engine's append does, in the thread pool
+        with Engine.foreground.running():
+            return Engine.foreground.active
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:
-        seen.append((scope["method"], scope["path"], Engine.foreground.active))
+        seen.append((Engine.foreground.active, await run_in_threadpool(append)))
 
     middleware = ProduceIsForeground(inner, Engine())  # type: ignore[arg-type]
 
@@ -318,5 +324,46 @@ def test_a_produce_request_is_foreground_from_first_byte_to_last() -> None:
             await middleware({"type": "http", "method": method, "path": path}, None, None)  # type: ignore[arg-type]
 
     asyncio.run(requests())
-    assert [active for _, _, active in seen] == [1, 1, 0, 0]
+    # A produce counts once, the engine's append within it too; other requests only by their append.
+    assert seen == [(1, 1), (1, 1), (0, 1), (0, 1)]
     assert Engine.foreground.active == 0
+
+
+def test_running_counts_once_and_idle_stretches_not_at_all() -> None:
+    fg = Foreground()
+    with fg.running():
+        with fg.running():
+            assert fg.active == 1
+        with fg.idle():
+            assert fg.active == 0
+            assert fg.wait_turn(10) is False  # nothing to wait for while the call only waits
+        assert fg.active == 1
+    assert fg.active == 0
+    with fg.idle():  # outside a call: nothing to take out
+        assert fg.active == 0
+
+
+def test_a_producer_held_by_its_backlog_quota_holds_no_scan_back(
+    lc_adapter: StorageAdapter, clock: ManualClock
+) -> None:
+    ns = make_ns(
+        lc_adapter,
+        backlog_quota_bytes=1,
+        backlog_quota_policy="producer_request_hold",
+        backlog_hold_timeout_ms=100,
+        retention_bytes=1 << 30,
+    )
+    lc_adapter.create_subscription(ns, "slow")  # type: ignore[attr-defined]
+    append_one(lc_adapter, ns, b"x" * 100)
+    foreground = lc_adapter.foreground  # type: ignore[attr-defined]
+    seen: list[int] = []
+
+    def sleep(seconds: float) -> None:  # the hold's wait: a scan would see this many appends in flight
+        seen.append(foreground.active)
+        clock.advance(int(seconds * 1000) or 1)
+
+    lc_adapter.sleep = sleep  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="held"):
+        append_one(lc_adapter, ns, b"y")
+    assert seen and set(seen) == {0}
+    assert foreground.active == 0
