@@ -72,6 +72,7 @@ _TTL = struct.Struct(">QIHQ")
 _TTL_VALUE = struct.Struct(">IB")
 _CHECKPOINT = struct.Struct(">BQQQqqQ")
 _NEXT_NS_ID = b"\x00next_id"
+_NO_TTL_KEY_BELOW = b"\xff" * _TTL.size  # a TTL scan's start for a namespace without entries
 
 CF_OFFSETS = "offsets"
 CF_TIMES = "times"
@@ -346,7 +347,9 @@ class IndexStore:
             wb = self.batch()
             wb.put(_NEXT_NS_ID, _NS.pack(ns_id + 1), self._handles[CF_NAMESPACES])
             self.write(wb, sync=True)
-            return ns_id
+        with self._ttl_lock:  # no TTL entry yet: a scan need not walk anything for it
+            self._ttl_resume[ns_id] = _NO_TTL_KEY_BELOW
+        return ns_id
 
     def put_namespace(self, wb: WriteBatch, record: NamespaceRecord) -> None:
         wb.put(record.name.encode(), record.pack(), self._handles[CF_NAMESPACES])

@@ -191,11 +191,12 @@ def test_the_next_scan_starts_where_the_last_one_stopped(lc_adapter: StorageAdap
     append_one(lc_adapter, other, expire_at=now + 1)
     clock.advance(10)
     ns_id, other_id = _ns_id(lc_adapter, ns), _ns_id(lc_adapter, other)
-    assert store.ttl_start([ns_id]) == b""  # no scan yet
+    first_key = (now + 1).to_bytes(8, "big")
+    assert store.ttl_start([ns_id])[:8] == first_key  # no scan yet: its first entry
     first = lc_adapter.expire_scan(ns)
     assert (first.expired_records, first.more) == (10, True)
     stop = store.ttl_start([ns_id])
-    assert stop > b"" and store.ttl_start([other_id]) == b""  # the other namespace's scan still starts at 0
+    assert stop > first_key and store.ttl_start([other_id])[:8] == first_key  # the other one's start stays
     due = sorted(e for e, o in store.ttl_entries_of(ns_id, 0))
     assert stop[:8] <= due[0].to_bytes(8, "big")  # nothing left below it
     second = lc_adapter.expire_scan(ns)
@@ -287,9 +288,26 @@ def test_a_shard_scan_moves_no_resume_point(lc_adapter: StorageAdapter, clock: M
     for shard in (0, 1):
         lc_adapter.append(ns, shard, [NewRecord(b"x", expire_at=now + 1) for _ in range(3)])
     clock.advance(1)
+    before = store.ttl_start([_ns_id(lc_adapter, ns)])
     assert lc_adapter.expire_scan(ns, shard=1).expired_records == 3
-    assert store.ttl_start([_ns_id(lc_adapter, ns)]) == b""
+    assert store.ttl_start([_ns_id(lc_adapter, ns)]) == before  # shard 0's entries lie there
     assert lc_adapter.expire_scan(ns).expired_records == 3
+    assert_verified(lc_adapter)
+
+
+def test_a_new_namespace_adds_nothing_to_a_sweep(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    store = _store(lc_adapter)
+    ns = make_ns(lc_adapter)
+    now = clock.now_ms()
+    lc_adapter.append(ns, 0, [NewRecord(b"x", expire_at=now + 1) for _ in range(20)])
+    clock.advance(1)
+    assert lc_adapter.expire_scan(None, manual=True).expired_records == 20  # type: ignore[arg-type]
+    swept = store.ttl_start([_ns_id(lc_adapter, ns)])
+    fresh = make_ns(lc_adapter, "fresh")  # no entry yet: it does not send the next sweep back to the start
+    assert store.ttl_start([_ns_id(lc_adapter, ns), _ns_id(lc_adapter, fresh)]) == swept
+    append_one(lc_adapter, fresh, expire_at=now)  # long due: below where the sweep stopped
+    assert lc_adapter.expire_scan(None, manual=True).expired_records == 1  # type: ignore[arg-type]
+    assert lc_adapter.expire_scan(fresh).expired_records == 0
     assert_verified(lc_adapter)
 
 
