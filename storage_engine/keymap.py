@@ -3,30 +3,36 @@ numpy arrays and vectorised code (see :mod:`storage_engine.compaction` for how r
 use it).
 
 **Keys** stand as 96 bits: a 64-bit hash ``h`` and a 32-bit check ``c`` of two hash
-chains over the key's bytes (:func:`key_hashes`), seeded at random per process (so
-collisions cannot be precomputed). Each chain xors in one 8-byte word of the key at a
-time (zero-padded, after the key's length), multiplies by an odd constant and
-xor-shifts, all bijections of the state: two keys of one length that differ in one word
-never collide; others collide with probability about 2⁻⁹⁶ a pair, so a false
+chains over the key's bytes (:func:`hash_words`), seeded at random per process (so
+collisions cannot be precomputed). Each chain starts from the key's length, xors in one
+8-byte word of the key at a time (the last zero-padded), multiplies by an odd constant
+and xor-shifts, all bijections of the state, and ends with MurmurHash3's finaliser: two
+keys of one length that differ in one word never collide; others are taken to collide
+with probability about 2⁻⁹⁶ a pair, so a false
 "superseded" needs two keys of one round to collide: about n²/2⁹⁷ for n keys (~10⁻¹⁷
 for a million). A producer that could find a collision gains nothing: it would need the
 other key's bytes, and with them it can supersede that key by writing it.
 
 **Table.** Open addressing with double hashing (slot ``h mod slots``, step ``1 + c mod
-(slots − 1)``) over a prime number of slots, filled to ``LOAD_FACTOR``, in three
-preallocated arrays, ``SLOT_BYTES`` = 16 bytes a slot: ``h`` (0 marks an empty slot; a
-zero hash is stored as 1), ``c`` and the offset as a 32-bit delta from the round's first
-offset. Beside it, 1/32 of the budget is a bitmap of the round's superseded offsets.
-:meth:`KeyMap.put_hashes` inserts a chunk of records at once: the chunk's repeated keys
-are grouped by a sort (all but the last of a key are superseded), the distinct keys are
-probed together (each numpy step advances every key still probing), keys already in the
-table get their new offset (the old one is superseded) and new keys take the empty slot
-their probe ended on (two new keys on one slot: one takes it, the others probe on).
-When the chunk holds more new keys than the map has room for, it is cut before the
-first key that does not fit and the cut prefix goes in.
+(slots − 1)``) over a prime number of slots, filled to ``LOAD_FACTOR``, preallocated,
+``SLOT_BYTES`` = 16 bytes a slot as two u64 side by side (one gather reads a slot):
+``h`` (0 marks an empty slot; a zero hash is stored as 1) and ``c | delta << 32``, the
+offset as a 32-bit delta from the round's first offset. Beside it, 1/32 of the budget is
+a bitmap of the round's superseded offsets. :meth:`KeyMap.put_hashes` inserts a chunk of
+records at once. Every record probes (a key's records all end on the same slot): each
+numpy step advances every record still probing by one slot; once fewer than
+``_SCALAR_TAIL`` are left (a high load's long probes), each step reads the next
+``_WIDE`` slots of each; the last ``_SCALAR_TAIL_WIDE`` finish in a scalar loop. Keys
+found take their latest offset by ``np.maximum.at`` over ``c | delta << 32`` (the
+largest is the chunk's last record of the key; the old offset and the others are
+superseded); new keys claim the empty slot their probe ended on: record indexes are
+scattered into the claimed slots and the index that lands decides between keys that
+ended on one slot (the others probe on, from there). When the chunk holds more new keys
+than the map has room for, it is cut before the first record of the first key that does
+not fit and the prefix goes in.
 
 Memory: the table and the bitmap (:attr:`KeyMap.memory_bytes` ≤ the budget); a call's
-temporaries are a few dozen bytes per record of the chunk it is given.
+temporaries are ~100 bytes per record of the chunk it is given.
 """
 
 from __future__ import annotations
