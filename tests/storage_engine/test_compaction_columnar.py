@@ -2,10 +2,11 @@
 against a dict (latest offsets, superseded bits, the cut when full), the batch layout and
 rebuild against the codec (byte for byte, uniform and mixed record sizes, damaged
 batches refused with the codec's reason), and key hashes read from batches against the
-hashes of the same keys as byte strings."""
+hashes of the same keys as byte strings; and the compact bench's three lines."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 from storage_engine import keymap
 from storage_engine.api import Record
+from storage_engine.bench.__main__ import main as bench_main
 from storage_engine.codec import batch_columns, decode_header, encode_batch, rebuild_batch
 from storage_engine.columnar import batch_groups, chunk_layout, rebuild
 from storage_engine.errors import CorruptSegmentError
@@ -179,3 +181,17 @@ def test_a_nearly_full_large_map_matches_a_dict(tails: tuple[int, int] | None, m
     assert m.latest_many(list(latest)) == list(latest.values())
     assert m.latest_many([b"absent-%d" % i for i in range(3000)]) == [-1] * 3000
     assert {o for o in range(max(latest.values()) + 1) if m.superseded(o)} == superseded
+
+
+@pytest.mark.parametrize("jitter", ["0", "40"])
+def test_the_compact_bench_prints_the_baseline_the_compaction_and_the_ratio(
+    capsys: pytest.CaptureFixture[str], jitter: str
+) -> None:
+    argv = ["compact", "--records", "3000", "--keys", "500", "--map-budget", "8192", "--value-jitter", jitter, "--json"]
+    assert bench_main(argv) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["system"] for line in lines] == ["sequential-rewrite", lines[1]["system"], "ratio"]
+    baseline, compaction, ratio = lines
+    assert baseline["bytes"] == compaction["bytes_before"] and baseline["files"] >= 1
+    assert compaction["correct"] is True and compaction["rounds"] > 1
+    assert ratio["compact_vs_sequential"] > 0
