@@ -195,3 +195,18 @@ def test_the_compact_bench_prints_the_baseline_the_compaction_and_the_ratio(
     assert baseline["bytes"] == compaction["bytes_before"] and baseline["files"] >= 1
     assert compaction["correct"] is True and compaction["rounds"] > 1
     assert ratio["compact_vs_sequential"] > 0
+
+
+@pytest.mark.parametrize("last_key", [b"", b"abc", b"k" * 8, b"z" * 23])
+def test_keys_at_the_very_end_of_a_buffer_hash_as_byte_strings(last_key: bytes) -> None:
+    """A tombstone's key ends its batch and the buffer (the 8-byte reads past it are cut),
+    empty and long keys included."""
+    recs = [Record(i, T0, b"v", b"key-%d" % i, (), (), None) for i in range(20)]
+    recs.append(Record(20, T0, None, last_key, (), (), None))
+    buf = encode_batch(0, recs)
+    layout = chunk_layout(buf, [(0, decode_header(buf, 0))])
+    keyed = np.flatnonzero(layout.attrs & 2)
+    h, c = layout_key_hashes(layout, keyed)
+    h2, c2 = hash_keys([r.key for r in recs if r.key is not None])
+    assert h.tolist() == h2.tolist() and c.tolist() == c2.tolist()
+    assert len(set(h.tolist())) == len(recs)
