@@ -26,6 +26,8 @@ PAGES = ["overview", "alerts", "namespaces", "segments", "tasks", "messages", "p
 DISK_CAPACITY = 8 << 20  # the node's disk quota: small enough to fill in a second
 # Metrics every 2 s and alert evaluation every 2 s, so the charts and alerts follow within seconds.
 FAST = {"METRICS_INTERVAL_S": "2", "ALERTS_EVAL_INTERVAL_S": "2", "NODE_DISK_CAPACITY": str(DISK_CAPACITY)}
+# The story computes its ground truth from what it produces itself: no demo trickle beside it.
+FAST["DEMO_PRODUCER"] = "0"
 # The Overview on the 1 h range (12 s chart steps at a 2 s interval), refreshing every 5 s.
 OVERVIEW = "?range=1h&refresh=5"
 

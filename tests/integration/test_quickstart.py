@@ -66,7 +66,21 @@ def test_demo_namespaces_reach_the_node(system: System):
                 f"{system.proc.log()[-4000:]}"
             )
         names = {r["name"] for r in client.get("api/namespaces/").json()["results"]}
-    assert {"orders", "payments.events"} <= names
+        assert {"orders", "payments.events"} <= names
+
+        # The demo producer fills them from the first minute, with a subscription that has a backlog.
+        summary: dict = {}
+
+        def demo_data() -> bool:
+            summary.update(client.get("api/namespaces/orders/summary").json())
+            return summary.get("stored_records", 0) > 0 and (summary.get("backlog_messages") or 0) > 0
+
+        try:
+            wait_until(demo_data, 90, "demo data in orders")
+        except TimeoutError:
+            pytest.fail(f"no demo data: {summary}\n{system.proc.log()[-4000:]}")
+        subs = client.get("api/namespaces/orders/subscriptions").json()["results"]
+        assert [s["name"] for s in subs] == ["billing"]
 
 
 def test_ui_shows_health_and_namespaces_in_chromium(system: System):
