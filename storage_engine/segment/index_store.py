@@ -223,8 +223,6 @@ class IndexStore:
         self.db: Rdict | None = Rdict(str(path), opts, column_families={n: self._options() for n in names})
         self._cf = {n: self.db.get_column_family(n) for n in names}
         self._handles = {n: self.db.get_column_family_handle(n) for n in names}
-        self._sync = WriteOptions()
-        self._sync.sync = True
         self._nosync = WriteOptions()
         self._ns_lock = threading.Lock()
         # Where the next TTL scan of a namespace may start (see ttl_start): a scan leaves the
@@ -255,11 +253,16 @@ class IndexStore:
         return self._handles[cf]
 
     def write(self, wb: WriteBatch, sync: bool = False) -> None:
-        """Apply a WriteBatch atomically. ``sync`` also fsyncs RocksDB's WAL."""
+        """Apply a WriteBatch atomically. ``sync`` also fsyncs RocksDB's WAL before returning:
+        with ``flush_wal``, which lets other threads run meanwhile (a write with the ``sync``
+        option holds the GIL through the fsync: a lifecycle step sealing a segment would
+        stall every append for milliseconds)."""
         assert self.db is not None
         pending = self._ttl_pending.pop(id(wb), None) if self._ttl_pending else None
         if not wb.is_empty():
-            self.db.write(wb, self._sync if sync else self._nosync)
+            self.db.write(wb, self._nosync)
+            if sync:
+                self.db.flush_wal(True)
         if pending is not None:
             self.ttl_written(*pending)
 
