@@ -157,6 +157,15 @@ def test_report_from_segments_posted_to_the_control_plane(
     assert _rows_from_json(request["body"]["rows"]) == expected_report(_recs(appended), NOW, TTLS)
     assert all(r["now_ms"] == NOW for r in request["body"]["rows"])
 
+    # Started for one namespace, the report covers that namespace only.
+    handler.requests.clear()
+    assert main([*argv, "--namespace", "audit"], spark=spark) == 0
+    capsys.readouterr()
+    (request,) = handler.requests
+    everything = expected_report(_recs(appended), NOW, TTLS)
+    assert _rows_from_json(request["body"]["rows"]) == {k: v for k, v in everything.items() if k[0] == "audit"}
+    assert {r["namespace"] for r in request["body"]["rows"]} == {"audit"}
+
 
 class TestPost:
     def test_client_error_is_not_retried(self, server: tuple[str, type[_Recorder]]) -> None:

@@ -65,6 +65,7 @@ def _lifecycle_report_args(ctx: JobContext) -> list[str]:
         str(policies),
         "--post-url",
         ctx.post_url,
+        *(["--namespace", ctx.namespace] if ctx.namespace else []),  # started for one namespace: that one only
     ]
 
 
