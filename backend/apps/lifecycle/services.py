@@ -452,7 +452,7 @@ DUE_GRACE_MS = 20  # run a sweep this long after its due time, so that the node'
 # so a sweep per deadline would cost a Celery task and two node calls per batch. Whole-segment drops (what
 # moves the expired ratio) go often; the TTL scan (index clean-up: reads already hide expired records) and
 # retention less so.
-DUE_MIN_GAP_MS = {Kind.RECLAIM: 250, Kind.EXPIRY_SCAN: 1_000, Kind.RETENTION: 1_000}
+DUE_MIN_GAP_MS = {Kind.RECLAIM: 100, Kind.EXPIRY_SCAN: 1_000, Kind.RETENTION: 1_000}
 # A pending sweep this far past its eta has not run (its message was lost, or the workers are that far behind):
 # another replaces it (the old message, if it ever runs, finds its token superseded and does nothing).
 DUE_LOST_AFTER_S = 10
