@@ -43,7 +43,8 @@ def test_expire_bench_prints_each_system(capsys: pytest.CaptureFixture[str]) -> 
     )  # fmt: skip
     systems = [line["system"] for line in lines]
     scans = ["ttl-index", "full-scan"] * 2
-    assert systems == [*scans, "ratio", "append-idle", "append-during-scan", "segment-drop"]
+    assert systems == [*scans, "ratio", "append-idle", "append-during-scan", "ratio", "segment-drop"]
+    assert lines[7]["append_p99_during_scan_vs_idle"] > 0  # issue 15's figure, in the same run
     for line in lines[:4]:
         assert {"bench", "system", "stored", "expired", "seconds"} <= line.keys()
     assert [(line["stored"], line["expired"]) for line in lines[:4]] == [(400, 20), (400, 20), (800, 20), (800, 20)]
