@@ -56,7 +56,7 @@ lint: install
 test-ui: ui
 	cd frontend && npm test
 
-test-python: install ui browser
+test-python: install ui browser peers
 	@APP_ENV=test $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
