@@ -135,7 +135,7 @@ class Foreground:
 
 
 SLICE_S = 0.0005  # background work between two pauses while no append is in flight (a GIL slice)
-SLICE_BUSY_S = 0.0002  # the same while appends are in flight: the most a slice delays one of them
+SLICE_BUSY_S = 0.0001  # the same while appends are in flight: the most a slice delays one of them
 SLICE_WAIT_S = 0.02  # the longest a pause waits for the appends in flight; then one more slice runs
 SLICE_CHUNK = 256  # entries per shard lock hold (and WriteBatch) while no append is in flight
 SLICE_CHUNK_BUSY = 32  # the same while appends are in flight
