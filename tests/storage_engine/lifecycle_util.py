@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from hypothesis.stateful import RuleBasedStateMachine
+
+from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, StorageAdapter
-from storage_engine.policy import NamespacePolicy
+from storage_engine.clock import ManualClock
+from storage_engine.config import EngineConfig
+from storage_engine.policy import NamespacePolicy, NodePolicy
 
 FAR_FUTURE = 4_000_000_000_000
 
@@ -58,3 +66,28 @@ def hook(obj, name, when=lambda *a, **k: True):
         return orig(*a, **k)
     setattr(obj, name, wrapper)
 """
+
+
+class EngineMachine(RuleBasedStateMachine):
+    """Base of the lifecycle state machines: an engine of ``adapter_name`` on a temporary data dir with
+    a manual clock, no background worker and a far disk quota; closed and removed at teardown."""
+
+    adapter_name = "memory"
+    node_policy = NodePolicy()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="engine-machine-"))
+        self.clock = ManualClock()
+        config = EngineConfig(
+            data_dir=self.tmp / "data",
+            adapter=self.adapter_name,
+            lifecycle_worker=False,
+            disk_capacity_bytes=1 << 40,
+            node_policy=self.node_policy,
+        )
+        self.engine: StorageAdapter = open_engine(config, self.clock)
+
+    def teardown(self) -> None:
+        self.engine.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)

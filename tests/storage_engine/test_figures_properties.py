@@ -12,25 +12,20 @@ a reader actually receives.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import invariant, rule, run_state_machine_as_test
 
-from storage_engine import open_engine
-from storage_engine.api import NewRecord, Record, StorageAdapter
-from storage_engine.clock import ManualClock
+from storage_engine.api import NewRecord, Record
 from storage_engine.codec import encoded_size
-from storage_engine.config import EngineConfig
 from storage_engine.expiry import is_expired
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from tests.storage_engine.conftest import ADAPTER_MODULES
+from tests.storage_engine.lifecycle_util import EngineMachine
 
 NS = "f"
 
@@ -58,21 +53,11 @@ def stored_records(engine: Any, adapter_name: str) -> Iterator[tuple[Record, int
         yield r, encoded_size(r), r.offset in dead
 
 
-class Figures(RuleBasedStateMachine):
-    adapter_name = "memory"
+class Figures(EngineMachine):
+    node_policy = NodePolicy(file_delete_delay_ms=0)
 
     def __init__(self) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="figures-props-"))
-        self.clock = ManualClock()
-        config = EngineConfig(
-            data_dir=self.tmp / "data",
-            adapter=self.adapter_name,
-            lifecycle_worker=False,
-            disk_capacity_bytes=1 << 40,
-            node_policy=NodePolicy(file_delete_delay_ms=0),
-        )
-        self.engine: StorageAdapter = open_engine(config, self.clock)
         self.policy = NamespacePolicy(
             ttl_ms=8_000,
             cleanup_policy="compact,delete",
@@ -84,10 +69,6 @@ class Figures(RuleBasedStateMachine):
         )
         self.engine.create_namespace(NS, 1, self.policy)
         self.seq = 0
-
-    def teardown(self) -> None:
-        self.engine.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     @rule(
         count=st.integers(1, 5),

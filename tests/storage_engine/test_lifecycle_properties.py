@@ -14,41 +14,25 @@ Invariants after every step:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
 
-from storage_engine import open_engine
-from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
+from storage_engine.api import NewRecord
 from storage_engine.expiry import is_expired
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from tests.storage_engine.conftest import ADAPTER_MODULES
+from tests.storage_engine.lifecycle_util import EngineMachine
 
 TTL_MS = 6_000
 
 
-class Lifecycle(RuleBasedStateMachine):
-    adapter_name = "memory"
+class Lifecycle(EngineMachine):
+    node_policy = NodePolicy(file_reserved_ms=30_000, file_delete_delay_ms=5_000)
 
     def __init__(self) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="lc-props-"))
-        self.clock = ManualClock()
-        config = EngineConfig(
-            data_dir=self.tmp / "data",
-            adapter=self.adapter_name,
-            lifecycle_worker=False,
-            disk_capacity_bytes=1 << 40,
-            node_policy=NodePolicy(file_reserved_ms=30_000, file_delete_delay_ms=5_000),
-        )
-        self.engine: StorageAdapter = open_engine(config, self.clock)
         policy = NamespacePolicy(
             ttl_ms=TTL_MS, retention_ms=40_000, segment_bytes=1024, reclaim_dead_ratio=0.3, scan_batch_size=4
         )
@@ -57,10 +41,6 @@ class Lifecycle(RuleBasedStateMachine):
         self.end = 0
         self.start = 0
         self.seq = 0
-
-    def teardown(self) -> None:
-        self.engine.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def expired(self, offset: int) -> bool:
         ts, exp, _ = self.model[offset]
