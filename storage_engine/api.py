@@ -531,6 +531,14 @@ class StorageAdapter(abc.ABC):
     # as sealed. The end offset is kept (the next append gets the offset it would have
     # had); an empty active segment is never sealed or dropped. A step skipped
     # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
+    #
+    # Dry runs (``dry_run=True`` on expire_scan, apply_retention, reclaim, clean_files
+    # and compact): the same decisions from the same rules, and nothing changed: no
+    # record, segment, file, index entry, checkpoint, counter or scan position. The
+    # result counts what the call would do now (storage_engine.work): records,
+    # segments and bytes. A dry run has no per-call budget and takes no pacing
+    # tokens, so it reports the whole of the work due and ``more`` is false. A
+    # ``namespace`` of None means every namespace (a node-wide sweep).
 
     @abc.abstractmethod
     def next_due(self) -> NextDue:
@@ -555,7 +563,13 @@ class StorageAdapter(abc.ABC):
 
     @abc.abstractmethod
     def expire_scan(
-        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        limit: int | None = None,
+        *,
+        manual: bool = False,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         """Layer 2: the TTL-index scan of a namespace (or one shard).
 
@@ -581,7 +595,9 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
-    def apply_retention(self, namespace: str, shard: int | None = None) -> LifecycleResult:
+    def apply_retention(
+        self, namespace: str | None, shard: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
         """Kafka retention for ``cleanup_policy`` containing ``delete`` (DESIGN §3).
 
         From the oldest segment, deletes the contiguous prefix that breaks the
@@ -596,7 +612,7 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
-    def clean_files(self, manual: bool = False) -> LifecycleResult:
+    def clean_files(self, manual: bool = False, *, dry_run: bool = False) -> LifecycleResult:
         """One run of the node-level file cleaner (RocketMQ semantics, DESIGN §3).
 
         Deletes sealed segments last written more than ``file_reserved_ms`` ago
@@ -632,7 +648,13 @@ class StorageAdapter(abc.ABC):
 
     @abc.abstractmethod
     def reclaim(
-        self, namespace: str, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        limit: int | None = None,
+        *,
+        manual: bool = False,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         """Layer 3: space reclamation of a namespace (or one shard).
 

@@ -203,19 +203,23 @@ class NodeClient:
         shard: int | None = None,
         limit: int | None = None,
         manual: bool = False,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """One bounded lifecycle step (``expire-scan``, ``retention``, ``reclaim``; node-wide: ``clean-files``).
 
         Not retried: a step may have done work before a connection failed, and the
-        caller (a Celery task) decides; every step is safe to run again.
+        caller (a Celery task) decides; every step is safe to run again. A dry run
+        (``dry_run``) changes nothing, so it is retried like a read.
         """
         params: dict[str, Any] = {"manual": "true" if manual else "false"}
+        if dry_run:
+            params["dry_run"] = "true"
         if shard is not None:
             params["shard"] = shard
         if limit is not None:
             params["limit"] = limit
         path = f"/v1/namespaces/{namespace}/lifecycle/{operation}" if namespace else f"/v1/node/lifecycle/{operation}"
-        result: dict[str, Any] = self._call("POST", path, idempotent=False, params=params).json()
+        result: dict[str, Any] = self._call("POST", path, idempotent=dry_run, params=params).json()
         return result
 
     def next_due(self) -> dict[str, Any]:

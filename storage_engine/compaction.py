@@ -88,7 +88,7 @@ import struct
 import time
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
@@ -116,7 +116,7 @@ from storage_engine.lifecycle import (
     ShardWork,
 )
 from storage_engine.policy import NamespacePolicy
-from storage_engine.rolling import idle_segment_due
+from storage_engine.rolling import sealed_view
 from storage_engine.validation import check_shard_arg
 
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
@@ -261,16 +261,6 @@ def cleanable_range(
             if seg.min_timestamp is not None and seg.record_count:
                 dirty_min = seg.min_timestamp if dirty_min is None else min(dirty_min, seg.min_timestamp)
     return CleanableRange(log_start, first_dirty, first_uncleanable, clean, dirty, dirty_min, tuple(cleanable))
-
-
-def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:
-    """``segments`` as a compaction step sees them once it has sealed an idle active segment
-    (:func:`~storage_engine.rolling.idle_segment_due`), without changing anything: what a
-    dry run (``compaction_estimate``) must count to report what ``compact`` would do."""
-    out = list(segments)
-    if out and idle_segment_due(out[-1], policy, now):
-        out[-1] = replace(out[-1], state=SegmentState.SEALED)
-    return out
 
 
 def cleaning_rule(

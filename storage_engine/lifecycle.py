@@ -21,7 +21,6 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Protocol
 
 from storage_engine.api import (
@@ -59,9 +58,10 @@ from storage_engine.figures import NEVER, SegmentFacts
 from storage_engine.pacing import Foreground, Slices, TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
 from storage_engine.retention import RetentionPlan, deletable_segments
-from storage_engine.rolling import idle_segment_due
+from storage_engine.rolling import idle_segment_due, sealed_view
 from storage_engine.segment.counters import Counters
 from storage_engine.validation import check_shard
+from storage_engine.work import ShardWork, after_freeing, sum_work, would_drop, would_expire, would_rewrite
 
 log = logging.getLogger(__name__)
 
@@ -95,28 +95,6 @@ ZEROED_COUNTERS = (
     "compaction_bytes_reclaimed_total",
     "compaction_records_removed_total",
 )
-
-
-@dataclass(slots=True)
-class ShardWork:
-    """What a shard did for one lifecycle step; summed into a :class:`LifecycleResult`."""
-
-    scanned: int = 0
-    expired_records: int = 0
-    index_entries_deleted: int = 0
-    segments_deleted: int = 0
-    segments_rewritten: int = 0
-    records_removed: int = 0
-    bytes_reclaimed: int = 0
-    files_removed: int = 0
-    files_removed_bytes: int = 0
-    forced_deletes: int = 0
-    rolled: int = 0
-
-    def add(self, other: ShardWork) -> ShardWork:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-        return self
 
 
 # What a removal rule (key compaction's ``rewrite_segment(..., remove=rule)``) says per record.
@@ -217,11 +195,6 @@ class LifecycleShard(Protocol):
     def due_facts(self) -> tuple[object | None, Callable[[], Sequence[SegmentFacts]], SegmentFacts]:
         """Metadata for due times (:class:`storage_engine.due.DueShard`)."""
         ...
-
-
-def sum_work(result: dict[str, Any], work: ShardWork) -> None:
-    for f in fields(work):
-        result[f.name] = result.get(f.name, 0) + getattr(work, f.name)
 
 
 def check_indexes(
@@ -638,7 +611,7 @@ class LifecycleMixin(abc.ABC):
         )
 
     def _step_segments(
-        self, s: LifecycleShard, policy: NamespacePolicy, now: int, totals: dict[str, Any]
+        self, s: LifecycleShard, policy: NamespacePolicy, now: int, totals: dict[str, Any], dry_run: bool = False
     ) -> list[SegmentInfo]:
         """The shard's segments as a lifecycle step works on them: an idle active segment
         (:func:`~storage_engine.rolling.idle_segment_due`) sealed first, counted in ``rolled``.
@@ -646,21 +619,31 @@ class LifecycleMixin(abc.ABC):
         Appends are what roll segments, so without this a shard nobody writes to would keep
         expired, old or dirty data in its active segment forever (DESIGN §3 "Idle shards").
         ``roll_empty`` keeps the end offset and never seals an empty segment. The check reads
-        metadata the step lists anyway; only a seal lists again.
+        metadata the step lists anyway; only a seal lists again. A dry run sees the segment
+        sealed without sealing it (:func:`~storage_engine.rolling.sealed_view`).
         """
         segments = s.lifecycle_segments()
+        if dry_run:
+            seen = sealed_view(segments, policy, now)
+            if seen and seen[-1] is not segments[-1]:
+                totals["rolled"] = totals.get("rolled", 0) + 1
+            return seen
         if segments and idle_segment_due(segments[-1], policy, now) and s.roll_empty(now):
             totals["rolled"] = totals.get("rolled", 0) + 1
             segments = s.lifecycle_segments()
         return segments
 
     def _seal_idle(
-        self, namespaces: Iterable[tuple[NamespacePolicy, Iterable[LifecycleShard]]], now: int, totals: dict[str, Any]
+        self,
+        namespaces: Iterable[tuple[NamespacePolicy, Iterable[LifecycleShard]]],
+        now: int,
+        totals: dict[str, Any],
+        dry_run: bool = False,
     ) -> None:
         """Seal the idle active segments of these shards (for steps that list no segments)."""
         for policy, shards in namespaces:
             for s in shards:
-                self._step_segments(s, policy, now, totals)
+                self._step_segments(s, policy, now, totals, dry_run)
 
     def _remove_files(
         self, shards: Iterable[LifecycleShard], now: int, totals: dict[str, Any], *, purge: bool = False
@@ -744,7 +727,13 @@ class LifecycleMixin(abc.ABC):
 
     # -- layer 2: TTL-index scan ----------------------------------------------------------------------------
     def expire_scan(
-        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        limit: int | None = None,
+        *,
+        manual: bool = False,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         """Layer 2 on one namespace (or one shard), or with ``namespace=None`` a node-wide sweep.
 
@@ -760,6 +749,8 @@ class LifecycleMixin(abc.ABC):
         batch to a shard in chunks of at most a few hundred entries (one shard lock hold
         and one WriteBatch each), and between slices gives the interpreter to whoever
         waits for it, or, while appends are in flight, waits until they have finished.
+
+        ``dry_run`` counts the due entries instead (:meth:`_count_due_entries`).
         """
         t0 = time.perf_counter()
         self._check_limit(limit)
@@ -784,6 +775,10 @@ class LifecycleMixin(abc.ABC):
         more = False
         batch: list[TTLEntry] = []
         by_index = {(name, index): s for name, (_, shards_of) in targets.items() for index, s in shards_of.items()}
+        if dry_run:
+            self._seal_idle(((p, shards_of.values()) for p, shards_of in targets.values()), now, totals, dry_run)
+            sum_work(totals, would_expire(self._count_due_entries(namespace, shard, now, by_index, scanned)))
+            return self._result("expire_scan", namespace, shard, t0, **{**totals, "scanned": scanned[0]})
         slices = Slices(self.foreground)
         seen = 0
         stop: TTLEntry | None = None  # the first entry left for a later scan
@@ -842,6 +837,25 @@ class LifecycleMixin(abc.ABC):
         )
         return result
 
+    def _count_due_entries(
+        self,
+        namespace: str | None,
+        shard: int | None,
+        now: int,
+        shards: Collection[tuple[str, int]],
+        scanned: list[int],
+    ) -> int:
+        """How many TTL-index entries of ``shards`` are due at ``now`` (a dry run's scan: the
+        same walk, sliced the same way, with no cap and nothing deleted)."""
+        slices = Slices(self.foreground)
+        due = 0
+        for seen, entry in enumerate(self._ttl_candidates(namespace, shard, now, scanned), 1):
+            if not seen & 31:
+                slices.check()
+            if (entry.namespace, entry.shard) in shards:
+                due += 1
+        return due
+
     def _sweep_targets(self, now: int, manual: bool) -> dict[str, tuple[NamespacePolicy, dict[int, LifecycleShard]]]:
         """Every namespace a node-wide step may work on now: off-peak, urgent, or a manual request."""
         peak_ok = manual or in_off_peak(now, self._node_policy)
@@ -865,6 +879,7 @@ class LifecycleMixin(abc.ABC):
         step: Callable[[str, int | None], LifecycleResult],
         limit: int | None,
         cost: Callable[[LifecycleResult], int] = lambda result: 0,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         """One node-wide step: ``step(namespace, remaining limit)`` for each namespace, results
         added up. ``cost`` says how much of ``limit`` a result used, so the step stays bounded.
@@ -875,13 +890,14 @@ class LifecycleMixin(abc.ABC):
         the first namespace, which only repeats cheap checks). The pass ends (``more`` false)
         at the last namespace, so a sweep run finishes even under a steady load, and the next
         scheduled run starts a new pass. A namespace deleted meanwhile is passed over.
+        A dry run's steps have no budget: it is one whole pass that leaves the resume point alone.
         """
         t0 = time.perf_counter()
         totals: dict[str, Any] = {}
         more = False
         remaining = limit
         names = sorted(self._lc_names())
-        resume = self._sweep_resume.pop(operation, None)
+        resume = None if dry_run else self._sweep_resume.pop(operation, None)
         first = bisect_left(names, resume) if resume is not None else 0
         self._sweeping = True
         try:
@@ -901,7 +917,8 @@ class LifecycleMixin(abc.ABC):
                     break
         finally:
             self._sweeping = False
-        self._compact_due()
+        if not dry_run:
+            self._compact_due()
         return self._result(operation, None, None, t0, more=more, **totals)
 
     def _compact_deleted(self, shard: LifecycleShard) -> None:
@@ -964,21 +981,30 @@ class LifecycleMixin(abc.ABC):
         return True
 
     # -- retention (Kafka) -------------------------------------------------------------------------------------
-    def apply_retention(self, namespace: str | None, shard: int | None = None) -> LifecycleResult:
+    def apply_retention(
+        self, namespace: str | None, shard: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
         if namespace is None:  # node-wide
-            return self._sweep("retention", lambda name, _: self.apply_retention(name), None)
+            return self._sweep(
+                "retention", lambda name, _: self.apply_retention(name, dry_run=dry_run), None, dry_run=dry_run
+            )
         t0 = time.perf_counter()
         policy, shards = self._select(namespace, shard)
         now = self.clock.now_ms()
         totals: dict[str, Any] = {}
         with self._lifecycle_ops:
-            self._remove_files(shards, now, totals)
+            if not dry_run:
+                self._remove_files(shards, now, totals)
             for s in shards:
-                segments = self._step_segments(s, policy, now, totals)
+                segments = self._step_segments(s, policy, now, totals, dry_run)
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 plan = deletable_segments(segments, policy, now)
                 plan = self._retention_plan(namespace, s.shard, policy, segments, plan)
                 if plan.count == 0:
+                    continue
+                if dry_run:
+                    totals["rolled"] = totals.get("rolled", 0) + int(plan.roll)
+                    sum_work(totals, would_drop(segments[: plan.count]))
                     continue
                 if plan.roll:
                     totals["rolled"] = totals.get("rolled", 0) + int(s.roll_empty(now))
@@ -991,39 +1017,49 @@ class LifecycleMixin(abc.ABC):
                         "retention_bytes_deleted_total": work.bytes_reclaimed,
                     }
                 )
-            self._remove_files(shards, now, totals)
+            if not dry_run:
+                self._remove_files(shards, now, totals)
         start = shards[0].stats().log_start_offset if shard is not None else None
         return self._result("retention", namespace, shard, t0, log_start_offset=start, **totals)
 
     # -- file cleaning (RocketMQ) --------------------------------------------------------------------------------
-    def clean_files(self, manual: bool = False) -> LifecycleResult:
+    def clean_files(self, manual: bool = False, *, dry_run: bool = False) -> LifecycleResult:
         t0 = time.perf_counter()
         node = self._node_policy
         namespaces = self._lc_all()
         everything = [s for _, shards in namespaces for s in shards]
         totals: dict[str, Any] = {}
-        self.lifecycle_counters.add("cleaner_runs_total")
+        if not dry_run:
+            self.lifecycle_counters.add("cleaner_runs_total")
         with self._lifecycle_ops:
             now = self.clock.now_ms()
             pending_before = self._pending_delete_bytes()
-            self._remove_files(everything, now, totals)
+            if not dry_run:
+                self._remove_files(everything, now, totals)
             status = self.check_disk()
             if purge_pending_first(status):
                 # What retention or reclamation already deleted goes first, whatever its delay: it
                 # may be all the disk needs, and no live segment is touched for bytes already free.
-                self._remove_files(everything, now, totals, purge=True)
-                status = self.check_disk()
+                if dry_run:
+                    status = after_freeing(status, status.pending_delete_bytes, node, pending=0)
+                else:
+                    self._remove_files(everything, now, totals, purge=True)
+                    status = self.check_disk()
             trigger = clean_trigger(now, status, node, manual)
             if trigger is None:
-                self._count_freed(totals, pending_before)
+                self._count_freed(totals, pending_before, status if dry_run else None)
                 return self._result("clean_files", None, None, t0, skipped="not_due", **totals)
-            self._seal_idle(namespaces, now, totals)
             forced = forced_cleaning(status, node)
-            # Oldest first across shards, each shard's candidates in offset order.
+            # Oldest first across shards, each shard's candidates in offset order (an idle active
+            # segment sealed first, or seen sealed by a dry run).
             heap: list[tuple[int, int, int, _Chain]] = []
             by_id: dict[int, LifecycleShard] = {}
-            for i, s in enumerate(everything):
-                segments = s.lifecycle_segments()
+            listed = [
+                (s, self._step_segments(s, policy, now, totals, dry_run))
+                for policy, shards in namespaces
+                for s in shards
+            ]
+            for i, (s, segments) in enumerate(listed):
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 it = iter(cleanable_prefix(segments, node, now, forced=True))
                 by_id[i] = s
@@ -1032,7 +1068,7 @@ class LifecycleMixin(abc.ABC):
                     heapq.heappush(heap, (first.modified_at, first.base_offset, i, _Chain(first, it)))
             deleted = 0
             while heap:
-                if deleted >= node.delete_batch_max:
+                if deleted >= node.delete_batch_max and not dry_run:
                     totals["more"] = True
                     break
                 _, _, i, chain = heapq.heappop(heap)
@@ -1041,55 +1077,71 @@ class LifecycleMixin(abc.ABC):
                 expired = file_expired(segment, node, now)
                 if not (expired or forced):
                     continue  # this shard stops at its first segment that does not qualify
-                if deleted:
-                    self.sleep(node.delete_interval_ms / 1000)
-                work = by_id[i].drop_segments([segment.base_offset], now, 0)
+                if dry_run:
+                    work = would_drop([segment])
+                else:
+                    if deleted:
+                        self.sleep(node.delete_interval_ms / 1000)
+                    work = by_id[i].drop_segments([segment.base_offset], now, 0)
                 if work.segments_deleted and not expired:
                     work.forced_deletes = work.segments_deleted
                 sum_work(totals, work)
                 deleted += work.segments_deleted
-                self.lifecycle_counters.add_many(
-                    {
-                        "cleaner_segments_deleted_total": work.segments_deleted,
-                        "cleaner_bytes_deleted_total": work.bytes_reclaimed,
-                        "cleaner_forced_deletes_total": work.forced_deletes,
-                    }
-                )
+                if not dry_run:
+                    self.lifecycle_counters.add_many(
+                        {
+                            "cleaner_segments_deleted_total": work.segments_deleted,
+                            "cleaner_bytes_deleted_total": work.bytes_reclaimed,
+                            "cleaner_forced_deletes_total": work.forced_deletes,
+                        }
+                    )
                 if forced:  # stop forcing as soon as use (without pending files) is back at the watermark
-                    forced = forced_cleaning(self.check_disk(), node)
+                    status = after_freeing(status, work.bytes_reclaimed, node) if dry_run else self.check_disk()
+                    forced = forced_cleaning(status, node)
                 nxt = next(chain.rest, None)
                 if nxt is not None:
                     heapq.heappush(heap, (nxt.modified_at, nxt.base_offset, i, _Chain(nxt, chain.rest)))
+            if dry_run:
+                self._count_freed(totals, pending_before, status)
+                return self._result("clean_files", None, None, t0, **totals)
             now = self.clock.now_ms()
             self._remove_files(everything, now, totals)
             self._count_freed(totals, pending_before)
             self.check_disk()
         return self._result("clean_files", None, None, t0, **totals)
 
-    def _count_freed(self, totals: dict[str, Any], pending_before: int) -> None:
+    def _count_freed(self, totals: dict[str, Any], pending_before: int, dry: DiskStatus | None = None) -> None:
         """Make a cleaner run's ``bytes_reclaimed`` the bytes it freed, and report what is pending.
 
         Dropping a segment counts its bytes as reclaimed, but a file a reader still holds
         only becomes pending; removing files deleted earlier frees bytes no drop of this run
         counted. So: freed = dropped + (pending before − pending after). Stores without
         files never have pending bytes: what they drop counts as freed (RocksDB hands the
-        space back when it compacts the dropped range).
+        space back when it compacts the dropped range). A dry run passes the disk it would
+        leave (``dry``): its drops free at once and its purge frees what was pending.
         """
-        pending_after = self._pending_delete_bytes()
+        pending_after = self._pending_delete_bytes() if dry is None else dry.pending_delete_bytes
         totals["bytes_reclaimed"] = totals.get("bytes_reclaimed", 0) + pending_before - pending_after
         totals["pending_delete_bytes"] = pending_after
 
     # -- layer 3: reclamation ---------------------------------------------------------------------------------------
     def reclaim(
-        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, manual: bool = False
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        limit: int | None = None,
+        *,
+        manual: bool = False,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         self._check_limit(limit)
         if namespace is None:  # node-wide: one segment budget shared by every namespace
             return self._sweep(
                 "reclaim",
-                lambda name, left: self.reclaim(name, None, left, manual=manual),
-                SWEEP_RECLAIM_SEGMENTS if limit is None else limit,
+                lambda name, left: self.reclaim(name, None, left, manual=manual, dry_run=dry_run),
+                None if dry_run else SWEEP_RECLAIM_SEGMENTS if limit is None else limit,
                 lambda result: result.segments_deleted + result.segments_rewritten,
+                dry_run=dry_run,
             )
         t0 = time.perf_counter()
         policy, shards = self._select(namespace, shard)
@@ -1100,12 +1152,20 @@ class LifecycleMixin(abc.ABC):
         totals: dict[str, Any] = {}
         more = False
         with self._lifecycle_ops:
-            self._remove_files(shards, now, totals)
+            if not dry_run:
+                self._remove_files(shards, now, totals)
             for s in shards:
-                segments = self._step_segments(s, policy, now, totals)
+                segments = self._step_segments(s, policy, now, totals, dry_run)
                 sealed = [seg for seg in segments if seg.state is SegmentState.SEALED]
                 totals["scanned"] = totals.get("scanned", 0) + len(segments)
                 whole = [seg.base_offset for seg in sealed if segment_expired(seg, policy.ttl_ms, now)]
+                if dry_run:  # the whole backlog, with no budget or pacing
+                    dropped = set(whole)
+                    sum_work(totals, would_drop([seg for seg in sealed if seg.base_offset in dropped]))
+                    for seg in sealed:
+                        if seg.base_offset not in dropped and self._worth_rewriting(seg, policy):
+                            sum_work(totals, would_rewrite(seg))
+                    continue
                 if len(whole) > budget:
                     whole, more = whole[:budget], True
                 touched = False
@@ -1122,9 +1182,7 @@ class LifecycleMixin(abc.ABC):
                     )
                 dropped = set(whole)
                 for seg in sealed:
-                    if seg.base_offset in dropped or not seg.record_count:
-                        continue
-                    if (seg.record_count - seg.live_count) / seg.record_count <= policy.reclaim_dead_ratio:
+                    if seg.base_offset in dropped or not self._worth_rewriting(seg, policy):
                         continue
                     if budget <= 0 or not self._reclaim_bucket.take(seg.size_bytes):
                         more = True
@@ -1147,9 +1205,17 @@ class LifecycleMixin(abc.ABC):
                         for seg in s.lifecycle_segments()
                         if seg.state is SegmentState.SEALED
                     )
-            self._remove_files(shards, now, totals)
+            if not dry_run:
+                self._remove_files(shards, now, totals)
         start = shards[0].stats().log_start_offset if shard is not None else None
         return self._result("reclaim", namespace, shard, t0, more=more, log_start_offset=start, **totals)
+
+    @staticmethod
+    def _worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
+        """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``."""
+        if not segment.record_count:
+            return False
+        return (segment.record_count - segment.live_count) / segment.record_count > policy.reclaim_dead_ratio
 
     # -- verification -------------------------------------------------------------------------------------------------
     def verify(self, namespace: str) -> VerifyReport:

@@ -4,6 +4,9 @@ a lifecycle step finds the segment due (DESIGN §3 "Idle shards")."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from storage_engine.api import SegmentInfo, SegmentState
 from storage_engine.expiry import segment_expired
 from storage_engine.policy import NamespacePolicy
@@ -67,3 +70,13 @@ def idle_segment_due(segment: SegmentInfo, policy: NamespacePolicy, now: int) ->
     if should_roll(policy, segment.record_count, segment.size_bytes, segment.first_timestamp, 0, now):
         return True
     return segment_expired(segment, policy.ttl_ms, now)
+
+
+def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:
+    """``segments`` as a lifecycle step sees them once it has sealed an idle active segment
+    (:func:`idle_segment_due`), without changing anything: what a dry run (and
+    ``compaction_estimate``) must count to report what the step would do."""
+    out = list(segments)
+    if out and idle_segment_due(out[-1], policy, now):
+        out[-1] = replace(out[-1], state=SegmentState.SEALED)
+    return out

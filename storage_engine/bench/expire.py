@@ -246,7 +246,7 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
         empty_sweeps = []
         for _ in range(2):
             t0 = time.perf_counter()
-            engine.expire_scan(None, manual=True)  # type: ignore[arg-type]  # node-wide (the lifecycle takes None)
+            engine.expire_scan(None, manual=True)  # node-wide
             empty_sweeps.append(round((time.perf_counter() - t0) * 1000, 2))
     finally:
         engine.close()

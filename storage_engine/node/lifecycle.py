@@ -28,18 +28,30 @@ if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable
 
 Step = Callable[[], LifecycleResult]
-# operation → (scope, how to call the engine once)
+# operation → (scope, how to call the engine once); the call's arguments are
+# (engine, namespace, shard, limit, manual, dry_run).
 OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
     # "any": a namespace (optionally one shard), or without one a node-wide sweep of every namespace.
-    "expire-scan": ("any", lambda e, ns, shard, limit, manual: e.expire_scan(ns, shard, limit, manual=manual)),
-    "retention": ("any", lambda e, ns, shard, limit, manual: e.apply_retention(ns, shard)),
-    "reclaim": ("any", lambda e, ns, shard, limit, manual: e.reclaim(ns, shard, limit, manual=manual)),
-    "clean-files": ("node", lambda e, ns, shard, limit, manual: e.clean_files(manual=manual)),
-    "compact": ("namespace", lambda e, ns, shard, limit, manual: e.compact(ns, shard, manual=manual)),
-    "compact-dirtiest": ("node", lambda e, ns, shard, limit, manual: e.compact_dirtiest(limit or 1)),
-    "subscription-ttl": ("any", lambda e, ns, shard, limit, manual: e.expire_subscriptions(ns, shard)),
-    "backlog-quota": ("namespace", lambda e, ns, shard, limit, manual: e.enforce_backlog_quota(ns)),
+    "expire-scan": (
+        "any",
+        lambda e, ns, shard, limit, manual, dry: e.expire_scan(ns, shard, limit, manual=manual, dry_run=dry),
+    ),
+    "retention": ("any", lambda e, ns, shard, limit, manual, dry: e.apply_retention(ns, shard, dry_run=dry)),
+    "reclaim": (
+        "any",
+        lambda e, ns, shard, limit, manual, dry: e.reclaim(ns, shard, limit, manual=manual, dry_run=dry),
+    ),
+    "clean-files": ("node", lambda e, ns, shard, limit, manual, dry: e.clean_files(manual=manual, dry_run=dry)),
+    "compact": (
+        "namespace",
+        lambda e, ns, shard, limit, manual, dry: e.compact(ns, shard, manual=manual, dry_run=dry),
+    ),
+    "compact-dirtiest": ("node", lambda e, ns, shard, limit, manual, dry: e.compact_dirtiest(limit or 1)),
+    "subscription-ttl": ("any", lambda e, ns, shard, limit, manual, dry: e.expire_subscriptions(ns, shard)),
+    "backlog-quota": ("namespace", lambda e, ns, shard, limit, manual, dry: e.enforce_backlog_quota(ns)),
 }
+# Operations that take ``dry_run`` (report what would happen, change nothing).
+DRY_RUNS = frozenset({"expire-scan", "retention", "reclaim", "clean-files", "compact"})
 
 
 def _optional_int(value: Any, name: str, minimum: int) -> int | None:
@@ -85,6 +97,9 @@ def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> t
     shard = _optional_int(args.get("shard"), "shard", 0)
     limit = _optional_int(args.get("limit"), "limit", 1)
     manual = _flag(args.get("manual"), "manual")
+    dry_run = _flag(args.get("dry_run"), "dry_run")
+    if dry_run and operation not in DRY_RUNS:
+        raise InvalidArgumentError("dry_run", f"is offered for {', '.join(sorted(DRY_RUNS))}, not {operation}")
     if isinstance(namespace, str):
         engine.get_namespace(namespace)  # unknown namespace → 404 now, not inside a job
     if isinstance(namespace, str):
@@ -93,7 +108,7 @@ def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> t
         raise InvalidArgumentError("shard", f"needs a namespace for {operation}")
     else:
         target = {"node": True}
-    return (lambda: call(engine, namespace, shard, limit, manual)), target
+    return (lambda: call(engine, namespace, shard, limit, manual, dry_run)), target
 
 
 def policy_etag(version: int) -> str:

@@ -13,6 +13,8 @@ from backend.apps.lifecycle import leases, services
 from backend.apps.lifecycle.models import Lease
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
 
 
@@ -139,7 +141,8 @@ def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_
         ({"action": "retention", "confirm": "order"}, "confirm", "must repeat the namespace name"),
         ({"action": "explode"}, "action", "is not a valid choice"),
         ({"action": "expiry_scan", "shard": 5}, "shard", "from 0 to 1"),
-        ({"action": "expiry_scan", "dry_run": True}, "dry_run", "compaction-estimate"),
+        ({"action": "subscription_ttl", "dry_run": True}, "dry_run", "is offered for compaction, expiry_scan"),
+        ({"action": "expiry_scan", "dryrun": True}, "dryrun", "unknown field"),
     ],
 )
 def test_bad_actions_name_the_field(api_as, orders, body, field, rule):
@@ -147,6 +150,49 @@ def test_bad_actions_name_the_field(api_as, orders, body, field, rule):
     assert response.status_code == 400
     assert rule in response.json()[field][0]
     assert not TaskRun.objects.exists()
+
+
+def test_a_dry_run_reports_what_would_happen_and_changes_nothing(api_as, orders, node):
+    """Every action offered as a dry run runs as one step on the node: its counts say what the
+    action would do, nothing changes, it needs no confirmation and never counts as a last run."""
+    now = int(timezone.now().timestamp() * 1000)
+    with NodeClient(node.url, node.token) as client:
+        client.append("orders", 0, [NewRecord(value=b"gone", expire_at=now - 1_000)] * 3)
+        client.append("orders", 1, [NewRecord(value=b"kept", expire_at=now + 3_600_000)] * 2)
+        before = [client.shard_stats("orders", shard) for shard in (0, 1)]
+        operator = api_as("operator")
+        for action, body in (
+            ("expiry_scan", {}),
+            ("retention", {}),  # destructive, but a dry run needs no confirmation
+            ("reclaim", {}),
+            ("compaction", {}),
+        ):
+            response = operator.post(
+                "/api/namespaces/orders/actions", {"action": action, "dry_run": True, **body}, format="json"
+            )
+            assert response.status_code == 202, response.json()
+            run = TaskRun.objects.get(pk=response.json()["id"])
+            assert run.dry_run and response.json()["dry_run"]
+            while services.run_step(run.pk) is services.StepOutcome.MORE:
+                pass
+            run.refresh_from_db()
+            assert run.state == "succeeded", run.error
+            if action == "expiry_scan":
+                assert run.counts["expired_records"] == 3  # the three records past their own deadline
+        node_run = operator.post(
+            "/api/nodes/node-1/actions", {"action": "force_delete", "dry_run": True}, format="json"
+        )
+        assert node_run.status_code == 202, node_run.json()
+        services.run_step(node_run.json()["id"])
+        assert TaskRun.objects.get(pk=node_run.json()["id"]).state == "succeeded"
+        assert [client.shard_stats("orders", shard) for shard in (0, 1)] == before
+        assert len(client.read("orders", 0, 0).records) == 0  # hidden at read time, still stored
+        assert client.shard_stats("orders", 0)["record_count"] == 3
+    entry = AuditEntry.objects.filter(action="action.retention").get()
+    assert entry.after["dry_run"] is True
+    listed = api_as("viewer").get("/api/namespaces/").json()
+    row = next(r for r in (listed["results"] if isinstance(listed, dict) else listed) if r["name"] == "orders")
+    assert row["last_scan_at"] is None  # a dry run is not the namespace's last scan
 
 
 def test_actions_need_the_operator_role(api_as, orders):

@@ -301,12 +301,12 @@ def test_a_new_namespace_adds_nothing_to_a_sweep(lc_adapter: StorageAdapter, clo
     now = clock.now_ms()
     lc_adapter.append(ns, 0, [NewRecord(b"x", expire_at=now + 1) for _ in range(20)])
     clock.advance(1)
-    assert lc_adapter.expire_scan(None, manual=True).expired_records == 20  # type: ignore[arg-type]
+    assert lc_adapter.expire_scan(None, manual=True).expired_records == 20
     swept = store.ttl_start([_ns_id(lc_adapter, ns)])
     fresh = make_ns(lc_adapter, "fresh")  # no entry yet: it does not send the next sweep back to the start
     assert store.ttl_start([_ns_id(lc_adapter, ns), _ns_id(lc_adapter, fresh)]) == swept
     append_one(lc_adapter, fresh, expire_at=now)  # long due: below where the sweep stopped
-    assert lc_adapter.expire_scan(None, manual=True).expired_records == 1  # type: ignore[arg-type]
+    assert lc_adapter.expire_scan(None, manual=True).expired_records == 1
     assert lc_adapter.expire_scan(fresh).expired_records == 0
     assert_verified(lc_adapter)
 

@@ -1,19 +1,23 @@
 from rest_framework import serializers
 
+from backend.apps.core.serializers import StrictSerializer
 from backend.apps.lifecycle.services import ACTIONS
 
+DRY_RUN_HELP = "report what the action would do (records, segments, bytes) and change nothing"
 
-class NamespaceActionInputSerializer(serializers.Serializer):
+
+class NamespaceActionInputSerializer(StrictSerializer):
     action = serializers.ChoiceField(choices=sorted(k for k, a in ACTIONS.items() if a.scope == "namespace"))
     shard = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
-    dry_run = serializers.BooleanField(default=False)
+    dry_run = serializers.BooleanField(default=False, help_text=DRY_RUN_HELP)
     confirm = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="repeat the namespace name for destructive actions"
     )
 
 
-class NodeActionInputSerializer(serializers.Serializer):
+class NodeActionInputSerializer(StrictSerializer):
     action = serializers.ChoiceField(choices=sorted(k for k, a in ACTIONS.items() if a.scope == "node"))
+    dry_run = serializers.BooleanField(default=False, help_text=DRY_RUN_HELP)
     confirm = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="repeat the node name for destructive actions"
     )

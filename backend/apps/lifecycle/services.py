@@ -49,18 +49,19 @@ class Action:
     destructive: bool
     manual: bool = False
     sweeps: bool = False  # a namespace action that also runs node-wide, over every namespace in one step
+    dry_run: bool = False  # offered as a dry run: the node reports what it would do and changes nothing
 
 
 # run kind → how the node does one step of it
 ACTIONS: dict[str, Action] = {
-    Kind.EXPIRY_SCAN: Action("namespace", "expire-scan", destructive=False, sweeps=True),
-    Kind.RETENTION: Action("namespace", "retention", destructive=True, sweeps=True),
-    Kind.RECLAIM: Action("namespace", "reclaim", destructive=False, sweeps=True),
-    Kind.FILE_CLEAN: Action("node", "clean-files", destructive=False),
+    Kind.EXPIRY_SCAN: Action("namespace", "expire-scan", destructive=False, sweeps=True, dry_run=True),
+    Kind.RETENTION: Action("namespace", "retention", destructive=True, sweeps=True, dry_run=True),
+    Kind.RECLAIM: Action("namespace", "reclaim", destructive=False, sweeps=True, dry_run=True),
+    Kind.FILE_CLEAN: Action("node", "clean-files", destructive=False, dry_run=True),
     # A manual delete request (RocketMQ's third trigger): expired files go at any hour.
-    Kind.FORCE_DELETE: Action("node", "clean-files", destructive=True, manual=True),
+    Kind.FORCE_DELETE: Action("node", "clean-files", destructive=True, manual=True, dry_run=True),
     Kind.DISK_CHECK: Action("node", "disk-check", destructive=False),
-    Kind.COMPACTION: Action("namespace", "compact", destructive=True),
+    Kind.COMPACTION: Action("namespace", "compact", destructive=True, dry_run=True),
     # Moving cursors past expired messages drops them from subscribers' backlogs.
     Kind.SUBSCRIPTION_TTL: Action("namespace", "subscription-ttl", destructive=False, sweeps=True),
     Kind.BACKLOG_QUOTA: Action("namespace", "backlog-quota", destructive=False),
@@ -92,6 +93,7 @@ def create_run(
     actor: Any = None,
     schedule: str = "",
     params: dict[str, Any] | None = None,
+    dry_run: bool = False,
 ) -> TaskRun:
     if kind not in ACTIONS:
         raise InvalidArgumentError("action", f"must be one of {', '.join(sorted(ACTIONS))}")
@@ -103,7 +105,14 @@ def create_run(
         # namespace's node and visits every hosting node in turn (see ``step_targets``).
         node = namespace.node if shard is None else node_for_shard(namespace, shard)
     return runs.create_run(
-        kind=kind, actor=actor, schedule=schedule, namespace=namespace, node=node, shard=shard, params=params or {}
+        kind=kind,
+        actor=actor,
+        schedule=schedule,
+        namespace=namespace,
+        node=node,
+        shard=shard,
+        params=params or {},
+        dry_run=dry_run,
     )
 
 
@@ -117,25 +126,39 @@ def start_action(
     confirm: str | None = None,
     dry_run: bool = False,
 ) -> TaskRun:
-    """An operator's manual action: checked, audited, queued."""
-    if dry_run:
-        raise InvalidArgumentError("dry_run", "a dry run is GET /api/namespaces/<name>/compaction-estimate")
+    """An operator's manual action: checked, audited, queued.
+
+    A dry run (``dry_run``) is a run like any other, of one step: the node takes the same
+    decisions and reports what it would do — records, segments, bytes — changing nothing,
+    so it needs no confirmation and never counts as the namespace's last scan or compaction.
+    """
     action = ACTIONS.get(kind)
     scope = "namespace" if namespace is not None else "node"
     if action is None or (action.scope != scope and not (action.sweeps and scope == "node")):
         allowed = sorted(k for k, a in ACTIONS.items() if a.scope == scope or (a.sweeps and scope == "node"))
         raise InvalidArgumentError("action", f"must be one of {', '.join(allowed)} for a {scope}")
+    if dry_run and not action.dry_run:
+        offered = ", ".join(sorted(k for k, a in ACTIONS.items() if a.dry_run))
+        raise InvalidArgumentError("dry_run", f"is offered for {offered}, not {kind}")
     target = namespace.name if namespace is not None else node.name  # type: ignore[union-attr]
-    if action.destructive and confirm != target:
+    if action.destructive and not dry_run and confirm != target:
         raise InvalidArgumentError("confirm", f"must repeat the {scope} name: {kind} deletes data")
     with transaction.atomic():
-        run = create_run(kind=kind, namespace=namespace, node=node, shard=shard, actor=actor, params={"manual": True})
+        run = create_run(
+            kind=kind,
+            namespace=namespace,
+            node=node,
+            shard=shard,
+            actor=actor,
+            params={"manual": True},
+            dry_run=dry_run,
+        )
         audit.record(
             actor=actor,
             action=f"action.{kind}",
             target_type=scope,
             target=target,
-            after={"run": run.pk, "shard": shard},
+            after={"run": run.pk, "shard": shard, "dry_run": dry_run},
         )
     enqueue(run)
     return run
@@ -225,6 +248,7 @@ def run_step(run_id: int) -> StepOutcome:
                         action.operation,
                         shard,
                         manual=action.manual or bool(run.params.get("manual")),
+                        dry_run=run.dry_run,
                     )
                 runs.record_step(run, {k: int(result.get(k, 0)) for k in COUNTED}, int(result["bytes_reclaimed"]))
                 more = bool(result["more"])

@@ -16,7 +16,7 @@ from backend.apps.runs.serializers import TaskRunOutputSerializer
 
 
 class NamespaceActionView(APIView):
-    """Run an expiry scan, retention or reclamation now; answers the task run to poll."""
+    """Run a lifecycle action on the namespace now (or a dry run of it); answers the task run to poll."""
 
     permission_classes = [IsOperator]
 
@@ -37,7 +37,7 @@ class NamespaceActionView(APIView):
 
 
 class NodeActionView(APIView):
-    """Run file cleaning, a disk check or a manual (forced) delete on a node now."""
+    """Run file cleaning, a disk check or a manual (forced) delete on a node now (or a dry run); answers the run."""
 
     permission_classes = [IsOperator]
 
@@ -47,7 +47,11 @@ class NodeActionView(APIView):
         data = NodeActionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         run = services.start_action(
-            kind=data.validated_data["action"], actor=request.user, node=node, confirm=data.validated_data["confirm"]
+            kind=data.validated_data["action"],
+            actor=request.user,
+            node=node,
+            confirm=data.validated_data["confirm"],
+            dry_run=data.validated_data["dry_run"],
         )
         return Response(TaskRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

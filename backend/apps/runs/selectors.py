@@ -16,9 +16,9 @@ def run_list() -> QuerySet[TaskRun]:
 def _runs_covering(namespace: Any, kind: str) -> QuerySet[TaskRun]:
     """Successful runs of ``kind`` that covered the namespace (a model or an ``OuterRef``): runs on the
     namespace (or one of its shards), and node-wide runs (a sweep, a manual node action) on a node hosting
-    one of its shards, which go over every namespace there."""
+    one of its shards, which go over every namespace there. Dry runs changed nothing: they never count."""
     node_wide = Q(namespace__isnull=True, node__shard_placements__namespace=namespace)
-    runs = TaskRun.objects.filter(Q(namespace=namespace) | node_wide, kind=kind, state=State.SUCCEEDED)
+    runs = TaskRun.objects.filter(Q(namespace=namespace) | node_wide, kind=kind, state=State.SUCCEEDED, dry_run=False)
     return runs.filter(finished_at__isnull=False)
 
 

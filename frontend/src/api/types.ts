@@ -258,6 +258,7 @@ export interface NamespaceActionRequest {
 
 export interface NodeActionRequest {
   action: NodeAction;
+  dry_run?: boolean;
   confirm?: string;
 }
 

@@ -1,11 +1,13 @@
 // Manual lifecycle actions on a namespace or a node (operator). Destructive
 // ones ask the user to type the target's name; a real compaction first shows
-// the dry-run estimate. Each start answers with a run (see Tasks).
+// the dry-run estimate. Each start answers with a run (see Tasks). A dry run
+// (offered where `dryRun` is set) runs the same decisions on the node and
+// changes nothing: its finished run says what the action would do.
 
 import { useState } from "react";
 import { Link } from "react-router";
 import { errorMessage, isNotFound } from "../api/client";
-import { useCompactionEstimate, useMe, useNamespaceAction, useNodeAction } from "../api/queries";
+import { useCompactionEstimate, useMe, useNamespaceAction, useNodeAction, useRun } from "../api/queries";
 import type { NamespaceAction, NodeAction, TaskRun } from "../api/types";
 import { canOperate } from "../auth/roles";
 import { formatBytes, formatCount } from "../lib/format";
@@ -17,32 +19,70 @@ interface ActionInfo {
   label: string;
   help: string;
   destructive?: boolean;
+  dryRun?: boolean; // offered as a dry run
 }
 
 export const NAMESPACE_ACTIONS: Record<NamespaceAction, ActionInfo> = {
-  expiry_scan: { label: "Expiry scan", help: "Remove expired entries from the TTL index now." },
+  expiry_scan: { label: "Expiry scan", help: "Remove expired entries from the TTL index now.", dryRun: true },
   retention: {
     label: "Apply retention",
     help: "Delete the oldest segments that break the retention time or size. Irreversible.",
     destructive: true,
+    dryRun: true,
   },
-  reclaim: { label: "Reclaim space", help: "Delete fully expired sealed segments and rewrite mostly dead ones." },
+  reclaim: {
+    label: "Reclaim space",
+    help: "Delete fully expired sealed segments and rewrite mostly dead ones.",
+    dryRun: true,
+  },
   compaction: {
     label: "Compact",
     help: "Keep only the latest record per key (and tombstones within their horizon). Irreversible.",
     destructive: true,
+    dryRun: true,
   },
 };
 
 export const NODE_ACTIONS: Record<NodeAction, ActionInfo> = {
-  file_clean: { label: "Clean files", help: "Run the file cleaner now: delete expired segment files." },
+  file_clean: { label: "Clean files", help: "Run the file cleaner now: delete expired segment files.", dryRun: true },
   disk_check: { label: "Check disk", help: "Measure disk use against the watermarks now." },
   force_delete: {
     label: "Force delete",
     help: "Delete the oldest sealed files even if not expired, to free disk. Irreversible.",
     destructive: true,
+    dryRun: true,
   },
 };
+
+/** What a finished dry run says the action would do: records, segments, bytes. */
+export function dryRunSummary(run: TaskRun): { records: number; segments: number; bytes: number } {
+  const c = run.counts ?? {};
+  return {
+    records: (c.expired_records ?? 0) + (c.records_removed ?? 0),
+    segments: (c.segments_deleted ?? 0) + (c.segments_rewritten ?? 0),
+    bytes: run.bytes_reclaimed,
+  };
+}
+
+function DryRunReport({ id }: { id: number }) {
+  const { data: run } = useRun(id);
+  if (!run) return null;
+  if (run.state !== "succeeded") {
+    return run.state === "failed" || run.state === "cancelled" ? (
+      <p className="error-text small">Dry run {run.state}{run.error ? `: ${run.error}` : ""}.</p>
+    ) : (
+      <p className="muted small">Dry run in progress…</p>
+    );
+  }
+  const { records, segments, bytes } = dryRunSummary(run);
+  return (
+    <p className="small" data-testid="dry-run-report">
+      Dry run: it would affect <strong data-testid="dry-run-records">{formatCount(records)}</strong> records
+      {" "}and <strong data-testid="dry-run-segments">{formatCount(segments)}</strong> segments, and free{" "}
+      <strong data-testid="dry-run-bytes">{formatBytes(bytes)}</strong>. Nothing was changed.
+    </p>
+  );
+}
 
 function StartedRun({ run }: { run: TaskRun }) {
   return (
@@ -54,6 +94,7 @@ function StartedRun({ run }: { run: TaskRun }) {
       ({runKindLabel(run.kind)}
       {run.dry_run ? ", dry run" : ""}) — state {run.state}.{" "}
       <Link to={`/tasks?run=${run.id}`}>Follow it on Tasks</Link>.
+      {run.dry_run && <DryRunReport id={run.id} />}
     </p>
   );
 }
@@ -92,7 +133,7 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
 
   const onClick = (action: NamespaceAction) => {
     start.reset();
-    const needsConfirm = action === "retention" || (action === "compaction" && !dryRun);
+    const needsConfirm = Boolean(NAMESPACE_ACTIONS[action].destructive) && !dryRun;
     if (needsConfirm) setConfirming(action);
     else {
       setConfirming(null);
@@ -109,7 +150,7 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
             type="button"
             className={`button${NAMESPACE_ACTIONS[a].destructive && !dryRun ? " button-danger-outline" : ""}`}
             onClick={() => onClick(a)}
-            disabled={start.isPending}
+            disabled={start.isPending || (dryRun && !NAMESPACE_ACTIONS[a].dryRun)}
             title={NAMESPACE_ACTIONS[a].help}
             aria-describedby={`ns-action-help-${a}`}
             data-testid={`action-${a}`}
@@ -179,6 +220,7 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
   const { data: user } = useMe();
   const start = useNodeAction(name);
   const [confirming, setConfirming] = useState(false);
+  const [dryRun, setDryRun] = useState(false);
 
   if (!canOperate(user)) {
     return <p className="muted small">Starting actions needs the operator role.</p>;
@@ -186,10 +228,10 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
 
   const onClick = (action: NodeAction) => {
     start.reset();
-    if (action === "force_delete") setConfirming(true);
+    if (action === "force_delete" && !dryRun) setConfirming(true);
     else {
       setConfirming(false);
-      start.mutate({ action }, { onSuccess: (started) => onStarted?.(started) });
+      start.mutate({ action, dry_run: dryRun }, { onSuccess: (started) => onStarted?.(started) });
     }
   };
 
@@ -200,15 +242,25 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
           <button
             key={a}
             type="button"
-            className={`button${NODE_ACTIONS[a].destructive ? " button-danger-outline" : ""}`}
+            className={`button${NODE_ACTIONS[a].destructive && !dryRun ? " button-danger-outline" : ""}`}
             onClick={() => onClick(a)}
-            disabled={start.isPending}
+            disabled={start.isPending || (dryRun && !NODE_ACTIONS[a].dryRun)}
             title={NODE_ACTIONS[a].help}
             data-testid={`action-${a}`}
           >
             {NODE_ACTIONS[a].label}
+            {dryRun && NODE_ACTIONS[a].dryRun ? " (dry run)" : ""}
           </button>
         ))}
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={dryRun}
+            onChange={(e) => setDryRun(e.target.checked)}
+            data-testid="node-action-dry-run"
+          />
+          Dry run (report only, change nothing)
+        </label>
       </div>
       <ul className="muted small action-help">
         {(Object.keys(NODE_ACTIONS) as NodeAction[]).map((a) => (

@@ -198,6 +198,9 @@ export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: nu
                 </td>
                 <td>
                   <div className="counts" data-testid={`run-counts-${run.id}`}>
+                    {run.dry_run && Object.entries(run.counts ?? {}).length > 0 && (
+                      <span className="muted" title="a dry run: what the action would do; nothing changed">would:</span>
+                    )}
                     {Object.entries(run.counts ?? {}).length === 0 ? (
                       <span className="muted">—</span>
                     ) : (

@@ -172,6 +172,31 @@ describe("namespace detail", () => {
     expect(screen.queryByTestId("confirm-input")).toBeNull();
   });
 
+  it("a dry-run retention needs no confirmation and reports what it would do", async () => {
+    const started = { ...taskRun(81), kind: "retention", dry_run: true };
+    const finished = {
+      ...started,
+      state: "succeeded",
+      counts: { segments_deleted: 3, records_removed: 1200, expired_records: 0 },
+      bytes_reclaimed: 5 * 1024 ** 2,
+    };
+    const fetch = mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202),
+        "GET /api/runs/81/": () => jsonResponse(finished),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=actions");
+    fireEvent.click(await screen.findByTestId("action-dry-run"));
+    fireEvent.click(screen.getByTestId("action-retention"));
+    expect(screen.queryByTestId("confirm-input")).toBeNull();
+    await screen.findByTestId("dry-run-report");
+    expect(screen.getByTestId("dry-run-records").textContent).toBe("1,200");
+    expect(screen.getByTestId("dry-run-segments").textContent).toBe("3");
+    expect(screen.getByTestId("dry-run-bytes").textContent).toBe("5 MiB");
+    expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "retention", dry_run: true });
+  });
+
   it("an admin deletes the namespace by typing its name", async () => {
     const fetch = mockFetch(
       routes(admin, {
