@@ -84,12 +84,13 @@ removed).
 
 from __future__ import annotations
 
+import abc
 import struct
 import time
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -111,13 +112,12 @@ from storage_engine.lifecycle import (
     KEEP,
     REMOVE,
     LifecycleMixin,
-    LifecycleShard,
     RemovalRule,
     ShardWork,
 )
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import sealed_view
-from storage_engine.validation import check_shard_arg
+from storage_engine.validation import check_shard_arg, select_shards
 
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
@@ -327,6 +327,16 @@ class CompactionMixin(LifecycleMixin):
     """The compaction calls of the contract (``compact``, ``compaction_estimate``,
     ``compact_with_plan``, ``compact_dirtiest``) over any adapter's shards."""
 
+    @abc.abstractmethod
+    def _compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
+        """The namespace's policy and shards, as :meth:`_lc_namespace` (the same shards, typed
+        for compaction)."""
+
+    def _compactable(self, namespace: str, shard: int | None) -> tuple[NamespacePolicy, list[CompactableShard]]:
+        """The policy and the shards a compaction call names (every one for ``None``)."""
+        policy, shards = self._compaction_namespace(namespace)
+        return policy, select_shards(namespace, shards, shard)
+
     def _map_budget(self, map_budget_bytes: int | None) -> int:
         """The key-map budget of a call: as given (never enlarged), or the node's."""
         if map_budget_bytes is None:
@@ -353,7 +363,7 @@ class CompactionMixin(LifecycleMixin):
         budget = self._map_budget(map_budget_bytes)
         if max_rounds is not None:
             self._check_limit(max_rounds)
-        policy, shards = self._select(namespace, shard)
+        policy, shards = self._compactable(namespace, shard)
         now = self.clock.now_ms()
         if not policy.compacts:
             return self._result("compact", namespace, shard, t0, skipped="policy")
@@ -363,9 +373,8 @@ class CompactionMixin(LifecycleMixin):
         attempted = False
         with self._lifecycle_ops:
             for s in shards:
-                cs = cast(CompactableShard, s)
                 attempted |= self._compact_shard(
-                    cs, policy, now, budget, dry_run, manual, max_rounds or DEFAULT_MAX_ROUNDS, totals
+                    s, policy, now, budget, dry_run, manual, max_rounds or DEFAULT_MAX_ROUNDS, totals
                 )
         op = "compact_dry_run" if dry_run else "compact"
         if not attempted:
@@ -414,7 +423,7 @@ class CompactionMixin(LifecycleMixin):
             segments = sealed_view(s.lifecycle_segments(), policy, now)
         else:
             sealed: dict[str, Any] = {}
-            segments = self._step_segments(cast(LifecycleShard, s), policy, now, sealed)
+            segments = self._step_segments(s, policy, now, sealed)
             totals.rolled += sealed.get("rolled", 0)
         rng = cleanable_range(segments, state, policy, now)
         if not manual and not rng.due(policy, now):
@@ -558,8 +567,8 @@ class CompactionMixin(LifecycleMixin):
         check_shard_arg(shard)
         if not isinstance(keep, dict):
             raise InvalidArgumentError("keep", "must map segment base offsets to lists of offsets to keep")
-        _, shards = self._select(namespace, shard)
-        s = cast(CompactableShard, shards[0])
+        _, shards = self._compactable(namespace, shard)
+        s = shards[0]
         now = self.clock.now_ms()
         totals = _Totals()
         with self._lifecycle_ops:
@@ -596,7 +605,7 @@ class CompactionMixin(LifecycleMixin):
     def compaction_ranges(self, namespace: str) -> list[dict[str, Any]]:
         """Per shard: first dirty and first uncleanable offsets, clean/dirty bytes, ratio, due
         (as the next compaction step would find them: an idle active segment counts as sealed)."""
-        policy, shards = self._select(namespace, None)
+        policy, shards = self._compactable(namespace, None)
         now = self.clock.now_ms()
         out = []
         for s in shards:
@@ -625,7 +634,7 @@ class CompactionMixin(LifecycleMixin):
         sealed: dict[str, Any] = {}
         with self._lifecycle_ops:
             for info in self._lc_names():
-                policy, shards = self._lc_namespace(info)
+                policy, shards = self._compaction_namespace(info)
                 if not policy.compacts:
                     continue
                 for s in shards:

@@ -13,20 +13,15 @@ from storage_engine.api import Record, SegmentInfo
 from storage_engine.codec import ATTR_KEY, HEADER_SIZE, BatchHeader, RecordColumns, batch_columns, batch_keys
 from storage_engine.columnar import batch_groups, chunk_layout
 from storage_engine.keymap import hash_keys, layout_key_hashes
-from storage_engine.lifecycle import Removal, ShardWork
+from storage_engine.lifecycle import LifecycleShard
 
 COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
 
 
 # -- what a shard of any adapter provides ----------------------------------------------------------
-class CompactableShard(Protocol):
-    shard: int
-
-    def lifecycle_segments(self) -> list[SegmentInfo]: ...
-
-    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork: ...
-
-    def compact_deleted(self) -> None: ...
+class CompactableShard(LifecycleShard, Protocol):
+    """What key compaction asks of a shard of any adapter beyond the lifecycle's
+    (``rewrite_segment(base, now, remove)`` is :class:`LifecycleShard`'s)."""
 
 
 def segment_records(shard: Any, base: int) -> Iterator[Record]:

@@ -165,7 +165,7 @@ class LifecycleShard(Protocol):
         files are removed once ``delay_ms`` has passed and no reader holds them."""
         ...
 
-    def rewrite_segment(self, base: int, now: int) -> ShardWork:
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
         """Rewrite a sealed segment without its expired and dead records (offsets unchanged)."""
         ...
 

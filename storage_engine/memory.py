@@ -42,6 +42,7 @@ from storage_engine.api import (
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
 from storage_engine.compaction import CompactionMixin
+from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
@@ -701,9 +702,12 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         return EngineStats(self.name, len(namespaces), tuple(shards), counters)
 
     # -- lifecycle hooks (LifecycleMixin) -------------------------------------------------------
-    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[LifecycleShard]]:
+    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[_Shard]]:
         ns = self._namespace(name)
         return ns.policy, ns.shards
+
+    def _compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
+        return self._lc_namespace(name)
 
     def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
         self._check_open()

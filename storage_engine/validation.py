@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TypeVar
 
 from storage_engine.api import NewRecord, Record
 from storage_engine.bounds import MAX_INT64, int_ok, int_rule
 from storage_engine.errors import InvalidArgumentError, InvalidRecordError, RecordTooLargeError, UnknownShardError
 from storage_engine.policy import NamespacePolicy
+
+T = TypeVar("T")
 
 # Anchored with \Z, not "$" (which lets a trailing "\n" in): the control plane's RegexField searches with it.
 NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}\Z")
@@ -64,6 +67,13 @@ def check_shard(namespace: str, shard: object, shards: int) -> int:
     if not 0 <= index < shards:
         raise UnknownShardError(namespace, index, shards)
     return index
+
+
+def select_shards(namespace: str, shards: Sequence[T], shard: object) -> list[T]:
+    """The shards a call names: every one for ``None``, else the one :func:`check_shard` accepts."""
+    if shard is None:
+        return list(shards)
+    return [shards[check_shard(namespace, shard, len(shards))]]
 
 
 def _tag_problem(tag: object) -> str | None:

@@ -34,6 +34,7 @@ from storage_engine.api import (
 from storage_engine.clock import Clock
 from storage_engine.codec import encode_records
 from storage_engine.compaction import CompactionMixin
+from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
@@ -398,9 +399,12 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         return EngineStats(adapter=self.name, namespaces=len(namespaces), shards=shards, counters=counters)
 
     # -- lifecycle hooks (LifecycleMixin) -----------------------------------------------------
-    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[LifecycleShard]]:
+    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[ShardBase]]:
         ns = self._namespace(name)
         return ns.record.policy, ns.shards
+
+    def _compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
+        return self._lc_namespace(name)
 
     def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
         self._check_open()

@@ -39,7 +39,7 @@ from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
 from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
-from storage_engine.lifecycle import ShardWork, TTLEntry, check_indexes
+from storage_engine.lifecycle import Removal, ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.index_store import (
@@ -221,8 +221,9 @@ class ShardBase(abc.ABC):
         """Seal a non-empty active segment and start an empty one; whether it rolled."""
 
     @abc.abstractmethod
-    def rewrite_segment(self, base: int, now: int) -> ShardWork:
-        """Rewrite a sealed segment without its expired and dead records."""
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
+        """Rewrite a sealed segment without its expired and dead records and those ``remove``
+        names (:meth:`storage_engine.lifecycle.LifecycleShard.rewrite_segment`)."""
 
     def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
         """Remove deleted files that are due, or all with ``purge`` (stores without files have none)."""
