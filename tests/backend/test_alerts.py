@@ -102,15 +102,26 @@ def test_pending_then_firing_after_for_then_resolved_deduplicated(quiet):
     assert Alert.objects.filter(rule=rule, state="pending").count() == 1
 
 
-def test_pending_that_clears_before_for_never_notifies(quiet):
+def test_pending_that_clears_before_for_never_was_an_alert(quiet):
+    """As in Prometheus: a pending alert whose condition clears before ``for`` is dropped, never notified,
+    and never shows in the history as resolved (only alerts that fired resolve)."""
     rule = make_rule()
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
     services.evaluate(now=T0)
+    assert Alert.objects.get(rule=rule).state == "pending"
     ratio("orders", 0.1, T0 + timedelta(seconds=60))
-    services.evaluate(now=T0 + timedelta(seconds=60))
-    assert Alert.objects.get(rule=rule).state == "resolved"
+    counts = services.evaluate(now=T0 + timedelta(seconds=60))
+    assert (counts["cleared"], counts["resolved"]) == (1, 0)
+    assert not Alert.objects.exists() and not AlertEvent.objects.exists()
     assert not Notification.objects.exists()
+    # A series that stops reporting drops a pending alert the same way.
+    ratio("orders", 0.5, T0 + timedelta(seconds=120))
+    services.evaluate(now=T0 + timedelta(seconds=120))
+    assert Alert.objects.get().state == "pending"
+    ratio("payments", 0.1, T0 + timedelta(hours=1))  # a later collection without orders
+    assert services.evaluate(now=T0 + timedelta(hours=1))["cleared"] == 1
+    assert not Alert.objects.exists()
 
 
 def test_silence_and_ack(quiet, api_as, monkeypatch):
@@ -274,7 +285,10 @@ def test_export_alert_rules_as_prometheus_yaml(db, tmp_path):
     assert rules["ExpiredRatioAbove20"]["expr"] == "lcs_namespace_expired_ratio > 0.2"
     assert rules["ExpiredRatioAbove20"]["for"] == "15m"
     assert rules["ExpiredRatioAbove20"]["labels"]["severity"] == "warning"
-    assert rules["TtlScanLongerThan10Minutes"]["expr"] == "lcs_namespace_scan_duration_seconds > 600"
+    # Scans of one namespace, and the node-wide sweeps (scheduled and due scans).
+    assert rules["TtlScanLongerThan10Minutes"]["expr"] == (
+        "(lcs_namespace_scan_duration_seconds > 600) or (lcs_node_scan_duration_seconds > 600)"
+    )
     assert rules["DiskAboveTheWarningWatermark"]["expr"] == 'lcs_node_disk_used_ratio{node="n1"} > 0.95'
     assert rules["DiskForecastToReachTheWarningWatermarkWithin24H"]["expr"] == (
         'predict_linear(lcs_node_disk_used_ratio{node="n1"}[6h], 86400) >= 0.95'
@@ -310,9 +324,12 @@ def test_permissions(quiet, api_as):
     assert operator.post(f"/api/alerts/{alert.pk}/ack").status_code == 200
     assert viewer.get("/api/alert-rules/").status_code == 200
     assert operator.post("/api/alert-rules/", {}, format="json").status_code == 403
-    assert viewer.get("/api/alert-channels/").status_code == 403
-    assert operator.get("/api/alert-channels/").status_code == 403
+    # Channels: everyone reads them (targets redacted unless admin), only admins write.
+    assert viewer.get("/api/alert-channels/").status_code == 200
+    assert operator.get("/api/alert-channels/").status_code == 200
     assert admin.get("/api/alert-channels/").status_code == 200
+    assert viewer.post("/api/alert-channels/", {}, format="json").status_code == 403
+    assert operator.post("/api/alert-channels/", {}, format="json").status_code == 403
 
 
 def test_rule_validation_and_audit(quiet, api_as):

@@ -54,6 +54,12 @@ class AlertRule(models.Model):
     field>`` of the series' node (node policy fields) or namespace (namespace
     policy fields); a label set whose policy value is unset (e.g. no backlog
     quota) is not evaluated.
+
+    A disabled rule (``enabled`` false) is not evaluated. Disabling it closes its open alerts at once, as
+    Alertmanager does with an alert whose rule stops sending it: a firing one resolves (and its channels
+    get the "resolved" notification, so an incident opened by it closes), a pending one is dropped. The
+    built-in rules are seeded once (``DefaultRuleMarker``): seeding again never re-enables a disabled one
+    nor re-creates a deleted one.
     """
 
     name = models.CharField(max_length=200, unique=True)
@@ -87,6 +93,9 @@ class DefaultRuleMarker(models.Model):
 
 
 class AlertState(models.TextChoices):
+    """pending (the condition holds, not yet for ``for_s``) → firing → resolved; a pending alert that
+    clears is deleted, so every resolved alert fired."""
+
     PENDING = "pending"
     FIRING = "firing"
     RESOLVED = "resolved"
@@ -96,9 +105,18 @@ OPEN_STATES = (AlertState.PENDING, AlertState.FIRING)
 
 
 class Alert(models.Model):
-    """One episode of a rule's condition holding for one label set; at most one open per (rule, labels)."""
+    """One episode of a rule's condition holding for one label set; at most one open per (rule, labels).
 
-    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    History outlives its rule: deleting a rule leaves ``rule`` null, and ``rule_name``, ``metric`` and
+    ``severity`` (copied from the rule when the alert opens, and kept in step while it is open) still say
+    what the alert was about. Only alerts that fired are kept once closed: a pending alert whose condition
+    clears before the rule's ``for`` duration never was an alert (as in Prometheus) and is deleted.
+    """
+
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts")
+    rule_name = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=64, blank=True)
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
     labels_key = models.CharField(max_length=600)  # "namespace=orders,shard=0"
     labels = models.JSONField(default=dict)
     state = models.CharField(max_length=10, choices=AlertState.choices, default=AlertState.PENDING)
@@ -124,8 +142,12 @@ class Alert(models.Model):
         ]
         indexes = [models.Index(fields=["state", "-started_at", "-id"]), models.Index(fields=["rule", "state"])]
 
+    def snapshot_rule(self, rule: AlertRule) -> None:
+        """Copy what the history shows of the rule (it may be renamed or deleted later)."""
+        self.rule_name, self.metric, self.severity = rule.name, rule.metric, rule.severity
+
     def __str__(self) -> str:
-        return f"{self.rule.name} [{self.labels_key}] {self.state}"
+        return f"{self.rule_name} [{self.labels_key}] {self.state}"
 
 
 class EventKind(models.TextChoices):

@@ -58,6 +58,19 @@ def primary_level(metric: str, scope_type: str) -> str:
     return levels[0]
 
 
+def rule_levels(metric: str, scope_type: str) -> tuple[str, ...]:
+    """Every level of series a rule looks at: its primary level, and for a rule over everything on a metric
+    with both per-namespace and per-node series, the node series too. Those node series are not sums of the
+    namespace ones but work of their own: the TTL scan's per-namespace series come from scans of one
+    namespace, its per-node series from the node-wide sweeps (scheduled and due scans), which no namespace
+    series shows."""
+    primary = primary_level(metric, scope_type)
+    levels = METRIC_LEVELS[metric]
+    if scope_type == "all" and primary == NAMESPACE and NODE in levels:
+        return (NAMESPACE, NODE)
+    return (primary,)
+
+
 def scope_errors(metric: str, scope_type: str, scope: str) -> dict[str, str]:
     """Field → rule for a metric/scope combination that cannot be evaluated."""
     levels = METRIC_LEVELS.get(metric)

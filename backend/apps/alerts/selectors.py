@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from backend.apps.alerts.models import Alert, AlertEvent, AlertRule, AlertState, Channel, Notification, Severity
-from backend.apps.alerts.rules import FORECAST, NAMESPACE_POLICY_FIELDS, NODE_POLICY_FIELDS, primary_level, scope_filter
+from backend.apps.alerts.rules import FORECAST, NAMESPACE_POLICY_FIELDS, NODE_POLICY_FIELDS, rule_levels, scope_filter
 from backend.apps.metrics import clock
 from backend.apps.metrics import selectors as metrics
 from backend.apps.metrics.catalog import NAMESPACE, QUEUE, SHARD
@@ -34,7 +35,7 @@ def alert_status(now: datetime | None = None) -> dict[str, Any]:
         firing=Count("id"),
         silenced=Count("id", filter=Q(silenced_until__gt=now)),
         acknowledged=Count("id", filter=Q(acknowledged_at__isnull=False)),
-        critical=Count("id", filter=Q(rule__severity=Severity.CRITICAL)),
+        critical=Count("id", filter=Q(severity=Severity.CRITICAL)),
     )
     return {
         "status": "firing" if counts["firing"] else "ok",
@@ -57,6 +58,25 @@ def rule_list() -> QuerySet[AlertRule]:
 
 def channel_list() -> QuerySet[Channel]:
     return Channel.objects.all()
+
+
+def redacted_target(channel: Channel) -> str:
+    """A channel's target as non-admins see it: a webhook URL's scheme and host (its path and query often
+    carry a token, e.g. Slack's), an email address's domain."""
+    if channel.kind == "webhook":
+        parts = urlsplit(channel.target)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme and host:
+            return f"{parts.scheme}://{host}{f':{port}' if port else ''}/…"
+        return "…"
+    domains = [a.strip().rpartition("@")[2] for a in channel.target.split(",") if a.strip()]
+    return ", ".join(f"…@{d}" if d else "…" for d in domains)
 
 
 def labels_key(labels: dict[str, Any]) -> str:
@@ -148,10 +168,15 @@ def observations(rule: AlertRule, now_ms: int, policies: PolicyCache) -> list[Ob
     before that the rule observes nothing, so it cannot fire from a few minutes of samples.
     """
     metric = "disk_used_ratio" if rule.metric == FORECAST else rule.metric
-    level = primary_level(rule.metric, rule.scope_type)
-    rows = _level_rows(level).filter(name=metric, **scope_filter(rule.scope_type, rule.scope))
+    rows = [
+        row
+        for level in rule_levels(rule.metric, rule.scope_type)
+        for row in _level_rows(level)
+        .filter(name=metric, **scope_filter(rule.scope_type, rule.scope))
+        .order_by("node", "namespace", "shard", "queue")
+    ]
     out = []
-    for row in rows.order_by("node", "namespace", "shard", "queue"):
+    for row in rows:
         value = row.last_value
         if rule.metric == FORECAST:
             value = metrics.forecast_value(row.node, now_ms)

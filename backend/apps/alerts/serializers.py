@@ -16,14 +16,16 @@ from backend.apps.alerts.models import (
     Severity,
 )
 from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
-from backend.apps.alerts.selectors import is_silenced
+from backend.apps.alerts.selectors import is_silenced, redacted_target
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import StrictSerializer
 
 
 class AlertOutputSerializer(serializers.ModelSerializer):
-    rule_name = serializers.CharField(source="rule.name")
-    severity = serializers.CharField(source="rule.severity")
+    rule = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True, help_text="null: the rule was deleted")
+    rule_name = serializers.CharField(help_text="the rule's name when the alert was open (kept if it is deleted)")
+    metric = serializers.CharField(help_text="the rule's metric when the alert was open")
+    severity = serializers.ChoiceField(choices=Severity.choices)
     scope = serializers.CharField(source="labels_key", help_text='the label set, e.g. "namespace=orders,shard=0"')
     labels = serializers.DictField()
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", allow_null=True, default=None)
@@ -35,6 +37,7 @@ class AlertOutputSerializer(serializers.ModelSerializer):
             "id",
             "rule",
             "rule_name",
+            "metric",
             "severity",
             "state",
             "scope",
@@ -136,6 +139,10 @@ class AlertRuleInputSerializer(StrictSerializer):
         return attrs
 
 
+class RuleEnabledInputSerializer(StrictSerializer):
+    enabled = serializers.BooleanField(help_text="false: the rule is not evaluated and its open alerts close")
+
+
 class AlertRuleOutputSerializer(serializers.ModelSerializer):
     channels = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     builtin = serializers.SerializerMethodField()
@@ -220,12 +227,37 @@ class ChannelInputSerializer(StrictSerializer):
 
 
 class ChannelOutputSerializer(serializers.ModelSerializer):
+    """A channel; the secret is never shown, and the target only to admins (context ``full_target``):
+    others see a webhook's scheme and host, an address's domain."""
+
+    target = serializers.SerializerMethodField(help_text="redacted unless the caller is an admin")
+    target_redacted = serializers.SerializerMethodField()
     has_secret = serializers.SerializerMethodField()
 
     class Meta:
         model = Channel
-        fields = ["id", "name", "kind", "target", "has_secret", "enabled", "created_at"]
+        fields = ["id", "name", "kind", "target", "target_redacted", "has_secret", "enabled", "created_at"]
         read_only_fields = fields
+
+    def _full(self) -> bool:
+        return bool(self.context.get("full_target", False))
+
+    def get_target(self, channel: Channel) -> str:
+        return channel.target if self._full() else redacted_target(channel)
+
+    def get_target_redacted(self, channel: Channel) -> bool:
+        return not self._full()
 
     def get_has_secret(self, channel: Channel) -> bool:
         return bool(channel.secret)
+
+
+class ChannelTestInputSerializer(StrictSerializer):
+    """No fields: a test message is fixed (any field given is refused)."""
+
+
+class ChannelTestOutputSerializer(serializers.Serializer):
+    delivered = serializers.BooleanField()
+    error = serializers.CharField(
+        allow_blank=True, help_text="why it was not delivered, in our words: never the receiver's answer"
+    )

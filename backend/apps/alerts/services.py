@@ -1,7 +1,17 @@
 """Writes of alerts: built-in rules, rule and channel changes (audited), evaluation, acknowledgement,
-silences and notification deliveries (email, signed webhooks) with retries.
+silences, notification deliveries (email, signed webhooks) with retries, and channel test messages.
 
 Every function that depends on time takes ``now`` (else :func:`clock.now`).
+
+How alerts close (as in Prometheus and Alertmanager):
+
+- a *pending* alert whose condition clears before the rule's ``for`` duration never was an alert: it is
+  deleted, never notified, and never shows in the history as resolved;
+- a *firing* alert resolves when its condition clears, its series stops reporting, or its rule is disabled
+  or deleted; its channels get the "resolved" notification (unless it is silenced), so whatever it opened
+  downstream closes too — Alertmanager likewise resolves an alert its rule stopped sending;
+- a deleted rule's alerts stay (``Alert.rule`` becomes null; the alert keeps the rule's name, metric and
+  severity).
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ import hashlib
 import hmac
 import json
 import logging
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -67,7 +78,8 @@ RULE_FIELDS = (
 
 
 def ensure_default_rules(**_: Any) -> int:
-    """Idempotent (runs after every migrate): create each built-in rule once; a deleted one stays deleted."""
+    """Idempotent (runs after every migrate): create each built-in rule once. A rule seeded before is never
+    touched again: one an operator disabled stays disabled, one an admin deleted stays deleted."""
     created = 0
     for rule in DEFAULT_RULES:
         with transaction.atomic():
@@ -116,14 +128,32 @@ def create_rule(*, actor: Any, channels: list[Channel] | None = None, **fields: 
     return rule
 
 
+def _closed_detail(closed: dict[str, int]) -> str:
+    return f"open alerts closed: {closed['resolved']} resolved, {closed['cleared']} pending dropped"
+
+
 @transaction.atomic
-def update_rule(*, actor: Any, rule: AlertRule, channels: list[Channel] | None = None, **changes: Any) -> AlertRule:
+def update_rule(
+    *,
+    actor: Any,
+    rule: AlertRule,
+    channels: list[Channel] | None = None,
+    now: datetime | None = None,
+    **changes: Any,
+) -> AlertRule:
+    """An admin's edit. Open alerts follow the rule's new name, metric and severity; disabling it closes
+    them (see the module docstring)."""
     before = rule_snapshot(rule)
+    was_enabled = rule.enabled
     for name, value in changes.items():
         setattr(rule, name, value)
     rule.save()
     if channels is not None:
         rule.channels.set(channels)
+    rule.alerts.filter(state__in=OPEN_STATES).update(rule_name=rule.name, metric=rule.metric, severity=rule.severity)
+    detail = ""
+    if was_enabled and not rule.enabled:
+        detail = _closed_detail(close_rule_alerts(rule, now or clock.now(), "rule disabled", actor=actor))
     audit.record(
         actor=actor,
         action="alert_rule.update",
@@ -131,14 +161,47 @@ def update_rule(*, actor: Any, rule: AlertRule, channels: list[Channel] | None =
         target=rule.name,
         before=before,
         after=rule_snapshot(rule),
+        detail=detail,
     )
     return rule
 
 
 @transaction.atomic
-def delete_rule(*, actor: Any, rule: AlertRule) -> None:
+def set_rule_enabled(*, actor: Any, rule: AlertRule, enabled: bool, now: datetime | None = None) -> AlertRule:
+    """An operator turns a rule (a built-in one too) off or on again, audited. Off: the rule is not
+    evaluated and its open alerts close at once (firing ones resolve and notify, pending ones are dropped).
+    On: it is evaluated from the next minute, its ``for`` duration counting from then. Setting the state it
+    already has changes nothing and records nothing."""
+    rule = AlertRule.objects.select_for_update().get(pk=rule.pk)
+    if rule.enabled == enabled:
+        return rule
+    rule.enabled = enabled
+    rule.save(update_fields=["enabled", "updated_at"])
+    detail = "" if enabled else _closed_detail(close_rule_alerts(rule, now or clock.now(), "rule disabled", actor))
     audit.record(
-        actor=actor, action="alert_rule.delete", target_type="alert_rule", target=rule.name, before=rule_snapshot(rule)
+        actor=actor,
+        action="alert_rule.enable" if enabled else "alert_rule.disable",
+        target_type="alert_rule",
+        target=rule.name,
+        before={"enabled": not enabled},
+        after={"enabled": enabled},
+        detail=detail,
+    )
+    return rule
+
+
+@transaction.atomic
+def delete_rule(*, actor: Any, rule: AlertRule, now: datetime | None = None) -> None:
+    """Delete a rule, keeping its alerts' history: its open alerts close first (firing ones resolve and
+    notify the rule's channels, pending ones are dropped), then every alert of it stays with ``rule`` null."""
+    closed = close_rule_alerts(rule, now or clock.now(), "rule deleted", actor)
+    audit.record(
+        actor=actor,
+        action="alert_rule.delete",
+        target_type="alert_rule",
+        target=rule.name,
+        before=rule_snapshot(rule),
+        detail=_closed_detail(closed),
     )
     rule.delete()
 
@@ -222,22 +285,41 @@ def _fire(alert: Alert, now: datetime) -> None:
         notify(alert, event, now)
 
 
-def _resolve(alert: Alert, now: datetime, value: float | None, why: str) -> None:
-    had_fired = alert.state == AlertState.FIRING
+def _resolve(alert: Alert, now: datetime, value: float | None, why: str, actor: Any = None) -> None:
+    """A firing alert resolves (and notifies, unless silenced)."""
     alert.state, alert.resolved_at = AlertState.RESOLVED, now
     if value is not None:
         alert.value = value
     alert.save(update_fields=["state", "resolved_at", "value", "updated_at"])
-    event = _event(alert, EventKind.RESOLVED, now, value, detail=why)
-    if had_fired and not _silenced(alert, now):
+    event = _event(alert, EventKind.RESOLVED, now, value, actor=actor, detail=why)
+    if not _silenced(alert, now):
         notify(alert, event, now)
+
+
+def _close(alert: Alert, now: datetime, why: str, value: float | None = None, actor: Any = None) -> str:
+    """An open alert stops: a firing one resolves (``"resolved"``); a pending one never fired, so it never
+    was an alert (Prometheus drops a pending alert that clears) and is deleted (``"cleared"``)."""
+    if alert.state == AlertState.PENDING:
+        alert.delete()
+        return "cleared"
+    _resolve(alert, now, value, why, actor)
+    return "resolved"
+
+
+def close_rule_alerts(rule: AlertRule, now: datetime, why: str, actor: Any = None) -> dict[str, int]:
+    """Close every open alert of ``rule`` (disabled or deleted)."""
+    closed = {"resolved": 0, "cleared": 0}
+    for alert in rule.alerts.select_for_update().filter(state__in=OPEN_STATES).order_by("pk"):
+        alert.rule = rule
+        closed[_close(alert, now, why, actor=actor)] += 1
+    return closed
 
 
 def evaluate_rule(
     rule: AlertRule, now: datetime, policies: PolicyCache, open_alerts: dict[str, Alert]
 ) -> dict[str, int]:
     """One rule: open, fire, keep or resolve its alerts (one open alert per label set)."""
-    counts = {"pending": 0, "firing": 0, "resolved": 0}
+    counts = {"pending": 0, "firing": 0, "resolved": 0, "cleared": 0}
     now_ms = clock.to_ms(now)
     seen: dict[str, float] = {}
     holding: set[str] = set()
@@ -256,6 +338,9 @@ def evaluate_rule(
                 with transaction.atomic():
                     alert = Alert.objects.create(
                         rule=rule,
+                        rule_name=rule.name,
+                        metric=rule.metric,
+                        severity=rule.severity,
                         labels_key=key,
                         labels=obs.labels,
                         state=AlertState.PENDING,
@@ -278,19 +363,22 @@ def evaluate_rule(
     for key, alert in open_alerts.items():
         if key not in holding:
             why = "rule disabled" if not rule.enabled else ("condition cleared" if key in seen else "no data")
-            _resolve(alert, now, seen.get(key), why)
-            counts["resolved"] += 1
+            counts[_close(alert, now, why, seen.get(key))] += 1
     return counts
 
 
 def evaluate(now: datetime | None = None) -> dict[str, int]:
-    """Evaluate every rule once (the minute task); resolves open alerts of disabled rules too."""
+    """Evaluate every enabled rule once (the minute task). Open alerts of disabled rules, and of rules deleted
+    without :func:`delete_rule` (the Django admin, the ORM), are closed."""
     now = now or clock.now()
     policies = PolicyCache()
-    by_rule: dict[int, dict[str, Alert]] = {}
+    by_rule: dict[int | None, dict[str, Alert]] = {}
     for alert in Alert.objects.filter(state__in=OPEN_STATES):
         by_rule.setdefault(alert.rule_id, {})[alert.labels_key] = alert
-    totals = {"rules": 0, "pending": 0, "firing": 0, "resolved": 0}
+    totals = {"rules": 0, "pending": 0, "firing": 0, "resolved": 0, "cleared": 0}
+    with transaction.atomic():
+        for alert in by_rule.pop(None, {}).values():
+            totals[_close(alert, now, "rule deleted")] += 1
     for rule in AlertRule.objects.order_by("pk"):
         open_alerts = by_rule.get(rule.pk, {})
         if not rule.enabled and not open_alerts:
@@ -361,10 +449,12 @@ def enqueue(notification_id: int, countdown: float = 0) -> None:
 
 
 def notify(alert: Alert, event: AlertEvent, now: datetime) -> list[Notification]:
-    """One delivery per enabled channel of the rule, queued when the transaction commits."""
+    """One delivery per enabled channel of the rule, queued when the transaction commits (none once the rule
+    is deleted: its channels went with it)."""
+    channels = alert.rule.channels.filter(enabled=True) if alert.rule is not None else Channel.objects.none()
     created = [
         Notification.objects.create(channel=channel, alert=alert, event=event, next_attempt_at=now)
-        for channel in alert.rule.channels.filter(enabled=True)
+        for channel in channels
     ]
     for notification in created:
         transaction.on_commit(lambda pk=notification.pk: enqueue(pk))
@@ -376,19 +466,24 @@ def backoff_s(attempts: int) -> int:
     return int(min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1)))
 
 
+def _stamp(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
 def payload(notification: Notification) -> dict[str, Any]:
-    alert, rule = notification.alert, notification.alert.rule
-    stamp = lambda t: t.isoformat() if t else None  # noqa: E731
+    """The body of a delivery; the rule's fields are the alert's copy (the rule may be deleted by now)."""
+    alert = notification.alert
+    stamp = _stamp
     return {
         "delivery": notification.pk,
         "event": notification.event.kind,
         "at": stamp(notification.event.at),
         "alert": {
             "id": alert.pk,
-            "rule": rule.pk,
-            "rule_name": rule.name,
-            "metric": rule.metric,
-            "severity": rule.severity,
+            "rule": alert.rule_id,
+            "rule_name": alert.rule_name,
+            "metric": alert.metric,
+            "severity": alert.severity,
             "state": alert.state,
             "labels": alert.labels,
             "value": alert.value,
@@ -419,21 +514,21 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _send(notification: Notification) -> None:
-    channel, data = notification.channel, payload(notification)
+def _transmit(channel: Channel, data: dict[str, Any], subject: str, intro: str = "") -> None:
+    """Send ``data`` (a :func:`payload`-shaped body) through the channel: an email to its addresses, or a
+    signed POST to its webhook URL (checked against OUTGOING_URL_ALLOW each time). Raises on failure."""
     if channel.kind == ChannelKind.EMAIL:
-        alert = data["alert"]
-        subject = f"[{alert['severity']}] {notification.event.kind.upper()}: {alert['summary']}"[:200]
-        lines = [f"{k}: {v}" for k, v in alert.items()]
+        lines = [f"{k}: {v}" for k, v in data["alert"].items()]
+        text = (f"{intro}\n\n" if intro else "") + "\n".join(lines) + "\n"
         recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
-        send_mail(subject, "\n".join(lines) + "\n", settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
+        send_mail(subject[:200], text, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
         return
     body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
     headers = {
         "Content-Type": "application/json",
         SIGNATURE_HEADER: sign(channel.secret, body),
-        "X-LCS-Event": notification.event.kind,
-        "X-LCS-Delivery": str(notification.pk),
+        "X-LCS-Event": str(data["event"]),
+        "X-LCS-Delivery": str(data["delivery"]),
     }
     check_outgoing_url(channel.target)  # again at each delivery: the name may resolve elsewhere by now
     answer = httpx.post(
@@ -441,6 +536,72 @@ def _send(notification: Notification) -> None:
     )
     if not 200 <= answer.status_code < 300:
         raise DeliveryError(f"webhook answered HTTP {answer.status_code}")
+
+
+def _send(notification: Notification) -> None:
+    data = payload(notification)
+    alert = data["alert"]
+    _transmit(
+        notification.channel, data, f"[{alert['severity']}] {notification.event.kind.upper()}: {alert['summary']}"
+    )
+
+
+TEST_EVENT = "test"
+TEST_MESSAGE = "This is a test notification sent from the console to check this channel; no alert is firing."
+
+
+def channel_test_payload(channel: Channel, actor: Any, now: datetime) -> dict[str, Any]:
+    """A test message shaped like a real delivery (so a receiver's parsing is tested too), marked as a test:
+    ``"test": true``, event ``test`` (also in ``X-LCS-Event``), state ``test``, ``[TEST]`` in the summary."""
+    who = actor.get_username() if getattr(actor, "is_authenticated", False) else ""
+    return {
+        "test": True,
+        "delivery": f"test-{uuid.uuid4().hex}",
+        "event": TEST_EVENT,
+        "at": _stamp(now),
+        "message": TEST_MESSAGE,
+        "sent_by": who,
+        "alert": {
+            "id": None,
+            "rule": None,
+            "rule_name": "Test notification",
+            "metric": "",
+            "severity": "info",
+            "state": TEST_EVENT,
+            "labels": {"channel": channel.name},
+            "value": None,
+            "threshold": None,
+            "summary": f"[TEST] Test notification for channel {channel.name}"[:500],
+            "started_at": _stamp(now),
+            "fired_at": None,
+            "resolved_at": None,
+        },
+    }
+
+
+def send_channel_test(*, channel: Channel, actor: Any, now: datetime | None = None) -> dict[str, Any]:
+    """Send a test message through the channel's real delivery path at once (a disabled channel too: an
+    operator checks it before turning it on), audited. Answers ``delivered`` and ``error``, worded by
+    :func:`delivery_error` like a real delivery's: never the receiver's answer nor the channel's target."""
+    now = now or clock.now()
+    data = channel_test_payload(channel, actor, now)
+    try:
+        _transmit(channel, data, f"[TEST] Test notification for channel {channel.name}", intro=TEST_MESSAGE)
+    except Exception as exc:
+        log.info("alerts: test message to channel %s failed: %r", channel.name, exc)
+        delivered, error = False, delivery_error(exc)[:2000]
+    else:
+        delivered, error = True, ""
+    audit.record(
+        actor=actor,
+        action="alert_channel.test",
+        target_type="alert_channel",
+        target=channel.name,
+        after={"delivered": delivered, "error": error},
+        result="ok" if delivered else "failed",
+        detail=error,
+    )
+    return {"delivered": delivered, "error": error}
 
 
 def deliver(notification_id: int, now: datetime | None = None) -> int | None:

@@ -10,6 +10,8 @@ urlpatterns = [
     path("alerts/<int:pk>/silence", views.AlertSilenceView.as_view(), name="alert-silence"),
     path("alert-rules/", views.AlertRuleListCreateView.as_view(), name="alert-rule-list"),
     path("alert-rules/<int:pk>/", views.AlertRuleDetailView.as_view(), name="alert-rule-detail"),
+    path("alert-rules/<int:pk>/enabled", views.AlertRuleEnabledView.as_view(), name="alert-rule-enabled"),
     path("alert-channels/", views.ChannelListCreateView.as_view(), name="alert-channel-list"),
     path("alert-channels/<int:pk>/", views.ChannelDetailView.as_view(), name="alert-channel-detail"),
+    path("alert-channels/<int:pk>/test", views.ChannelTestView.as_view(), name="alert-channel-test"),
 ]

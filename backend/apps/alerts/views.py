@@ -4,7 +4,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView, RetrieveAPIView
-from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +18,9 @@ from backend.apps.alerts.serializers import (
     AlertStatusOutputSerializer,
     ChannelInputSerializer,
     ChannelOutputSerializer,
+    ChannelTestInputSerializer,
+    ChannelTestOutputSerializer,
+    RuleEnabledInputSerializer,
     SilenceInputSerializer,
 )
 from backend.apps.core.pagination import cursor_page
@@ -26,11 +28,9 @@ from backend.apps.core.permissions import IsAdmin, IsOperator
 from backend.apps.core.roles import has_role
 
 
-class AdminOnly(BasePermission):
-    """Reads too: channel targets are not for every viewer."""
-
-    def has_permission(self, request: Any, view: Any) -> bool:
-        return has_role(request.user, "admin")
+def _channel_context(request: Request) -> dict[str, Any]:
+    """Channel targets (webhook URLs often carry a token) are shown in full to admins only."""
+    return {"full_target": has_role(request.user, "admin")}
 
 
 @extend_schema(tags=["alerts"])
@@ -85,7 +85,7 @@ class AlertSilenceView(APIView):
 
 
 class AlertRuleListCreateView(APIView):
-    """Alert rules: viewers read, admins write (audited)."""
+    """Alert rules: viewers read, admins write (audited); operators turn rules off and on (``…/enabled``)."""
 
     permission_classes = [IsAdmin]
 
@@ -122,29 +122,47 @@ class AlertRuleDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ChannelListCreateView(APIView):
-    """Notification channels (admins only; the webhook secret is write-only)."""
+class AlertRuleEnabledView(APIView):
+    """Turn a rule (a built-in one too) off or on: operators, audited. Off closes its open alerts."""
 
-    permission_classes = [AdminOnly]
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=RuleEnabledInputSerializer, responses=AlertRuleOutputSerializer, tags=["alerts"])
+    def post(self, request: Request, pk: int) -> Response:
+        rule = get_object_or_404(selectors.rule_list(), pk=pk)
+        data = RuleEnabledInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = services.set_rule_enabled(actor=request.user, rule=rule, enabled=data.validated_data["enabled"])
+        return Response(AlertRuleOutputSerializer(selectors.rule_list().get(pk=rule.pk)).data)
+
+
+class ChannelListCreateView(APIView):
+    """Notification channels: viewers read (targets redacted unless admin), admins write (audited); the
+    webhook secret is write-only."""
+
+    permission_classes = [IsAdmin]
 
     @extend_schema(responses=ChannelOutputSerializer(many=True), tags=["alerts"])
     def get(self, request: Request) -> Response:
-        return Response(ChannelOutputSerializer(selectors.channel_list(), many=True).data)
+        channels = selectors.channel_list()
+        return Response(ChannelOutputSerializer(channels, many=True, context=_channel_context(request)).data)
 
     @extend_schema(request=ChannelInputSerializer, responses={201: ChannelOutputSerializer}, tags=["alerts"])
     def post(self, request: Request) -> Response:
         data = ChannelInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         channel = services.create_channel(actor=request.user, **data.validated_data)
-        return Response(ChannelOutputSerializer(channel).data, status=status.HTTP_201_CREATED)
+        body = ChannelOutputSerializer(channel, context=_channel_context(request)).data
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ChannelDetailView(APIView):
-    permission_classes = [AdminOnly]
+    permission_classes = [IsAdmin]
 
     @extend_schema(responses=ChannelOutputSerializer, tags=["alerts"])
     def get(self, request: Request, pk: int) -> Response:
-        return Response(ChannelOutputSerializer(get_object_or_404(selectors.channel_list(), pk=pk)).data)
+        channel = get_object_or_404(selectors.channel_list(), pk=pk)
+        return Response(ChannelOutputSerializer(channel, context=_channel_context(request)).data)
 
     @extend_schema(request=ChannelInputSerializer, responses=ChannelOutputSerializer, tags=["alerts"])
     def patch(self, request: Request, pk: int) -> Response:
@@ -152,9 +170,25 @@ class ChannelDetailView(APIView):
         data = ChannelInputSerializer(channel, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         channel = services.update_channel(actor=request.user, channel=channel, **data.validated_data)
-        return Response(ChannelOutputSerializer(channel).data)
+        return Response(ChannelOutputSerializer(channel, context=_channel_context(request)).data)
 
     @extend_schema(responses={204: None}, tags=["alerts"])
     def delete(self, request: Request, pk: int) -> Response:
         services.delete_channel(actor=request.user, channel=get_object_or_404(selectors.channel_list(), pk=pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ChannelTestView(APIView):
+    """Send a test message through the channel now (operators, audited): 200 with whether it was delivered
+    and, if not, why in our words (never the receiver's answer). OUTGOING_URL_ALLOW applies as to alerts."""
+
+    permission_classes = [IsOperator]
+
+    @extend_schema(request=None, responses=ChannelTestOutputSerializer, tags=["alerts"])
+    def post(self, request: Request, pk: int) -> Response:
+        channel = get_object_or_404(selectors.channel_list(), pk=pk)
+        data = ChannelTestInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(
+            ChannelTestOutputSerializer(services.send_channel_test(channel=channel, actor=request.user)).data
+        )

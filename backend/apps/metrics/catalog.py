@@ -61,8 +61,9 @@ SERIES: dict[str, SeriesDef] = {
             "The largest subscription's backlog bytes over its shards: what backlog_quota_bytes limits",
         ),
         SeriesDef("backlog_age_seconds", (SHARD, NAMESPACE), "seconds", "Age of the oldest unacknowledged message"),
-        # per namespace, from the control plane's task runs
-        SeriesDef("scan_duration_seconds", (NAMESPACE,), "seconds", "TTL-index scan: running time, else the last"),
+        # from the control plane's task runs: per namespace (scans of one namespace) and per node (the
+        # node-wide sweeps: scheduled and due scans)
+        SeriesDef("scan_duration_seconds", (NAMESPACE, NODE), "seconds", "TTL-index scan: running time, else the last"),
         # per node
         SeriesDef("up", (NODE,), "count", "1 when the node answered the last collection"),
         SeriesDef("disk_used_ratio", (NODE,), "ratio", "Disk use of the data directory"),

@@ -14,7 +14,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandParser
 
 from backend.apps.alerts.models import AlertRule
-from backend.apps.alerts.rules import FORECAST, NODE_POLICY_FIELDS, primary_level, scope_filter
+from backend.apps.alerts.rules import FORECAST, NODE_POLICY_FIELDS, rule_levels, scope_filter
 from backend.apps.alerts.selectors import PolicyCache
 from backend.apps.metrics.catalog import SERIES
 from backend.apps.metrics.selectors import FORECAST_HORIZON_S, FORECAST_WINDOW_S, escape_label
@@ -41,9 +41,17 @@ def _number(value: float) -> str:
 
 
 def rule_expr(rule: AlertRule, policies: PolicyCache) -> str | None:
-    """The PromQL expression of one rule, or ``None`` when no threshold applies anywhere."""
+    """The PromQL expression of one rule, or ``None`` when no threshold applies anywhere.
+
+    A rule that watches more than one level of series (``rules.rule_levels``: the TTL scan's namespace
+    scans and node-wide sweeps) is the ``or`` of one expression per level."""
+    terms = [t for level in rule_levels(rule.metric, rule.scope_type) for t in _level_terms(rule, level, policies)]
+    return " or ".join(f"({t})" for t in terms) if len(terms) > 1 else (terms[0] if terms else None)
+
+
+def _level_terms(rule: AlertRule, level: str, policies: PolicyCache) -> list[str]:
+    """One comparison per threshold that applies, on the series of ``level``."""
     metric = "disk_used_ratio" if rule.metric == FORECAST else rule.metric
-    level = primary_level(rule.metric, rule.scope_type)
     prom = SERIES[metric].prom_name(level)
     pinned = scope_filter(rule.scope_type, rule.scope)
 
@@ -54,7 +62,7 @@ def rule_expr(rule: AlertRule, policies: PolicyCache) -> str | None:
         return f"{selector} {rule.comparator} {_number(threshold)}"
 
     if not rule.threshold_policy:
-        return term(pinned, rule.threshold)
+        return [term(pinned, rule.threshold)]
     terms = []
     if rule.threshold_policy in NODE_POLICY_FIELDS:
         nodes = [pinned["node"]] if "node" in pinned else sorted(policies.nodes)
@@ -77,7 +85,7 @@ def rule_expr(rule: AlertRule, policies: PolicyCache) -> str | None:
             threshold = policies.threshold(rule, {"namespace": ns})
             if threshold is not None:
                 terms.append(term({**pinned, "namespace": ns}, threshold))
-    return " or ".join(f"({t})" for t in terms) if len(terms) > 1 else (terms[0] if terms else None)
+    return terms
 
 
 def export(rules: list[AlertRule]) -> tuple[dict[str, Any], list[str]]:
