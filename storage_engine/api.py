@@ -860,7 +860,7 @@ class StorageAdapter(abc.ABC):
 
     @abc.abstractmethod
     def expire_subscriptions(
-        self, namespace: str, shard: int | None = None, *, name: str | None = None, position: int | None = None
+        self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
     ) -> LifecycleResult:
         """Message TTL (Pulsar): move cursors forward past records that expired unacknowledged.
 

@@ -15,10 +15,20 @@ from typing import Any
 
 import httpx
 
-from storage_engine.api import AppendResult, NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo
-from storage_engine.errors import NodeUnavailableError, StorageError
+from storage_engine.api import (
+    AppendResult,
+    DiskStatus,
+    LifecycleResult,
+    NamespaceInfo,
+    NewRecord,
+    ReadResult,
+    Record,
+    SegmentInfo,
+)
+from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 from storage_engine.framing import MEDIA_TYPE, decode_fetch, encode_produce
 from storage_engine.policy import NamespacePolicy
+from storage_engine.protocol import StepRequest, operation_of, result_from
 from storage_engine.wire import (
     error_from_body,
     namespace_from_json,
@@ -204,34 +214,35 @@ class NodeClient:
         limit: int | None = None,
         manual: bool = False,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """One bounded lifecycle step (``expire-scan``, ``retention``, ``reclaim``; node-wide: ``clean-files``).
+    ) -> LifecycleResult:
+        """One bounded lifecycle step (see :mod:`storage_engine.protocol`): ``namespace`` ``None``
+        for a node-wide one. The request is checked before it is sent."""
+        request = StepRequest(operation_of(operation), namespace, shard, limit, manual, dry_run)
+        result = self.step(request)
+        if not isinstance(result, LifecycleResult):
+            raise InvalidArgumentError("operation", f"{operation} answers a disk status: use check_disk")
+        return result
+
+    def step(self, request: StepRequest) -> LifecycleResult | DiskStatus:
+        """One step as the engine's own result dataclass.
 
         Not retried: a step may have done work before a connection failed, and the
         caller (a Celery task) decides; every step is safe to run again. A dry run
-        (``dry_run``) changes nothing, so it is retried like a read.
+        changes nothing, so it is retried like a read.
         """
-        params: dict[str, Any] = {"manual": "true" if manual else "false"}
-        if dry_run:
-            params["dry_run"] = "true"
-        if shard is not None:
-            params["shard"] = shard
-        if limit is not None:
-            params["limit"] = limit
-        path = f"/v1/namespaces/{namespace}/lifecycle/{operation}" if namespace else f"/v1/node/lifecycle/{operation}"
-        result: dict[str, Any] = self._call("POST", path, idempotent=dry_run, params=params).json()
-        return result
+        response = self._call("POST", request.path, idempotent=request.dry_run, params=request.params())
+        return result_from(request.operation, response.json())
 
     def next_due(self) -> dict[str, Any]:
         """``GET /v1/node/next-due``: ``{"now", "due": {kind: ms or None}, ...}`` (see ``StorageAdapter.next_due``)."""
         result: dict[str, Any] = self._call("GET", "/v1/node/next-due", idempotent=True).json()
         return result
 
-    def sweep_due(self, operation: str, limit: int | None = None) -> dict[str, Any]:
+    def sweep_due(self, operation: str, limit: int | None = None) -> LifecycleResult:
         """``POST /v1/node/due/{operation}``: one step of a sweep of the shards due now (not retried)."""
         params = {} if limit is None else {"limit": limit}
-        result: dict[str, Any] = self._call("POST", f"/v1/node/due/{operation}", idempotent=False, params=params).json()
-        return result
+        response = self._call("POST", f"/v1/node/due/{operation}", idempotent=False, params=params)
+        return LifecycleResult(**response.json())
 
     def verify(self, namespace: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", f"/v1/namespaces/{namespace}/verify", idempotent=True).json()
@@ -261,20 +272,6 @@ class NodeClient:
     def set_node_policy(self, policy: dict[str, Any]) -> dict[str, Any]:
         """Replace the node policy; answers its fields (see :meth:`put_node_policy`)."""
         return self.put_node_policy(policy).policy
-
-    def start_job(self, operation: str, **target: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST", "/v1/jobs", idempotent=False, json={"operation": operation, **target}
-        ).json()
-        return result
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{job_id}", idempotent=True).json()
-        return result
-
-    def cancel_job(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/jobs/{job_id}", idempotent=True).json()
-        return result
 
     # -- compaction -------------------------------------------------------------------
     def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, Any]:

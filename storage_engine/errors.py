@@ -166,17 +166,6 @@ class AlreadyRunningError(StorageError):
         super().__init__(f"{what} is already running")
 
 
-class UnknownJobError(StorageError, KeyError):
-    code = "unknown_job"
-
-    def __init__(self, job_id: str) -> None:
-        self.job_id = job_id
-        super().__init__(f"no job {job_id!r} on this node (jobs are forgotten when the node restarts)")
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 class SegmentDeletedError(StorageError):
     """A reader reached a segment file that was deleted under it (forced removal after
     ``destroy_forcibly_after_ms``). The read path answers it as out of range."""

@@ -22,7 +22,6 @@ STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
     errors.UnknownShardError: 404,
     errors.NamespaceExistsError: 409,
     errors.AlreadyRunningError: 409,
-    errors.UnknownJobError: 404,
     errors.UnknownSubscriptionError: 404,
     errors.SubscriptionExistsError: 409,
     errors.BacklogQuotaExceededError: 429,
@@ -106,8 +105,6 @@ def error_from_body(status: int, body: dict[str, Any]) -> errors.StorageError:
             )
         if code == "backlog_quota_exceeded":
             return errors.BacklogQuotaExceededError(body["namespace"], body["kind"], body["limit"], body["current"])
-        if code == "unknown_job":
-            return errors.UnknownJobError(str(body.get("job_id", "")))
     except KeyError:
         pass
     return errors.RemoteError(status, code or "unknown", message)

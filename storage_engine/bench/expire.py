@@ -389,8 +389,8 @@ def bench_node(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
                     while True:
                         result = admin.lifecycle_step(None, "expire-scan", manual=True)
                         stats[0] += 1
-                        stats[1] += result["expired_records"]
-                        if not result["more"]:
+                        stats[1] += result.expired_records
+                        if not result.more:
                             break
                 finally:
                     stats[2] = time.perf_counter() - t0

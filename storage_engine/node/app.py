@@ -27,7 +27,6 @@ from storage_engine.errors import InvalidArgumentError
 from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.idempotency import IdempotencyCache
-from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, render_prometheus
 from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
@@ -160,7 +159,6 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         return rows
 
     route = table.add
-    jobs = JobRegistry()
 
     async def idempotent(request: Request, produce: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         key = request.headers.get("idempotency-key")
@@ -313,7 +311,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         text = render_prometheus(found, metrics, backlog)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
-    add_lifecycle_routes(table, engine, jobs)
+    add_lifecycle_routes(table, engine)
     add_subscription_routes(table, engine)
     add_ttl_index_routes(table, engine)
     add_schedule_routes(table, engine)
@@ -324,7 +322,6 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         # uvicorn has stopped accepting and drained in-flight requests by now.
-        jobs.stop_all()
         log.info("closing engine: flushing, fsyncing, closing RocksDB")
         await run_in_threadpool(engine.close)
 

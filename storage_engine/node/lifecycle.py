@@ -1,10 +1,11 @@
-"""The node's lifecycle routes: one bounded engine step per call, or a job.
+"""The node's lifecycle routes: one bounded engine step per call.
 
-``POST /v1/namespaces/{ns}/lifecycle/{operation}`` runs one bounded step and
-answers the engine's result (``more`` says whether to call again);
-``POST /v1/jobs`` repeats the same step on the node until done, with
-progress at ``GET /v1/jobs/{id}`` and cancellation by ``DELETE``. One table,
-:data:`OPERATIONS`, maps operation names to engine calls for both.
+``POST /v1/namespaces/{ns}/lifecycle/{operation}`` and
+``POST /v1/node/lifecycle/{operation}`` run one bounded step of an operation
+of :mod:`storage_engine.protocol` and answer the engine's result (``more``
+says whether to call again). Repeating steps until done, with progress and
+cancellation, is the control plane's task runs' job: the node keeps no jobs of
+its own. :data:`CALLS` maps each operation to its engine call.
 """
 
 from __future__ import annotations
@@ -17,41 +18,31 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from storage_engine.api import LifecycleResult, StorageAdapter
+from storage_engine.api import DiskStatus, LifecycleResult, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.node.jobs import JobRegistry
 from storage_engine.node.params import json_body, only
 from storage_engine.policy import node_policy_from
+from storage_engine.protocol import Operation, StepRequest
 from storage_engine.validation import check_int, check_offset, int_from_text
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable
 
-Step = Callable[[], LifecycleResult]
-# operation → (scope, how to call the engine once); the call's arguments are
-# (engine, namespace, shard, limit, manual, dry_run).
-OPERATIONS: dict[str, tuple[str, Callable[..., LifecycleResult]]] = {
-    # "any": a namespace (optionally one shard), or without one a node-wide sweep of every namespace.
-    "expire-scan": (
-        "any",
-        lambda e, ns, shard, limit, manual, dry: e.expire_scan(ns, shard, limit, manual=manual, dry_run=dry),
+Call = Callable[[StorageAdapter, StepRequest], LifecycleResult | DiskStatus]
+# operation → its engine call; a request only carries the arguments its operation takes
+CALLS: dict[Operation, Call] = {
+    Operation.EXPIRE_SCAN: lambda e, r: e.expire_scan(
+        r.namespace, r.shard, r.limit, manual=r.manual, dry_run=r.dry_run
     ),
-    "retention": ("any", lambda e, ns, shard, limit, manual, dry: e.apply_retention(ns, shard, dry_run=dry)),
-    "reclaim": (
-        "any",
-        lambda e, ns, shard, limit, manual, dry: e.reclaim(ns, shard, limit, manual=manual, dry_run=dry),
-    ),
-    "clean-files": ("node", lambda e, ns, shard, limit, manual, dry: e.clean_files(manual=manual, dry_run=dry)),
-    "compact": (
-        "namespace",
-        lambda e, ns, shard, limit, manual, dry: e.compact(ns, shard, manual=manual, dry_run=dry),
-    ),
-    "compact-dirtiest": ("node", lambda e, ns, shard, limit, manual, dry: e.compact_dirtiest(limit or 1)),
-    "subscription-ttl": ("any", lambda e, ns, shard, limit, manual, dry: e.expire_subscriptions(ns, shard)),
-    "backlog-quota": ("namespace", lambda e, ns, shard, limit, manual, dry: e.enforce_backlog_quota(ns)),
+    Operation.RETENTION: lambda e, r: e.apply_retention(r.namespace, r.shard, dry_run=r.dry_run),
+    Operation.RECLAIM: lambda e, r: e.reclaim(r.namespace, r.shard, r.limit, manual=r.manual, dry_run=r.dry_run),
+    Operation.CLEAN_FILES: lambda e, r: e.clean_files(manual=r.manual, dry_run=r.dry_run),
+    Operation.COMPACT: lambda e, r: e.compact(r.namespace or "", r.shard, manual=r.manual, dry_run=r.dry_run),
+    Operation.COMPACT_DIRTIEST: lambda e, r: e.compact_dirtiest(r.limit or 1),
+    Operation.SUBSCRIPTION_TTL: lambda e, r: e.expire_subscriptions(r.namespace, r.shard),
+    Operation.BACKLOG_QUOTA: lambda e, r: e.enforce_backlog_quota(r.namespace or ""),
+    Operation.DISK_CHECK: lambda e, r: e.check_disk(),
 }
-# Operations that take ``dry_run`` (report what would happen, change nothing).
-DRY_RUNS = frozenset({"expire-scan", "retention", "reclaim", "clean-files", "compact"})
 
 
 def _optional_int(value: Any, name: str, minimum: int) -> int | None:
@@ -76,39 +67,11 @@ def _plan(keep: Any) -> dict[int, list[int]]:
     return plan
 
 
-def _flag(value: Any, name: str) -> bool:
-    if value in (None, False, "false", "0", ""):
-        return False
-    if value in (True, "true", "1"):
-        return True
-    raise InvalidArgumentError(name, "must be true or false")
-
-
-def make_step(engine: StorageAdapter, operation: str, args: dict[str, Any]) -> tuple[Step, dict[str, Any]]:
-    """The bound engine call for ``operation`` and the target it acts on."""
-    if operation not in OPERATIONS:
-        raise InvalidArgumentError("operation", f"must be one of {', '.join(sorted(OPERATIONS))}")
-    scope, call = OPERATIONS[operation]
-    namespace = args.get("namespace")
-    if scope == "namespace" and not isinstance(namespace, str):
-        raise InvalidArgumentError("namespace", f"is required for {operation}")
-    if namespace is not None and not isinstance(namespace, str):
-        raise InvalidArgumentError("namespace", "must be a namespace name (a string)")
-    shard = _optional_int(args.get("shard"), "shard", 0)
-    limit = _optional_int(args.get("limit"), "limit", 1)
-    manual = _flag(args.get("manual"), "manual")
-    dry_run = _flag(args.get("dry_run"), "dry_run")
-    if dry_run and operation not in DRY_RUNS:
-        raise InvalidArgumentError("dry_run", f"is offered for {', '.join(sorted(DRY_RUNS))}, not {operation}")
-    if isinstance(namespace, str):
-        engine.get_namespace(namespace)  # unknown namespace → 404 now, not inside a job
-    if isinstance(namespace, str):
-        target = {"namespace": namespace, "shard": shard}
-    elif shard is not None:
-        raise InvalidArgumentError("shard", f"needs a namespace for {operation}")
-    else:
-        target = {"node": True}
-    return (lambda: call(engine, namespace, shard, limit, manual, dry_run)), target
+def run_step(engine: StorageAdapter, request: StepRequest) -> LifecycleResult | DiskStatus:
+    """One step on this engine (an unknown namespace is a 404 before anything runs)."""
+    if request.namespace is not None:
+        engine.get_namespace(request.namespace)
+    return CALLS[request.operation](engine, request)
 
 
 def policy_etag(version: int) -> str:
@@ -130,19 +93,20 @@ def _policy_answer(engine: StorageAdapter) -> JSONResponse:
     )
 
 
-def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobRegistry) -> None:
+def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter) -> None:
     route = table.add
 
     @route("/v1/namespaces/{ns}/lifecycle/{operation}", "POST", "lifecycle_step")
     async def namespace_step(request: Request) -> Response:
-        args = {"namespace": request.path_params["ns"], **request.query_params}
-        step, _ = make_step(engine, request.path_params["operation"], args)
-        return JSONResponse((await run_in_threadpool(step)).to_dict())
+        step = StepRequest.from_params(
+            request.path_params["operation"], request.path_params["ns"], dict(request.query_params)
+        )
+        return JSONResponse((await run_in_threadpool(run_step, engine, step)).to_dict())
 
     @route("/v1/node/lifecycle/{operation}", "POST", "node_lifecycle_step")
     async def node_step(request: Request) -> Response:
-        step, _ = make_step(engine, request.path_params["operation"], dict(request.query_params))
-        return JSONResponse((await run_in_threadpool(step)).to_dict())
+        step = StepRequest.from_params(request.path_params["operation"], None, dict(request.query_params))
+        return JSONResponse((await run_in_threadpool(run_step, engine, step)).to_dict())
 
     @route("/v1/namespaces/{ns}/compaction-estimate", "GET", "compaction_estimate")
     async def compaction_estimate(request: Request) -> Response:
@@ -205,25 +169,3 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter, jobs: JobReg
                 )
             await run_in_threadpool(engine.set_node_policy, policy)
             return _policy_answer(engine)
-
-    @route("/v1/jobs", "POST", "start_job")
-    async def start_job(request: Request) -> Response:
-        body = await json_body(request)
-        only(body, {"operation", "namespace", "shard", "limit", "manual"})
-        operation = body.get("operation")
-        if not isinstance(operation, str):
-            raise InvalidArgumentError("operation", "is required")
-        step, target = await run_in_threadpool(make_step, engine, operation, body)
-        return JSONResponse(jobs.start(operation, target, step).to_dict(), status_code=202)
-
-    @route("/v1/jobs", "GET", "list_jobs")
-    async def list_jobs(request: Request) -> Response:
-        return JSONResponse({"jobs": [j.to_dict() for j in jobs.list()]})
-
-    @route("/v1/jobs/{id}", "GET", "get_job")
-    async def get_job(request: Request) -> Response:
-        return JSONResponse(jobs.get(request.path_params["id"]).to_dict())
-
-    @route("/v1/jobs/{id}", "DELETE", "cancel_job")
-    async def cancel_job(request: Request) -> Response:
-        return JSONResponse(jobs.cancel(request.path_params["id"]).to_dict())

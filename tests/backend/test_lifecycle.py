@@ -322,3 +322,25 @@ def test_a_200_character_namespace_name_gets_its_schedules(api_as, registered_no
     assert len(names) == 1 and all(len(n) <= 200 for n in names)
     api_as("admin").delete(f"/api/namespaces/{name}/", {"confirm": name}, format="json")
     assert not PeriodicTask.objects.filter(name__in=names).exists()
+
+
+def test_the_action_table_is_served_and_the_console_fixture_matches_it(api_as, db):
+    """The UI draws its action buttons from GET /api/actions; its tests use a copy of that table
+    (frontend/src/test/actions.json), which must not drift from what the API serves."""
+    import json
+    from pathlib import Path
+
+    served = api_as("viewer").get("/api/actions").json()
+    by_kind = {a["kind"]: a for a in served}
+    assert by_kind["retention"]["destructive"] and by_kind["retention"]["dry_run"]
+    assert by_kind["force_delete"]["destructive"] and not by_kind["file_clean"]["destructive"]
+    assert not by_kind["disk_check"]["dry_run"] and by_kind["expiry_scan"]["sweeps"]
+    fixture = Path(__file__).resolve().parents[2] / "frontend" / "src" / "test" / "actions.json"
+    assert json.loads(fixture.read_text()) == served
+
+
+def test_a_whole_namespace_action_refuses_a_shard(api_as, orders):
+    response = api_as("operator").post(
+        "/api/namespaces/orders/actions", {"action": "backlog_quota", "shard": 1}, format="json"
+    )
+    assert response.status_code == 400 and "whole namespace" in response.json()["shard"][0]

@@ -39,9 +39,9 @@ def test_a_due_sweep_step_over_http(node):
         client.append("d", 0, [NewRecord(value=b"x", expire_at=1)] * 4)  # due long ago
         client.append("d", 1, [NewRecord(value=b"y", expire_at=int(time.time() * 1000) + 600_000)])
         result = client.sweep_due("reclaim")
-        assert (result["operation"], result["namespace"], result["segments_deleted"]) == ("reclaim", None, 1)
+        assert (result.operation, result.namespace, result.segments_deleted) == ("reclaim", None, 1)
         assert client.shard_stats("d", 0)["record_count"] == 0 and client.shard_stats("d", 1)["record_count"] == 1
-        assert client.sweep_due("expire-scan", limit=10)["operation"] == "expire_scan"
+        assert client.sweep_due("expire-scan", limit=10).operation == "expire_scan"
     bad = httpx.post(f"{node.url}/v1/node/due/compact", headers={"Authorization": f"Bearer {node.token}"})
     assert bad.status_code == 400 and bad.json()["field"] == "operation"
     bad = httpx.post(f"{node.url}/v1/node/due/reclaim?limit=0", headers={"Authorization": f"Bearer {node.token}"})

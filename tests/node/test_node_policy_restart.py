@@ -61,7 +61,7 @@ def test_disk_status_and_metrics_report_pending_deletes(node: NodeProc) -> None:
         disk = client.check_disk()
         assert disk["pending_delete_bytes"] == 0 and disk["source"] in ("filesystem", "quota")
         step = client.lifecycle_step(None, "clean-files", manual=True)
-        assert step["pending_delete_bytes"] == 0
+        assert step.pending_delete_bytes == 0
     metrics = httpx.get(f"{node.url}/metrics", headers={"Authorization": f"Bearer {node.token}"}).text
     assert "# HELP lcs_disk_pending_delete_bytes " in metrics
     assert "\nlcs_disk_pending_delete_bytes 0\n" in metrics

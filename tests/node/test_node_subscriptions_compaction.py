@@ -89,9 +89,9 @@ def test_subscription_ttl_and_quota_steps(client):
     client.create_subscription("t", "late")
     client.append("t", 0, [NewRecord(value=b"old", expire_at=1)] * 5 + [NewRecord(value=b"new")])
     result = client.lifecycle_step("t", "subscription-ttl")
-    assert result["expired_records"] == 5
+    assert result.expired_records == 5
     assert client.backlog("t", "late")[0]["messages"] == 1
-    assert client.lifecycle_step("t", "backlog-quota")["skipped"] == "policy"
+    assert client.lifecycle_step("t", "backlog-quota").skipped == "policy"
 
 
 def test_compaction_estimate_then_compact(client):
@@ -103,8 +103,8 @@ def test_compaction_estimate_then_compact(client):
     estimate = client.compaction_estimate("kv", 0)
     assert estimate["records_removable"] > 0 and estimate["reclaimable_bytes"] > 0
     result = client.lifecycle_step("kv", "compact", shard=0, manual=True)
-    assert result["records_removed"] == estimate["records_removable"]
-    assert result["bytes_reclaimed"] == estimate["reclaimable_bytes"]
+    assert result.records_removed == estimate["records_removable"]
+    assert result.bytes_reclaimed == estimate["reclaimable_bytes"]
     latest = client.read_key("kv", 0, "k3")
     assert latest is not None and latest.value == b"v193" * 5
     assert client.verify("kv")["ok"]

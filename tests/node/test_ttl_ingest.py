@@ -251,7 +251,7 @@ def test_node_upload_route_then_expire_scan(client: NodeClient, node: object, tm
     import_dir = node.data_dir / "import"  # type: ignore[attr-defined]
     assert list(import_dir.iterdir()) == []  # the upload is removed once ingested
     step = client.lifecycle_step(NS, "expire-scan", manual=True)
-    assert step["expired_records"] == 5
+    assert step.expired_records == 5
     stats = client.shard_stats(NS, 0)
     assert stats["live_count"] == 5 and stats["record_count"] == 10
 

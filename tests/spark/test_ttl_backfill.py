@@ -263,7 +263,7 @@ def test_through_a_real_node(
             assert list((node.data_dir / "import").iterdir()) == []
 
             step = client.lifecycle_step(NS, "expire-scan", manual=True)
-            assert step["expired_records"] == len(expected)
+            assert step.expired_records == len(expected)
             stats = client.shard_stats(NS, 0)
             assert stats["record_count"] - stats["live_count"] == len(expected)
     finally:

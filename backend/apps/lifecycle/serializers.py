@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from backend.apps.core.serializers import StrictSerializer
-from backend.apps.lifecycle.services import ACTIONS
+from backend.apps.lifecycle.actions import ACTIONS
 
 DRY_RUN_HELP = "report what the action would do (records, segments, bytes) and change nothing"
 

@@ -17,7 +17,6 @@ import hashlib
 import logging
 import os
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +27,7 @@ from django_celery_beat.models import PeriodicTask
 from backend.apps.audit import services as audit
 from backend.apps.core.services import upsert_interval_task
 from backend.apps.lifecycle import leases
+from backend.apps.lifecycle.actions import ACTIONS, actions_for
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
 from backend.apps.nodes.models import StorageNode
@@ -35,37 +35,13 @@ from backend.apps.nodes.selectors import client_for
 from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
-from storage_engine.api import LIFECYCLE_COUNTS
+from storage_engine.api import LIFECYCLE_COUNTS, DiskStatus
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 
 log = logging.getLogger(__name__)
 LEASE_TTL_S = settings.CELERY_TASK_TIME_LIMIT + 60
 
 
-@dataclass(frozen=True)
-class Action:
-    scope: str  # "namespace" or "node"
-    operation: str  # the node's lifecycle operation
-    destructive: bool
-    manual: bool = False
-    sweeps: bool = False  # a namespace action that also runs node-wide, over every namespace in one step
-    dry_run: bool = False  # offered as a dry run: the node reports what it would do and changes nothing
-
-
-# run kind → how the node does one step of it
-ACTIONS: dict[str, Action] = {
-    Kind.EXPIRY_SCAN: Action("namespace", "expire-scan", destructive=False, sweeps=True, dry_run=True),
-    Kind.RETENTION: Action("namespace", "retention", destructive=True, sweeps=True, dry_run=True),
-    Kind.RECLAIM: Action("namespace", "reclaim", destructive=False, sweeps=True, dry_run=True),
-    Kind.FILE_CLEAN: Action("node", "clean-files", destructive=False, dry_run=True),
-    # A manual delete request (RocketMQ's third trigger): expired files go at any hour.
-    Kind.FORCE_DELETE: Action("node", "clean-files", destructive=True, manual=True, dry_run=True),
-    Kind.DISK_CHECK: Action("node", "disk-check", destructive=False),
-    Kind.COMPACTION: Action("namespace", "compact", destructive=True, dry_run=True),
-    # Moving cursors past expired messages drops them from subscribers' backlogs.
-    Kind.SUBSCRIPTION_TTL: Action("namespace", "subscription-ttl", destructive=False, sweeps=True),
-    Kind.BACKLOG_QUOTA: Action("namespace", "backlog-quota", destructive=False),
-}
 COUNTED = tuple(k for k in LIFECYCLE_COUNTS if k != "bytes_reclaimed")  # bytes go in their own column
 
 
@@ -134,9 +110,10 @@ def start_action(
     """
     action = ACTIONS.get(kind)
     scope = "namespace" if namespace is not None else "node"
-    if action is None or (action.scope != scope and not (action.sweeps and scope == "node")):
-        allowed = sorted(k for k, a in ACTIONS.items() if a.scope == scope or (a.sweeps and scope == "node"))
-        raise InvalidArgumentError("action", f"must be one of {', '.join(allowed)} for a {scope}")
+    if action is None or kind not in actions_for(scope):
+        raise InvalidArgumentError("action", f"must be one of {', '.join(actions_for(scope))} for a {scope}")
+    if shard is not None and "shard" not in action.spec.accepts:
+        raise InvalidArgumentError("shard", f"{kind} acts on the whole namespace")
     if dry_run and not action.dry_run:
         offered = ", ".join(sorted(k for k, a in ACTIONS.items() if a.dry_run))
         raise InvalidArgumentError("dry_run", f"is offered for {offered}, not {kind}")
@@ -234,24 +211,23 @@ def run_step(run_id: int) -> StepOutcome:
     runs.mark_running(run)
     try:
         with client_for(node) as client:
-            if action.operation == "disk-check":
-                disk = client.check_disk()
+            if run.namespace is None and run.params.get("due"):
+                result = client.sweep_due(action.operation)  # the shards due now only
+            else:
+                request = action.request(
+                    run.namespace.name if run.namespace else None,
+                    shard,
+                    manual=bool(run.params.get("manual")),
+                    dry_run=run.dry_run,
+                )
+                result = client.step(request)
+            if isinstance(result, DiskStatus):
                 runs.record_step(run, {}, progress=1.0)
-                TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "disk": disk})
+                TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "disk": result.to_dict()})
                 more = False
             else:
-                if run.namespace is None and run.params.get("due"):
-                    result = client.sweep_due(action.operation)  # the shards due now only
-                else:
-                    result = client.lifecycle_step(
-                        run.namespace.name if run.namespace else None,
-                        action.operation,
-                        shard,
-                        manual=action.manual or bool(run.params.get("manual")),
-                        dry_run=run.dry_run,
-                    )
-                runs.record_step(run, {k: int(result.get(k, 0)) for k in COUNTED}, int(result["bytes_reclaimed"]))
-                more = bool(result["more"])
+                runs.record_step(run, {k: getattr(result, k) for k in COUNTED}, result.bytes_reclaimed)
+                more = result.more
                 if not more and position + 1 < len(targets):  # this node is done: the next one
                     run.params = {**run.params, "target": position + 1}
                     TaskRun.objects.filter(pk=run.pk).update(params=run.params)

@@ -3,6 +3,7 @@
 // request (non-GET/HEAD/OPTIONS) carries the X-CSRFToken header.
 
 import type {
+  ActionInfo,
   Alert,
   AlertChannel,
   AlertChannelInput,
@@ -445,6 +446,10 @@ export function getNamespaceSummary(name: string, signal?: AbortSignal): Promise
 
 export function syncNamespace(name: string): Promise<SyncResult> {
   return request<SyncResult>(`/api/namespaces/${enc(name)}/sync`, { method: "POST" });
+}
+
+export function listActions(signal?: AbortSignal): Promise<ActionInfo[]> {
+  return request<ActionInfo[]>("/api/actions", { signal });
 }
 
 export function startNamespaceAction(name: string, body: NamespaceActionRequest): Promise<TaskRun> {

@@ -37,6 +37,7 @@ import {
   saveAlertChannel,
   saveAlertRule,
   silenceAlert,
+  listActions,
   startNamespaceAction,
   startNodeAction,
   startSparkJob,
@@ -67,6 +68,7 @@ import type {
 
 export const queryKeys = {
   me: ["auth", "me"] as const,
+  actions: ["actions"] as const,
   health: ["health"] as const,
   namespaces: ["namespaces", "list"] as const,
   namespace: (name: string) => ["namespaces", "detail", name] as const,
@@ -204,6 +206,11 @@ export function useSyncNamespace(name: string) {
       void qc.invalidateQueries({ queryKey: ["page", "segments"] });
     },
   });
+}
+
+/** The lifecycle actions the control plane offers (they change only with a new version). */
+export function useActions() {
+  return useQuery({ queryKey: queryKeys.actions, queryFn: ({ signal }) => listActions(signal), staleTime: Infinity });
 }
 
 export function useCompactionEstimate(name: string, enabled: boolean) {

@@ -247,8 +247,20 @@ export interface TaskRun {
   finished_at: string | null;
 }
 
-export type NamespaceAction = "expiry_scan" | "retention" | "reclaim" | "compaction";
-export type NodeAction = "file_clean" | "disk_check" | "force_delete";
+// Action kinds come from GET /api/actions (the control plane's one table of them).
+export type NamespaceAction = string;
+export type NodeAction = string;
+
+export interface ActionInfo {
+  kind: string;
+  scope: "namespace" | "node";
+  operation: string;
+  label: string;
+  help: string;
+  destructive: boolean;
+  dry_run: boolean;
+  sweeps: boolean;
+}
 
 export interface NamespaceActionRequest {
   action: NamespaceAction;

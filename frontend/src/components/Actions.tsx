@@ -7,52 +7,20 @@
 import { useState } from "react";
 import { Link } from "react-router";
 import { errorMessage, isNotFound } from "../api/client";
-import { useCompactionEstimate, useMe, useNamespaceAction, useNodeAction, useRun } from "../api/queries";
-import type { NamespaceAction, NodeAction, TaskRun } from "../api/types";
+import { useActions, useCompactionEstimate, useMe, useNamespaceAction, useNodeAction, useRun } from "../api/queries";
+import type { ActionInfo, NamespaceAction, NodeAction, TaskRun } from "../api/types";
 import { canOperate } from "../auth/roles";
 import { formatBytes, formatCount } from "../lib/format";
 import { ConfirmByName } from "./ConfirmByName";
 import { runKindLabel } from "./Runs";
 import { LoadingState } from "./States";
 
-interface ActionInfo {
-  label: string;
-  help: string;
-  destructive?: boolean;
-  dryRun?: boolean; // offered as a dry run
+/** The actions of one scope, from the control plane's table (GET /api/actions). */
+function useScopedActions(scope: "namespace" | "node"): { actions: ActionInfo[]; byKind: Map<string, ActionInfo>; error: unknown } {
+  const { data, error } = useActions();
+  const actions = (data ?? []).filter((a) => a.scope === scope);
+  return { actions, byKind: new Map(actions.map((a) => [a.kind, a])), error };
 }
-
-export const NAMESPACE_ACTIONS: Record<NamespaceAction, ActionInfo> = {
-  expiry_scan: { label: "Expiry scan", help: "Remove expired entries from the TTL index now.", dryRun: true },
-  retention: {
-    label: "Apply retention",
-    help: "Delete the oldest segments that break the retention time or size. Irreversible.",
-    destructive: true,
-    dryRun: true,
-  },
-  reclaim: {
-    label: "Reclaim space",
-    help: "Delete fully expired sealed segments and rewrite mostly dead ones.",
-    dryRun: true,
-  },
-  compaction: {
-    label: "Compact",
-    help: "Keep only the latest record per key (and tombstones within their horizon). Irreversible.",
-    destructive: true,
-    dryRun: true,
-  },
-};
-
-export const NODE_ACTIONS: Record<NodeAction, ActionInfo> = {
-  file_clean: { label: "Clean files", help: "Run the file cleaner now: delete expired segment files.", dryRun: true },
-  disk_check: { label: "Check disk", help: "Measure disk use against the watermarks now." },
-  force_delete: {
-    label: "Force delete",
-    help: "Delete the oldest sealed files even if not expired, to free disk. Irreversible.",
-    destructive: true,
-    dryRun: true,
-  },
-};
 
 /** What a finished dry run says the action would do: records, segments, bytes. */
 export function dryRunSummary(run: TaskRun): { records: number; segments: number; bytes: number } {
@@ -112,9 +80,11 @@ function ActionError({ error }: { error: unknown }) {
 export function NamespaceActions({ name, onStarted }: { name: string; onStarted?: (run: TaskRun) => void }) {
   const { data: user } = useMe();
   const start = useNamespaceAction(name);
+  const { actions, byKind, error } = useScopedActions("namespace");
   const [dryRun, setDryRun] = useState(false);
   const [confirming, setConfirming] = useState<NamespaceAction | null>(null);
   const estimate = useCompactionEstimate(name, confirming === "compaction");
+  const confirmingInfo = confirming ? byKind.get(confirming) : undefined;
 
   if (!canOperate(user)) {
     return <p className="muted small">Starting actions needs the operator role.</p>;
@@ -133,7 +103,7 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
 
   const onClick = (action: NamespaceAction) => {
     start.reset();
-    const needsConfirm = Boolean(NAMESPACE_ACTIONS[action].destructive) && !dryRun;
+    const needsConfirm = Boolean(byKind.get(action)?.destructive) && !dryRun;
     if (needsConfirm) setConfirming(action);
     else {
       setConfirming(null);
@@ -143,20 +113,21 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
 
   return (
     <div className="actions" data-testid="namespace-actions">
+      {error ? <ActionError error={error} /> : null}
       <div className="action-bar">
-        {(Object.keys(NAMESPACE_ACTIONS) as NamespaceAction[]).map((a) => (
+        {actions.map((a) => (
           <button
-            key={a}
+            key={a.kind}
             type="button"
-            className={`button${NAMESPACE_ACTIONS[a].destructive && !dryRun ? " button-danger-outline" : ""}`}
-            onClick={() => onClick(a)}
-            disabled={start.isPending || (dryRun && !NAMESPACE_ACTIONS[a].dryRun)}
-            title={NAMESPACE_ACTIONS[a].help}
-            aria-describedby={`ns-action-help-${a}`}
-            data-testid={`action-${a}`}
+            className={`button${a.destructive && !dryRun ? " button-danger-outline" : ""}`}
+            onClick={() => onClick(a.kind)}
+            disabled={start.isPending || (dryRun && !a.dry_run)}
+            title={a.help}
+            aria-describedby={`ns-action-help-${a.kind}`}
+            data-testid={`action-${a.kind}`}
           >
-            {NAMESPACE_ACTIONS[a].label}
-            {dryRun ? " (dry run)" : ""}
+            {a.label}
+            {dryRun && a.dry_run ? " (dry run)" : ""}
           </button>
         ))}
         <label className="check">
@@ -165,24 +136,24 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
         </label>
       </div>
       <ul className="muted small action-help">
-        {(Object.keys(NAMESPACE_ACTIONS) as NamespaceAction[]).map((a) => (
-          <li key={a} id={`ns-action-help-${a}`}>
-            <strong>{NAMESPACE_ACTIONS[a].label}:</strong> {NAMESPACE_ACTIONS[a].help}
+        {actions.map((a) => (
+          <li key={a.kind} id={`ns-action-help-${a.kind}`}>
+            <strong>{a.label}:</strong> {a.help}
           </li>
         ))}
       </ul>
 
-      {confirming && (
+      {confirming && confirmingInfo && (
         <ConfirmByName
           key={confirming}
           name={name}
-          title={`${NAMESPACE_ACTIONS[confirming].label} on ${name}${dryRun ? " (dry run)" : ""}`}
-          confirmLabel={`${NAMESPACE_ACTIONS[confirming].label}${dryRun ? " (dry run)" : ""}`}
+          title={`${confirmingInfo.label} on ${name}${dryRun ? " (dry run)" : ""}`}
+          confirmLabel={`${confirmingInfo.label}${dryRun ? " (dry run)" : ""}`}
           pending={start.isPending}
           onConfirm={(typed) => run(confirming, typed)}
           onCancel={() => setConfirming(null)}
         >
-          <p>{NAMESPACE_ACTIONS[confirming].help}</p>
+          <p>{confirmingInfo.help}</p>
           {confirming === "compaction" && (
             <div data-testid="compaction-estimate">
               {estimate.isPending && <LoadingState label="Estimating what compaction would reclaim…" />}
@@ -219,8 +190,10 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
 export function NodeActions({ name, onStarted }: { name: string; onStarted?: (run: TaskRun) => void }) {
   const { data: user } = useMe();
   const start = useNodeAction(name);
-  const [confirming, setConfirming] = useState(false);
+  const { actions, byKind, error } = useScopedActions("node");
+  const [confirming, setConfirming] = useState<NodeAction | null>(null);
   const [dryRun, setDryRun] = useState(false);
+  const confirmingInfo = confirming ? byKind.get(confirming) : undefined;
 
   if (!canOperate(user)) {
     return <p className="muted small">Starting actions needs the operator role.</p>;
@@ -228,28 +201,29 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
 
   const onClick = (action: NodeAction) => {
     start.reset();
-    if (action === "force_delete" && !dryRun) setConfirming(true);
+    if (byKind.get(action)?.destructive && !dryRun) setConfirming(action);
     else {
-      setConfirming(false);
+      setConfirming(null);
       start.mutate({ action, dry_run: dryRun }, { onSuccess: (started) => onStarted?.(started) });
     }
   };
 
   return (
     <div className="actions" data-testid="node-actions">
+      {error ? <ActionError error={error} /> : null}
       <div className="action-bar">
-        {(Object.keys(NODE_ACTIONS) as NodeAction[]).map((a) => (
+        {actions.map((a) => (
           <button
-            key={a}
+            key={a.kind}
             type="button"
-            className={`button${NODE_ACTIONS[a].destructive && !dryRun ? " button-danger-outline" : ""}`}
-            onClick={() => onClick(a)}
-            disabled={start.isPending || (dryRun && !NODE_ACTIONS[a].dryRun)}
-            title={NODE_ACTIONS[a].help}
-            data-testid={`action-${a}`}
+            className={`button${a.destructive && !dryRun ? " button-danger-outline" : ""}`}
+            onClick={() => onClick(a.kind)}
+            disabled={start.isPending || (dryRun && !a.dry_run)}
+            title={a.help}
+            data-testid={`action-${a.kind}`}
           >
-            {NODE_ACTIONS[a].label}
-            {dryRun && NODE_ACTIONS[a].dryRun ? " (dry run)" : ""}
+            {a.label}
+            {dryRun && a.dry_run ? " (dry run)" : ""}
           </button>
         ))}
         <label className="check">
@@ -263,32 +237,32 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
         </label>
       </div>
       <ul className="muted small action-help">
-        {(Object.keys(NODE_ACTIONS) as NodeAction[]).map((a) => (
-          <li key={a}>
-            <strong>{NODE_ACTIONS[a].label}:</strong> {NODE_ACTIONS[a].help}
+        {actions.map((a) => (
+          <li key={a.kind}>
+            <strong>{a.label}:</strong> {a.help}
           </li>
         ))}
       </ul>
-      {confirming && (
+      {confirming && confirmingInfo && (
         <ConfirmByName
           name={name}
-          title={`Force delete on node ${name}`}
-          confirmLabel="Force delete"
+          title={`${confirmingInfo.label} on node ${name}`}
+          confirmLabel={confirmingInfo.label}
           pending={start.isPending}
           onConfirm={(typed) =>
             start.mutate(
-              { action: "force_delete", confirm: typed },
+              { action: confirming, confirm: typed },
               {
                 onSuccess: (started) => {
-                  setConfirming(false);
+                  setConfirming(null);
                   onStarted?.(started);
                 },
               },
             )
           }
-          onCancel={() => setConfirming(false)}
+          onCancel={() => setConfirming(null)}
         >
-          <p>{NODE_ACTIONS.force_delete.help}</p>
+          <p>{confirmingInfo.help}</p>
         </ConfirmByName>
       )}
       {start.isError && <ActionError error={start.error} />}

@@ -2,6 +2,7 @@
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { resetCsrfToken } from "../api/client";
+import actions from "../test/actions.json";
 import type {
   Alert,
   AuditEntry,
@@ -115,6 +116,7 @@ describe("namespace detail", () => {
     "GET /api/namespaces/orders/": ns,
     "GET /api/namespaces/orders/summary": summary,
     "GET /api/namespaces/orders/policy": policy,
+    "GET /api/actions": actions,
     ...extra,
   });
 
@@ -166,7 +168,7 @@ describe("namespace detail", () => {
     const fetch = mockFetch(routes(operator));
     renderApp("/namespaces/orders?tab=actions");
     fireEvent.click(await screen.findByTestId("action-dry-run"));
-    fireEvent.click(screen.getByTestId("action-expiry_scan"));
+    fireEvent.click(await screen.findByTestId("action-expiry_scan"));
     expect((await screen.findByTestId("action-error")).textContent).toMatch(/not available yet/);
     expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "expiry_scan", dry_run: true });
     expect(screen.queryByTestId("confirm-input")).toBeNull();
@@ -188,7 +190,7 @@ describe("namespace detail", () => {
     );
     renderApp("/namespaces/orders?tab=actions");
     fireEvent.click(await screen.findByTestId("action-dry-run"));
-    fireEvent.click(screen.getByTestId("action-retention"));
+    fireEvent.click(await screen.findByTestId("action-retention"));
     expect(screen.queryByTestId("confirm-input")).toBeNull();
     await screen.findByTestId("dry-run-report");
     expect(screen.getByTestId("dry-run-records").textContent).toBe("1,200");
@@ -464,7 +466,8 @@ describe("overview", () => {
     await waitFor(() => expect(within(chart).getByTestId("echart").getAttribute("aria-label")).toMatch(/node-1 50%/));
     expect(screen.getByTestId("chart-expired-ratio")).toBeTruthy();
     // The latest value and the forecast are text next to the canvas.
-    expect((await screen.findByTestId("chart-latest-expired_ratio")).textContent).toBe("latest 50%");
+    // The card's figure (the summary's expired_ratio), not the chart line's 50% (issue 16).
+    expect((await screen.findByTestId("chart-latest-expired_ratio")).textContent).toBe("latest 12%");
     expect(screen.getByTestId("chart-forecast-disk_used_ratio").textContent).toBe(
       "Forecast: not reaching the warning watermark (90%) within 1h.",
     );

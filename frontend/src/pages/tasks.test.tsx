@@ -1,5 +1,6 @@
 // @vitest-environment jsdom
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
+import actions from "../test/actions.json";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
 import type { Namespace, User } from "../api/types";
@@ -47,6 +48,7 @@ describe("tasks: a started run links to itself", () => {
       "GET /api/namespaces/": page([ns]),
       "GET /api/nodes/": [],
       "GET /api/runs/": () => jsonResponse(page(started ? [taskRun(21, { kind: "expiry_scan" }), taskRun(20)] : [taskRun(20)])),
+      "GET /api/actions": actions,
       "POST /api/namespaces/orders/actions": () => {
         started = true;
         return jsonResponse(taskRun(21, { kind: "expiry_scan" }), 202);
