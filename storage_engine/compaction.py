@@ -97,12 +97,7 @@ import numpy as np
 from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
 from storage_engine.codec import ATTR_EXPIRE
-from storage_engine.compaction_io import (
-    CompactableShard,
-    reclaimable_bytes,
-    segment_columns,
-    segment_key_hashes,
-)
+from storage_engine.compaction_io import CompactableShard, reclaimable_bytes
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.expiry import is_expired
 from storage_engine.keep_rule import CleaningRule
@@ -275,23 +270,13 @@ def _keep_only(wanted: frozenset[int]) -> RemovalRule:
     return lambda cols: [KEEP if o in wanted else REMOVE for o in cols.offsets]
 
 
-def load_state(shard: Any) -> CleanerState:
-    index = getattr(shard, "index", None)
-    if index is not None and hasattr(index, "store"):
-        return CleanerState.unpack(index.store.cleaner_checkpoint(index.prefix))
-    return CleanerState.unpack(getattr(shard, "cleaner_state", None))
+def load_state(shard: CompactableShard) -> CleanerState:
+    return CleanerState.unpack(shard.cleaner_checkpoint())
 
 
-def save_state(shard: Any, state: CleanerState) -> None:
-    """Persist the cleaner checkpoint atomically (one synced RocksDB write)."""
-    index = getattr(shard, "index", None)
-    if index is not None and hasattr(index, "store"):
-        store = index.store
-        wb = store.batch()
-        store.put_cleaner_checkpoint(wb, index.prefix, state.pack())
-        store.write(wb, sync=True)
-    else:
-        shard.cleaner_state = state.pack()
+def save_state(shard: CompactableShard, state: CleanerState) -> None:
+    """Persist the cleaner checkpoint atomically (one synced RocksDB write for the log adapters)."""
+    shard.save_cleaner_checkpoint(state.pack())
 
 
 # -- the engine calls ------------------------------------------------------------------------------
@@ -510,7 +495,7 @@ class CompactionMixin(LifecycleMixin):
         for seg in cleanable:
             if seg.last_offset < first_dirty:
                 continue
-            for offsets, h, c, count in segment_key_hashes(s, seg.base_offset):
+            for offsets, h, c, count in s.compaction_key_hashes(seg.base_offset):
                 totals.scanned += count
                 n = offsets.size
                 lo = int(np.searchsorted(offsets, first_dirty)) if n and offsets[0] < first_dirty else 0
@@ -546,7 +531,7 @@ class CompactionMixin(LifecycleMixin):
         ttl_ms = policy.ttl_ms
         kept = removed = 0
         new = gone if gone is not None else OffsetBits(seg.base_offset, seg.last_offset)
-        for cols, _sizes in segment_columns(s, seg.base_offset):
+        for cols, _sizes in s.compaction_columns(seg.base_offset):
             decisions = rule(cols)
             for i, o in enumerate(cols.offsets):
                 if gone is not None and o in gone:  # removed by an earlier round

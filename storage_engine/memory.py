@@ -42,7 +42,7 @@ from storage_engine.api import (
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
 from storage_engine.compaction import CompactionMixin
-from storage_engine.compaction_io import CompactableShard
+from storage_engine.compaction_io import CompactableShard, RecordCompactionReads
 from storage_engine.config import EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
@@ -202,7 +202,7 @@ class _Namespace:
         return NamespaceInfo(self.name, len(self.shards), self.policy, self.created_at)
 
 
-class _Shard:
+class _Shard(RecordCompactionReads):
     """One shard's log and indexes; every field is guarded by ``lock``."""
 
     def __init__(self, namespace: _Namespace, index: int, now: int, clock: Clock) -> None:
@@ -219,7 +219,7 @@ class _Shard:
         self.ttl: dict[int, int] = {}  # offset → expire_at: the TTL index of this shard
         self.deleted = False
         self.figures = FiguresCache()  # expired figures of partly expired segments
-        self.cleaner_state: bytes | None = None  # key compaction's checkpoint (CleanerState.pack())
+        self._cleaner_checkpoint: bytes | None = None  # key compaction's (CleanerState.pack())
 
     @property
     def log_start_offset(self) -> int:
@@ -366,19 +366,26 @@ class _Shard:
                 return work
         return work.add(self.drop_segments([base], now, 0))
 
+    # -- key compaction (storage_engine.compaction_io.CompactableShard) ------------------------
     def compaction_records(self, base: int) -> list[Record]:
         """Every stored record of segment ``base`` (key compaction reads them)."""
         with self.lock:
             seg = next((s for s in self.segments if s.base_offset == base), None)
             return [] if seg is None else list(seg.present())
 
-    def compaction_removed_bytes(self, base: int, remove: Collection[int]) -> int:
-        """Bytes a rewrite of segment ``base`` without ``remove`` frees."""
+    def removed_bytes(self, info: SegmentInfo, remove: Collection[int]) -> int:
+        """Bytes a rewrite of segment ``info`` without ``remove`` frees."""
         with self.lock:
-            seg = next((s for s in self.segments if s.base_offset == base), None)
+            seg = next((s for s in self.segments if s.base_offset == info.base_offset), None)
             if seg is None:
                 return 0
             return sum(seg.sizes[o - seg.base_offset] for o in remove if seg.base_offset <= o <= seg.last_offset)
+
+    def cleaner_checkpoint(self) -> bytes | None:
+        return self._cleaner_checkpoint
+
+    def save_cleaner_checkpoint(self, raw: bytes) -> None:
+        self._cleaner_checkpoint = raw
 
     def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
         work = ShardWork()

@@ -28,11 +28,11 @@ deleted ranges from its files.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from storage_engine.api import Record, SegmentState
+from storage_engine.api import Record, SegmentInfo, SegmentState
 from storage_engine.clock import Clock
 from storage_engine.codec import EncodedRecords, RecordColumns, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
@@ -318,6 +318,11 @@ class RocksShard(ShardBase):
         work.records_removed += len(doomed)
         work.bytes_reclaimed += nbytes + _KEY_BYTES * len(doomed)
         return True
+
+    def removed_bytes(self, info: SegmentInfo, remove: Collection[int]) -> int:
+        """One key and value per record (:meth:`_remove_chunk`'s count)."""
+        records = self.store.records(self.index.prefix, info.base_offset, info.last_offset + 1)
+        return sum(len(v) + _KEY_BYTES for o, v in records if o in remove)
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         below = [o for o, _ in self.store.records(self.index.prefix, 0, view.log_start_offset)]

@@ -31,7 +31,7 @@ import os
 import struct
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from rocksdict import WriteBatch
 
-from storage_engine.api import Record, SegmentState
+from storage_engine.api import Record, SegmentInfo, SegmentState
 from storage_engine.codec import (
     ATTR_EXPIRE,
     ATTR_KEY,
@@ -60,6 +60,7 @@ from storage_engine.codec import (
     iter_records as iter_batch_records,
 )
 from storage_engine.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
+from storage_engine.compaction_io import Columns, KeyHashes, file_columns, file_key_hashes, file_removed_bytes
 from storage_engine.errors import CorruptSegmentError
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
@@ -561,6 +562,19 @@ class ShardLog(ShardBase):
             if seg.base_offset == base:
                 return seg
         return None
+
+    # -- key compaction: read from the files, vectorised (storage_engine.compaction_io) ------------
+    def compaction_key_hashes(self, base: int) -> Iterator[KeyHashes]:
+        seg = self._segment_file(base)
+        return super().compaction_key_hashes(base) if seg is None else file_key_hashes(seg)
+
+    def compaction_columns(self, base: int) -> Iterator[Columns]:
+        seg = self._segment_file(base)
+        return super().compaction_columns(base) if seg is None else file_columns(seg)
+
+    def removed_bytes(self, info: SegmentInfo, remove: Collection[int]) -> int:
+        seg = self._segment_file(info.base_offset)
+        return 0 if seg is None else file_removed_bytes(seg, info, remove)
 
     def _segment_records(self, meta: SegmentMeta, indexed_only: bool = False) -> Iterator[Record]:
         seg = self._segment_file(meta.base_offset)

@@ -28,13 +28,14 @@ from __future__ import annotations
 import abc
 import bisect
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from storage_engine.api import Record, SegmentInfo, SegmentState, ShardStats, shard_stats_of
 from storage_engine.clock import Clock
 from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
+from storage_engine.compaction_io import RecordCompactionReads
 from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
@@ -64,7 +65,7 @@ KILL_CHUNK = 256  # the same for marking expired records dead (read checks, a re
 FETCH_GAP = 64  # fetch wanted offsets with one scan while they are this close together
 
 
-class ShardBase(abc.ABC):
+class ShardBase(RecordCompactionReads, abc.ABC):
     """Base of :class:`~storage_engine.segment.log.ShardLog` and the ``rocksdb`` adapter's shard.
 
     ``view`` is an immutable snapshot with at least ``log_start_offset``,
@@ -460,6 +461,29 @@ class ShardBase(abc.ABC):
 
     def compact_deleted(self) -> None:
         self.index.store.compact_ranges(self.index.prefix, self.clock.now_ms())
+
+    # -- key compaction (storage_engine.compaction_io.CompactableShard) -------------------------
+    def compaction_records(self, base: int) -> Iterator[Record]:
+        """Every stored record of live segment ``base`` (dead ones included), in offset order."""
+        for m in self.view.metas():
+            if m.base_offset == base:
+                yield from self._segment_records(m)
+                return
+
+    @abc.abstractmethod
+    def removed_bytes(self, info: SegmentInfo, remove: Collection[int]) -> int:
+        """Bytes a rewrite of segment ``info`` without ``remove`` reclaims (as the store's
+        ``rewrite_segment`` counts them)."""
+
+    def cleaner_checkpoint(self) -> bytes | None:
+        return self.index.store.cleaner_checkpoint(self.index.prefix)
+
+    def save_cleaner_checkpoint(self, raw: bytes) -> None:
+        """One synced RocksDB write."""
+        store = self.index.store
+        wb = store.batch()
+        store.put_cleaner_checkpoint(wb, self.index.prefix, raw)
+        store.write(wb, sync=True)
 
     # -- verification ---------------------------------------------------------------------------------
     def verify(self, now: int) -> tuple[int, int, list[str]]:
