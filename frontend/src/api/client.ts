@@ -637,3 +637,13 @@ export function saveAlertChannel(body: AlertChannelInput, id?: number): Promise<
 export function deleteAlertChannel(id: number): Promise<void> {
   return request<void>(`/api/alert-channels/${id}/`, { method: "DELETE" });
 }
+
+/** Turn a rule (a built-in one too) off or on: operators, audited. Off closes its open alerts. */
+export function setAlertRuleEnabled(id: number, enabled: boolean): Promise<AlertRule> {
+  return request<AlertRule>(`/api/alert-rules/${id}/enabled`, { method: "POST", body: { enabled } });
+}
+
+/** Send a test message through a channel now: operators, audited; answers whether it was delivered. */
+export function testAlertChannel(id: number): Promise<{ delivered: boolean; error: string }> {
+  return request<{ delivered: boolean; error: string }>(`/api/alert-channels/${id}/test`, { method: "POST" });
+}

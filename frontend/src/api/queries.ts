@@ -1,6 +1,7 @@
 // TanStack Query hooks and keys. Pages use these, never fetch directly.
 
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { setAlertRuleEnabled, testAlertChannel } from "./client";
 import {
   ackAlert,
   cancelRun,
@@ -474,8 +475,30 @@ export function useDeleteAlertRule() {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: (id: number) => deleteAlertRule(id),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
+      void qc.invalidateQueries({ queryKey: ["page", "alerts"] }); // its open alerts closed
+      void qc.invalidateQueries({ queryKey: queryKeys.alertStatus });
+    },
   });
+}
+
+/** Turn a rule off or on (operators); off closes its open alerts, so the alert lists refresh too. */
+export function useSetAlertRuleEnabled() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ id, enabled }: { id: number; enabled: boolean }) => setAlertRuleEnabled(id, enabled),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
+      void qc.invalidateQueries({ queryKey: ["page", "alerts"] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertStatus });
+    },
+  });
+}
+
+/** Send a test message through a channel (operators). */
+export function useTestAlertChannel() {
+  return useMutation({ mutationFn: (id: number) => testAlertChannel(id) });
 }
 
 export function useAlertChannels() {

@@ -512,8 +512,11 @@ export type AlertState = "firing" | "pending" | "resolved";
 
 export interface Alert {
   id: number;
-  rule: number;
+  /** null: the rule was deleted (the alert keeps its name, metric and severity). */
+  rule: number | null;
   rule_name: string;
+  /** The rule's metric when the alert was open (older servers: absent). */
+  metric?: string;
   severity: AlertSeverity;
   state: AlertState;
   scope: string;
@@ -572,9 +575,17 @@ export interface AlertChannel {
   target: string;
   enabled: boolean;
   has_secret?: boolean;
+  /** The target is shortened (webhook: scheme and host; email: domains): only admins see it whole. */
+  target_redacted?: boolean;
 }
 
-export type AlertChannelInput = Omit<AlertChannel, "id" | "has_secret">;
+export type AlertChannelInput = Omit<AlertChannel, "id" | "has_secret" | "target_redacted">;
+
+/** POST /api/alert-channels/<id>/test: whether the test message went out; `error` is the server's own words. */
+export interface ChannelTestResult {
+  delivered: boolean;
+  error: string;
+}
 
 /** DRF field errors: {"field": ["message", ...], "non_field_errors": [...]}. */
 export type FieldErrors = Record<string, string[]>;

@@ -1,5 +1,6 @@
 // Alert rule thresholds: ratios are typed and shown as percentages.
 
+import type { Alert, AlertRule } from "../api/types";
 import { formatPercent, type ParseResult, tryParseRatio } from "./format";
 
 /** Metrics whose values are 0–1 ratios (by the Prometheus naming convention). */
@@ -18,4 +19,18 @@ export function parseThreshold(text: string): ParseResult<number> {
 /** A threshold for display and editing: ratio metrics as percent. */
 export function formatThreshold(metric: string, value: number): string {
   return isRatioMetric(metric) ? formatPercent(value, 4) : String(value);
+}
+
+/** The metric an alert watched: its own copy (kept after its rule is deleted), else its rule's, if listed. */
+export function alertMetric(alert: Pick<Alert, "metric" | "rule">, rules: Pick<AlertRule, "id" | "metric">[] | undefined): string | undefined {
+  if (alert.metric) return alert.metric;
+  return alert.rule === null ? undefined : rules?.find((r) => r.id === alert.rule)?.metric;
+}
+
+/**
+ * How a closed alert's history reads. Only an alert that fired shows "fired → resolved"; the server drops
+ * a pending alert that clears (as Prometheus does), but older servers kept those as "resolved".
+ */
+export function alertTimeline(alert: Pick<Alert, "fired_at">): "fired" | "never-fired" {
+  return alert.fired_at ? "fired" : "never-fired";
 }

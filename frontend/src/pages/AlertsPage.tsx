@@ -11,7 +11,9 @@ import {
   useMe,
   useSaveAlertChannel,
   useSaveAlertRule,
+  useSetAlertRuleEnabled,
   useSilenceAlert,
+  useTestAlertChannel,
   METRICS_REFRESH_MS,
 } from "../api/queries";
 import type {
@@ -22,6 +24,7 @@ import type {
   AlertRuleInput,
   AlertSeverity,
   AlertState,
+  ChannelTestResult,
   Comparator,
   ScopeType,
 } from "../api/types";
@@ -32,7 +35,7 @@ import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "
 import { tabPanelId, Tabs } from "../components/Tabs";
 import { formatDateTime, formatDuration, formatRelativeTime, toDate, tryParseDuration } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
-import { formatThreshold, parseThreshold } from "../lib/alerts";
+import { alertMetric, alertTimeline, formatThreshold, parseThreshold } from "../lib/alerts";
 
 const STATES: AlertState[] = ["firing", "pending", "resolved"];
 const SEVERITY_TONE: Record<AlertSeverity, "fail" | "warn" | "neutral"> = { critical: "fail", warning: "warn", info: "neutral" };
@@ -61,8 +64,8 @@ export default function AlertsPage() {
       <div role="tabpanel" id={tabPanelId("alerts", state)} aria-labelledby={`alerts-tab-${state}`}>
         <AlertList key={state} state={state} mayAct={canOperate(user)} />
       </div>
-      <RulesSection mayEdit={canAdminister(user)} />
-      <ChannelsSection mayEdit={canAdminister(user)} />
+      <RulesSection mayEdit={canAdminister(user)} mayToggle={canOperate(user)} />
+      <ChannelsSection mayEdit={canAdminister(user)} mayTest={canOperate(user)} />
     </div>
   );
 }
@@ -79,7 +82,8 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
   const [url, setUrl] = useState(firstUrl);
   const page = useCursorPage<Alert>("alerts", url, { refetchInterval: state === "resolved" ? false : METRICS_REFRESH_MS });
   const rules = useAlertRules(); // for each alert's metric: ratios read as percentages
-  const metricOf = (ruleId: number) => rules.data?.items.find((r) => r.id === ruleId)?.metric;
+  // The alert's own copy of its rule's metric (newer servers), else the rule's.
+  const metricOf = (a: Alert) => alertMetric(a, rules.data?.items);
   const ack = useAckAlert();
   const silence = useSilenceAlert();
   const [minutes, setMinutes] = useState<Record<number, number>>({});
@@ -110,7 +114,7 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
               <tr>
                 <th scope="col">Alert</th>
                 <th scope="col">Value</th>
-                <th scope="col">{state === "resolved" ? "Fired → resolved" : "Since"}</th>
+                <th scope="col">{state === "resolved" ? "Fired → resolved" : state === "pending" ? "Pending since" : "Since"}</th>
                 <th scope="col">Handling</th>
                 {mayAct && state !== "resolved" && <th scope="col">Actions</th>}
               </tr>
@@ -123,18 +127,30 @@ function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
                   <tr key={a.id} data-testid={`alert-row-${a.id}`} className={`severity-${a.severity}`}>
                     <th scope="row">
                       <Badge tone={SEVERITY_TONE[a.severity] ?? "neutral"}>{a.severity}</Badge> {a.rule_name}
+                      {a.rule === null && (
+                        <span className="muted small" data-testid={`alert-rule-deleted-${a.id}`}>
+                          {" "}
+                          (rule deleted)
+                        </span>
+                      )}
                       <div className="muted small mono">{a.scope}</div>
                       <div className="small">{a.summary}</div>
                     </th>
                     <td className="small">
-                      {alertValue(a.value, metricOf(a.rule))}{" "}
-                      <span className="muted">vs {alertValue(a.threshold, metricOf(a.rule))}</span>
+                      {alertValue(a.value, metricOf(a))} <span className="muted">vs {alertValue(a.threshold, metricOf(a))}</span>
                     </td>
-                    <td className="small">
+                    <td className="small" data-testid={`alert-when-${a.id}`}>
                       {state === "resolved" ? (
-                        <>
-                          {formatDateTime(a.fired_at ?? a.started_at)} → {formatDateTime(a.resolved_at)}
-                        </>
+                        alertTimeline(a) === "fired" ? (
+                          <>
+                            {formatDateTime(a.fired_at)} → {formatDateTime(a.resolved_at)}
+                          </>
+                        ) : (
+                          // Stored by older servers: pending alerts that cleared were kept as "resolved".
+                          <>
+                            <span className="muted">never fired:</span> pending {formatDateTime(a.started_at)}, cleared {formatDateTime(a.resolved_at)}
+                          </>
+                        )
                       ) : (
                         <>
                           {formatDateTime(a.fired_at ?? a.started_at)}
@@ -255,10 +271,11 @@ const EMPTY_RULE: AlertRuleInput = {
   enabled: true,
 };
 
-function RulesSection({ mayEdit }: { mayEdit: boolean }) {
+function RulesSection({ mayEdit, mayToggle }: { mayEdit: boolean; mayToggle: boolean }) {
   const rules = useAlertRules();
   const channels = useAlertChannels();
   const del = useDeleteAlertRule();
+  const toggle = useSetAlertRuleEnabled();
   const [editing, setEditing] = useState<AlertRule | "new" | null>(null);
   const [deleting, setDeleting] = useState<number | null>(null);
   const channelName = (id: number) => channels.data?.items.find((c) => c.id === id)?.name ?? `#${id}`;
@@ -274,7 +291,11 @@ function RulesSection({ mayEdit }: { mayEdit: boolean }) {
             New rule
           </button>
         )}
-        {!mayEdit && <span className="muted small">Editing rules needs the admin role.</span>}
+        {!mayEdit && (
+          <span className="muted small" data-testid="rules-role-note">
+            {mayToggle ? "Operators turn rules off and on; editing rules needs the admin role." : "Read-only: changing rules needs the operator or admin role."}
+          </span>
+        )}
       </div>
       {rules.isPending && <LoadingState label="Loading rules…" />}
       {rules.isError &&
@@ -296,6 +317,11 @@ function RulesSection({ mayEdit }: { mayEdit: boolean }) {
           {errorMessage(del.error)}
         </p>
       )}
+      {toggle.isError && (
+        <p className="form-error" role="alert" data-testid="rule-toggle-error">
+          {errorMessage(toggle.error)}
+        </p>
+      )}
       {rules.data && rules.data.items.length === 0 && <EmptyState title="No alert rules">{mayEdit ? "Add one with “New rule”." : "Ask an admin to add rules."}</EmptyState>}
       {rules.data && rules.data.items.length > 0 && (
         <div className="table-wrap">
@@ -308,12 +334,12 @@ function RulesSection({ mayEdit }: { mayEdit: boolean }) {
                 <th scope="col">Severity</th>
                 <th scope="col">Channels</th>
                 <th scope="col">Enabled</th>
-                {mayEdit && <th scope="col">Actions</th>}
+                {(mayEdit || mayToggle) && <th scope="col">Actions</th>}
               </tr>
             </thead>
             <tbody>
               {rules.data.items.map((r) => (
-                <tr key={r.id} data-testid={`rule-row-${r.id}`}>
+                <tr key={r.id} data-testid={`rule-row-${r.id}`} className={r.enabled ? undefined : "muted"}>
                   <th scope="row">
                     {r.name}
                     {r.builtin && (
@@ -336,10 +362,18 @@ function RulesSection({ mayEdit }: { mayEdit: boolean }) {
                     <Badge tone={SEVERITY_TONE[r.severity] ?? "neutral"}>{r.severity}</Badge>
                   </td>
                   <td className="small">{r.channels.length ? r.channels.map(channelName).join(", ") : <span className="muted">none</span>}</td>
-                  <td>{r.enabled ? "yes" : <span className="muted">no</span>}</td>
-                  {mayEdit && (
+                  <td data-testid={`rule-enabled-${r.id}`}>
+                    {r.enabled ? (
+                      "yes"
+                    ) : (
+                      <span title="Not evaluated; its open alerts were closed when it was turned off.">
+                        <Badge tone="neutral">disabled</Badge>
+                      </span>
+                    )}
+                  </td>
+                  {(mayEdit || mayToggle) && (
                     <td>
-                      {deleting === r.id ? (
+                      {mayEdit && deleting === r.id ? (
                         <span className="action-bar">
                           <button type="button" className="button button-small button-danger" onClick={() => del.mutate(r.id, { onSuccess: () => setDeleting(null) })} data-testid={`rule-delete-confirm-${r.id}`}>
                             Delete
@@ -347,15 +381,33 @@ function RulesSection({ mayEdit }: { mayEdit: boolean }) {
                           <button type="button" className="button button-small" onClick={() => setDeleting(null)}>
                             Keep
                           </button>
+                          <span className="muted small">{r.builtin ? "A deleted built-in rule is not re-created; its alert history stays." : "Its alert history stays."}</span>
                         </span>
                       ) : (
                         <span className="action-bar">
-                          <button type="button" className="button button-small" onClick={() => setEditing(r)} data-testid={`rule-edit-${r.id}`}>
-                            Edit
-                          </button>
-                          <button type="button" className="button button-small button-danger-outline" onClick={() => setDeleting(r.id)} data-testid={`rule-delete-${r.id}`}>
-                            Delete…
-                          </button>
+                          {mayToggle && (
+                            <button
+                              type="button"
+                              className="button button-small"
+                              onClick={() => toggle.mutate({ id: r.id, enabled: !r.enabled })}
+                              disabled={toggle.isPending}
+                              aria-label={`${r.enabled ? "Disable" : "Enable"} rule ${r.name}`}
+                              title={r.enabled ? "Stop evaluating this rule; its open alerts close (firing ones resolve)." : "Evaluate this rule again."}
+                              data-testid={`rule-toggle-${r.id}`}
+                            >
+                              {r.enabled ? "Disable" : "Enable"}
+                            </button>
+                          )}
+                          {mayEdit && (
+                            <>
+                              <button type="button" className="button button-small" onClick={() => setEditing(r)} data-testid={`rule-edit-${r.id}`}>
+                                Edit
+                              </button>
+                              <button type="button" className="button button-small button-danger-outline" onClick={() => setDeleting(r.id)} data-testid={`rule-delete-${r.id}`}>
+                                Delete…
+                              </button>
+                            </>
+                          )}
                         </span>
                       )}
                     </td>
@@ -533,10 +585,20 @@ function RuleForm({ rule, channels, onDone }: { rule?: AlertRule; channels: Aler
 
 const EMPTY_CHANNEL: AlertChannelInput = { name: "", kind: "email", target: "", enabled: true };
 
-function ChannelsSection({ mayEdit }: { mayEdit: boolean }) {
+function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTest: boolean }) {
   const channels = useAlertChannels();
   const save = useSaveAlertChannel();
   const del = useDeleteAlertChannel();
+  const test = useTestAlertChannel();
+  // Each channel's last test: its result, or the request's own failure (e.g. no permission).
+  const [tests, setTests] = useState<Record<number, ChannelTestResult | { failed: string } | "sending">>({});
+  const sendTest = (id: number) => {
+    setTests((t) => ({ ...t, [id]: "sending" }));
+    test.mutate(id, {
+      onSuccess: (result) => setTests((t) => ({ ...t, [id]: result })),
+      onError: (error) => setTests((t) => ({ ...t, [id]: { failed: errorMessage(error) } })),
+    });
+  };
   const [form, setForm] = useState<AlertChannelInput & { id?: number }>(EMPTY_CHANNEL);
   const [local, setLocal] = useState<Record<string, string>>({});
   const server = save.error instanceof ApiError ? save.error.fieldErrors : {};
@@ -563,6 +625,11 @@ function ChannelsSection({ mayEdit }: { mayEdit: boolean }) {
       {channels.isError &&
         (isNotFound(channels.error) ? (
           <NotAvailableState feature="Notification channels" testId="channels-unavailable" />
+        ) : channels.error instanceof ApiError && channels.error.status === 403 ? (
+          // Older servers showed channels to admins only: not an error for everyone else.
+          <p className="muted small" data-testid="channels-admin-only">
+            Notification channels are shown to admins only on this server.
+          </p>
         ) : (
           <ErrorState title="Could not load channels" error={channels.error} onRetry={() => void channels.refetch()} />
         ))}
@@ -576,28 +643,63 @@ function ChannelsSection({ mayEdit }: { mayEdit: boolean }) {
                 <th scope="col">Kind</th>
                 <th scope="col">Target</th>
                 <th scope="col">Enabled</th>
-                {mayEdit && <th scope="col">Actions</th>}
+                {(mayEdit || mayTest) && <th scope="col">Actions</th>}
               </tr>
             </thead>
             <tbody>
-              {channels.data.items.map((c) => (
-                <tr key={c.id} data-testid={`channel-row-${c.id}`}>
-                  <th scope="row">{c.name}</th>
-                  <td>{c.kind}</td>
-                  <td className="mono small">{c.target}</td>
-                  <td>{c.enabled ? "yes" : <span className="muted">no</span>}</td>
-                  {mayEdit && (
-                    <td className="action-bar">
-                      <button type="button" className="button button-small" onClick={() => setForm({ id: c.id, name: c.name, kind: c.kind, target: c.target, enabled: c.enabled })} data-testid={`channel-edit-${c.id}`}>
-                        Edit
-                      </button>
-                      <button type="button" className="button button-small button-danger-outline" onClick={() => del.mutate(c.id)} data-testid={`channel-delete-${c.id}`}>
-                        Delete
-                      </button>
+              {channels.data.items.map((c) => {
+                const last = tests[c.id];
+                return (
+                  <tr key={c.id} data-testid={`channel-row-${c.id}`}>
+                    <th scope="row">{c.name}</th>
+                    <td>{c.kind}</td>
+                    <td className="mono small" data-testid={`channel-target-${c.id}`}>
+                      {c.target}
+                      {c.target_redacted && (
+                        <div className="muted" style={{ fontFamily: "inherit" }}>
+                          shortened: only admins see the whole {c.kind === "email" ? "addresses" : "URL"}
+                        </div>
+                      )}
                     </td>
-                  )}
-                </tr>
-              ))}
+                    <td>{c.enabled ? "yes" : <span className="muted">no</span>}</td>
+                    {(mayEdit || mayTest) && (
+                      <td>
+                        <div className="action-bar">
+                          {mayTest && (
+                            <button
+                              type="button"
+                              className="button button-small"
+                              onClick={() => sendTest(c.id)}
+                              disabled={last === "sending"}
+                              aria-label={`Send a test notification to ${c.name}`}
+                              title="Send a test message through this channel now (also when it is disabled)."
+                              data-testid={`channel-test-${c.id}`}
+                            >
+                              {last === "sending" ? "Sending…" : "Send test"}
+                            </button>
+                          )}
+                          {mayEdit && (
+                            <>
+                              <button
+                                type="button"
+                                className="button button-small"
+                                onClick={() => setForm({ id: c.id, name: c.name, kind: c.kind, target: c.target_redacted ? "" : c.target, enabled: c.enabled })}
+                                data-testid={`channel-edit-${c.id}`}
+                              >
+                                Edit
+                              </button>
+                              <button type="button" className="button button-small button-danger-outline" onClick={() => del.mutate(c.id)} data-testid={`channel-delete-${c.id}`}>
+                                Delete
+                              </button>
+                            </>
+                          )}
+                        </div>
+                        {last !== undefined && last !== "sending" && <ChannelTestOutcome id={c.id} result={last} />}
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>
@@ -642,5 +744,25 @@ function ChannelsSection({ mayEdit }: { mayEdit: boolean }) {
         </form>
       )}
     </section>
+  );
+}
+
+/** What a channel's test came to: delivered, not delivered (the server's words), or the request failed. */
+function ChannelTestOutcome({ id, result }: { id: number; result: ChannelTestResult | { failed: string } }) {
+  if ("failed" in result) {
+    return (
+      <p className="form-error small" role="alert" data-testid={`channel-test-result-${id}`}>
+        Could not send the test: {result.failed}
+      </p>
+    );
+  }
+  return result.delivered ? (
+    <p className="small" role="status" data-testid={`channel-test-result-${id}`}>
+      <Badge tone="ok">delivered</Badge> Test message sent.
+    </p>
+  ) : (
+    <p className="small" role="status" data-testid={`channel-test-result-${id}`}>
+      <Badge tone="fail">not delivered</Badge> {result.error || "The channel did not take the test message."}
+    </p>
   );
 }
