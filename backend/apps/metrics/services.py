@@ -228,7 +228,7 @@ def _scan_points(ts: int, points: dict[Labels, float]) -> None:
     sweeps (scheduled and due scans, which name no namespace)."""
     from backend.apps.runs.models import Kind, TaskRun
 
-    scans = TaskRun.objects.filter(kind=Kind.EXPIRY_SCAN, started_at__isnull=False)
+    scans = TaskRun.objects.filter(kind=Kind.EXPIRY_SCAN, started_at__isnull=False, dry_run=False)
     for ns, seconds in _scan_durations(ts, scans.filter(namespace__isnull=False), "namespace__name").items():
         points[("scan_duration_seconds", "", ns, None, "")] = seconds
     sweeps = scans.filter(namespace__isnull=True, node__isnull=False)
