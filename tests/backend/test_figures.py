@@ -138,6 +138,11 @@ def test_every_page_carries_the_nodes_figures_unchanged(api_as, figures_ns, node
     assert latest("backlog_live_messages", namespace="figs") == live_total == sum(live_backlog.values())
     # The backlog quota compares the largest subscription's bytes.
     assert latest("subscription_backlog_bytes_max", namespace="figs") == max(s["bytes"] for s in subscriptions)
+    # The Overview charts end at the same figures: a line's last point is its latest sample, not a step average.
+    for series, figure in (("expired_ratio", overview["expired_ratio"]), ("backlog_messages", total)):
+        chart = viewer.get(f"/api/metrics/series?series={series}&range=1h").json()
+        (line,) = chart["lines"]
+        assert line["labels"] == {"namespace": "figs"} and line["points"][-1][1] == pytest.approx(figure), series
 
 
 def test_figures_catch_up_with_one_collection_and_changed_shards_sync_first(api_as, figures_ns, node):

@@ -175,12 +175,49 @@ def test_series_ranges_steps_and_caps(api_as, charted, range_name, step_s, resol
     assert (body["unit"], body["step_s"], body["resolution"]) == ("ratio", step_s, resolution)
     assert [line["labels"] for line in body["lines"]] == [{"namespace": "orders"}, {"namespace": "payments"}]
     for line in body["lines"]:
-        assert 0 < len(line["points"]) <= 300
+        assert 0 < len(line["points"]) <= 301
         times = [p[0] for p in line["points"]]
-        assert times == sorted(times) and all(t % (step_s * 1000) == 0 for t in times)
+        # Closed steps at their start, then the latest sample at its own time (here: now).
+        assert times == sorted(times) and all(t % (step_s * 1000) == 0 for t in times[:-1])
+        assert times[-1] == charted and times[-2] + step_s * 1000 <= charted
     assert all(p[1] == pytest.approx(0.3) for p in body["lines"][1]["points"])
     if range_name == "1h":
         assert len(body["lines"][0]["points"]) == 240
+
+
+def test_a_charts_last_point_is_the_latest_sample_the_summary_shows_not_a_partial_step(api_as, db, fixed_now, settings):
+    """Issue 16: with a 4 s interval the 1 h chart has 12 s steps. The expired ratio goes 0 → 97 % within the
+    step still open: its average would be 48 %, while the Overview card (the summary) says 97 %."""
+    settings.METRICS_INTERVAL_S = 4
+    step_ms = 12_000
+    now_ms = T0_MS + HOUR + 4_000  # the open step [now − 4 s, now + 8 s) holds the samples at now − 4 s and now
+    assert now_ms % step_ms == 4_000
+    fixed_now(T0 + timedelta(milliseconds=now_ms - T0_MS))
+    for t in range(T0_MS + 4_000, now_ms + 1, 4_000):
+        jumped = t == now_ms
+        write_points(
+            t,
+            {
+                ("expired_ratio", "", "orders", None, ""): 0.97 if jumped else 0.0,
+                ("expired_records", "", "orders", None, ""): 97.0 if jumped else 0.0,
+                ("stored_records", "", "orders", None, ""): 100.0,
+            },
+        )
+    viewer = api_as("viewer")
+    body = viewer.get("/api/metrics/series?series=expired_ratio&range=1h").json()
+    assert body["step_s"] == 12
+    (line,) = body["lines"]
+    card = viewer.get("/api/metrics/summary").json()["expired_ratio"]
+    assert card == pytest.approx(0.97)
+    assert line["points"][-1] == [now_ms, pytest.approx(card)]  # was [now − 4 s, 0.485]
+    # The steps before are closed, each the average of all its three samples.
+    assert line["points"][-2] == [now_ms - 4_000 - step_ms, 0.0]
+    assert all(t % step_ms == 0 and t + step_ms <= now_ms for t, _ in line["points"][:-1])
+    # A series that stopped reporting ends at its last sample, which is not drawn twice.
+    fixed_now(T0 + timedelta(milliseconds=now_ms - T0_MS + 10 * MIN))
+    (stale,) = viewer.get("/api/metrics/series?series=expired_ratio&range=1h").json()["lines"]
+    assert stale["points"][-1] == [now_ms, pytest.approx(0.97)]
+    assert stale["points"][-2] == [now_ms - 4_000, pytest.approx((0.0 + 0.97) / 2)]  # its step, closed by now
 
 
 def test_series_per_shard_and_errors(api_as, charted):

@@ -85,10 +85,30 @@ def _chart_series(name: str, namespace: str | None, node: str | None) -> QuerySe
     return rows.order_by("node", "namespace", "shard", "queue")
 
 
+def _with_latest(points: list[list[float]], row: MetricSeries, start_ms: int, now_ms: int) -> list[list[float]]:
+    """``points`` ending at the series' latest sample (``last_ts``, ``last_value``), when it is in the range."""
+    if row.last_ts is None or row.last_value is None or not start_ms < row.last_ts <= now_ms:
+        return points
+    if points and points[-1][0] >= row.last_ts:  # a stale series: its step holds only that sample
+        points = points[:-1]
+    return [*points, [int(row.last_ts), float(row.last_value)]]
+
+
 def series_lines(
     name: str, range_name: str, namespace: str | None = None, node: str | None = None, now: datetime | None = None
 ) -> dict[str, Any]:
-    """A fixed, named series for a chart: lines of ``[epoch_ms, value]`` averaged per step."""
+    """A fixed, named series for a chart: lines of ``[epoch_ms, value]``, one average per closed step, then
+    the series' latest sample.
+
+    Why not an average for the step still open (the one ``now`` is in): it holds the samples collected so
+    far in it, so its mean is a partial one that disagrees with the figure everything else shows for the
+    same moment. A 12 s step with a sample at 0 % and one at 97 % drew 48 % while the Overview card
+    (``summary``, from each series' ``last_value``) said 97 %. So closed steps are averaged (each over
+    all its samples), and the line ends at the latest sample itself, at its own time: the very
+    ``last_value`` the summary, the namespace figures and the alert rules read, so a chart's last point
+    is the current figure, never a mean of part of a step. (Dropping the open step without the latest
+    sample would leave the line up to a step behind, showing an older figure than the card.)
+    """
     if name not in UI_UNITS:
         raise InvalidArgumentError("series", f"must be one of {', '.join(UI_UNITS)}")
     res = resolution(range_name)
@@ -98,15 +118,16 @@ def series_lines(
     truncated = len(rows) > MAX_LINES
     rows = rows[:MAX_LINES]
     step_ms = res.step_s * 1000
+    open_step_ms = now_ms - now_ms % step_ms  # where the step still open starts
     by_series: dict[int, list[list[float]]] = defaultdict(list)
     if rows:
         ids = [r.pk for r in rows]
         if res.raw:
-            base = Sample.objects.filter(series_id__in=ids, ts__gt=start_ms, ts__lte=now_ms)
+            base = Sample.objects.filter(series_id__in=ids, ts__gt=start_ms, ts__lt=open_step_ms)
             value: Any = Avg("value")
             time_field = "ts"
-        else:
-            base = Rollup.objects.filter(series_id__in=ids, bucket__gt=start_ms, bucket__lte=now_ms)
+        else:  # rollup buckets (5 minutes) never straddle a step: steps are whole multiples of them
+            base = Rollup.objects.filter(series_id__in=ids, bucket__gt=start_ms, bucket__lt=open_step_ms)
             value = ExpressionWrapper(Sum("sum") / Sum("count"), output_field=FloatField())
             time_field = "bucket"
         groups = (
@@ -117,6 +138,8 @@ def series_lines(
         )
         for g in groups:
             by_series[g["series_id"]].append([int(g["b"]), float(g["v"])])
+    for r in rows:
+        by_series[r.pk] = _with_latest(by_series.get(r.pk, []), r, start_ms, now_ms)
     out: dict[str, Any] = {
         "series": name,
         "unit": UI_UNITS[name],

@@ -30,7 +30,12 @@ class WatermarksOutputSerializer(serializers.Serializer):
 
 class SeriesLineOutputSerializer(serializers.Serializer):
     labels = serializers.DictField(help_text="node, namespace, shard or queue")
-    points = serializers.ListField(child=PointField(), help_text="[[epoch_ms, value], ...] in time order")
+    points = serializers.ListField(
+        child=PointField(),
+        help_text="[[epoch_ms, value], ...] in time order: the average of each closed step (at the step's start), "
+        "then the series' latest sample at its own time (the value the summary reads); the step still open is "
+        "not averaged",
+    )
     watermarks = WatermarksOutputSerializer(required=False, allow_null=True, help_text="disk_used_ratio only")
 
 

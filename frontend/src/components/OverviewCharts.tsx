@@ -4,9 +4,9 @@
 import { useMemo } from "react";
 import { isNotFound } from "../api/client";
 import { useMetricSeries } from "../api/queries";
-import type { MetricRange, MetricSeriesName } from "../api/types";
+import type { MetricRange, MetricSeriesName, MetricsSummary } from "../api/types";
 import { formatDateTime } from "../lib/format";
-import { forecastText, formatMetric, latestValue, seriesOption, seriesSummary } from "../lib/metrics";
+import { chartReadout, forecastText, formatMetric, type Readout, seriesOption, seriesSummary } from "../lib/metrics";
 import { EChart } from "./EChart";
 import { EmptyState, ErrorState, LoadingState } from "./States";
 
@@ -43,14 +43,34 @@ const CHARTS: { series: MetricSeriesName; title: string; testId: string; help: s
   },
 ];
 
-export default function OverviewCharts({ range, refetchInterval }: { range: MetricRange; refetchInterval: number | false }) {
+/**
+ * ``summary`` is the Overview's own summary answer: the readout next to a chart that has a card (expired
+ * ratio, backlog, disk) is that card's field, so a chart never shows a different "latest" than the card.
+ */
+export default function OverviewCharts({
+  range,
+  refetchInterval,
+  summary,
+}: {
+  range: MetricRange;
+  refetchInterval: number | false;
+  summary?: MetricsSummary;
+}) {
   return (
     <div className="chart-grid">
       {CHARTS.map((c) => (
-        <MetricChart key={c.series} {...c} range={range} refetchInterval={refetchInterval} />
+        <MetricChart key={c.series} {...c} range={range} refetchInterval={refetchInterval} summary={summary} />
       ))}
     </div>
   );
+}
+
+function readoutTitle(readout: Readout, summary: MetricsSummary | undefined): string {
+  if (readout.source === "summary") {
+    const at = summary?.collected_at ? ` of ${formatDateTime(summary.collected_at)}` : "";
+    return `From the latest metrics collection${at}: the same figure as the card above. The chart's lines end at their latest samples.`;
+  }
+  return `The latest sample${readout.at !== null ? `, at ${formatDateTime(readout.at)}` : ""}: the chart's last point.`;
 }
 
 function MetricChart({
@@ -60,6 +80,7 @@ function MetricChart({
   help,
   range,
   refetchInterval,
+  summary,
 }: {
   series: MetricSeriesName;
   title: string;
@@ -67,6 +88,7 @@ function MetricChart({
   help: string;
   range: MetricRange;
   refetchInterval: number | false;
+  summary?: MetricsSummary;
 }) {
   const q = useMetricSeries(series, range, { refetchInterval });
   // Every chart spans the selected range up to when its data came, whatever its points cover.
@@ -76,7 +98,7 @@ function MetricChart({
     [q.data, title, range, fetchedAt],
   );
   const empty = q.data && q.data.lines.every((l) => l.points.length === 0);
-  const latest = q.data ? latestValue(q.data, title) : null;
+  const latest = q.data ? chartReadout(series, q.data, summary, title) : null;
   const forecast = q.data ? forecastText(q.data, q.dataUpdatedAt || Date.now()) : null;
   return (
     <section className="card" aria-labelledby={`${testId}-title`} data-testid={testId}>
@@ -84,14 +106,16 @@ function MetricChart({
         <h2 id={`${testId}-title`}>{title}</h2>
         <span className="chart-head-side">
           {q.isFetching && <span className="muted small">updating… </span>}
-          {latest && (
-            <span
-              className="small"
-              data-testid={`chart-latest-${series}`}
-              title={`Average over the last ${q.data?.step_s ?? "?"} s step, at ${formatDateTime(latest.at)}`}
-            >
-              latest <strong>{formatMetric(latest.value, q.data!.unit)}</strong>
-              {latest.lines > 1 && <span className="muted"> (highest: {latest.line})</span>}
+          {latest && q.data && (
+            <span className="small" data-testid={`chart-latest-${series}`} data-source={latest.source} title={readoutTitle(latest, summary)}>
+              latest <strong>{formatMetric(latest.value, q.data.unit)}</strong>
+              {latest.of !== null && <span className="muted"> (highest: {latest.of})</span>}
+              {latest.highest && (
+                <span className="muted">
+                  {" "}
+                  (highest: {latest.highest.line} {formatMetric(latest.highest.value, q.data.unit)})
+                </span>
+              )}
             </span>
           )}
         </span>

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  axisScale,
   EMPTY,
   formatBytes,
   formatBytesExact,
@@ -10,6 +11,7 @@ import {
   formatPercent,
   formatRelativeTime,
   MS,
+  niceStep,
   ParseError,
   parseDuration,
   parseRatio,
@@ -442,5 +444,52 @@ describe("times", () => {
     expect(formatRelativeTime("garbage", Date.now())).toBe(EMPTY);
     expect(formatRelativeTime(iso, "garbage")).toBe(EMPTY);
     expect(formatRelativeTime(null)).toBe(EMPTY);
+  });
+});
+
+// Issue 16: a backlog axis read "1 msgs, 1 msgs, 0 msgs" (ticks at 0.5 steps rounded to whole messages).
+describe("chart value axes", () => {
+  const labels = (lo: number, hi: number, unit: string) => {
+    const scale = axisScale(lo, hi, unit);
+    return scale.ticks.map(scale.label);
+  };
+  const distinct = (xs: string[]) => new Set(xs).size === xs.length;
+
+  it("steps by 1, 2 or 5 times a power of ten", () => {
+    expect([0.13, 0.2, 0.21, 0.7, 1, 3, 45, 1203].map(niceStep)).toEqual([0.2, 0.2, 0.5, 1, 1, 5, 50, 2000]);
+    expect(niceStep(0.30000000000000004)).toBe(0.5);
+    expect(niceStep(0)).toBe(1);
+  });
+
+  it("gives counts whole-number ticks with distinct labels, however small the values", () => {
+    expect(labels(0, 1, "messages")).toEqual(["0 msgs", "1 msgs"]);
+    expect(labels(0, 2, "messages")).toEqual(["0 msgs", "1 msgs", "2 msgs"]);
+    expect(labels(0, 0.4, "count")).toEqual(["0", "1"]); // step averages below one: still whole ticks
+    expect(labels(0, 0, "messages")).toEqual(["0 msgs", "1 msgs"]); // a flat zero line
+    expect(labels(0, 6017, "messages")).toEqual(["0 msgs", "2,000 msgs", "4,000 msgs", "6,000 msgs", "8,000 msgs"]);
+    for (const hi of [1, 2, 3, 4, 7, 9, 11, 13, 99, 101]) {
+      const scale = axisScale(0, hi, "messages");
+      expect(scale.interval).toBeGreaterThanOrEqual(1);
+      expect(scale.ticks.every(Number.isInteger)).toBe(true);
+      expect(distinct(scale.ticks.map(scale.label))).toBe(true);
+      expect(scale.max).toBeGreaterThanOrEqual(hi);
+    }
+  });
+
+  it("labels bytes in one binary unit per axis with the decimals its step needs", () => {
+    // formatBytes would print 2000, 2020 and 2040 B all as "2 KiB".
+    expect(labels(1990, 2050, "bytes")).toEqual(["1.94 KiB", "1.96 KiB", "1.98 KiB", "2 KiB", "2.02 KiB"]);
+    expect(labels(0, 3 * 1024 ** 2, "bytes")).toEqual(["0 MiB", "1 MiB", "2 MiB", "3 MiB"]);
+    expect(labels(0, 1.2 * 1024 ** 3, "bytes")).toEqual(["0 GiB", "0.5 GiB", "1 GiB", "1.5 GiB"]);
+    expect(labels(0, 3, "bytes")).toEqual(["0 B", "1 B", "2 B", "3 B"]); // no half bytes
+    for (const hi of [5, 700, 1023, 1025, 5000, 123_456, 10 * 1024 ** 2 + 1, 7.7 * 1024 ** 4]) {
+      for (const lo of [0, hi * 0.97]) expect(distinct(labels(lo, hi, "bytes"))).toBe(true);
+    }
+  });
+
+  it("labels ratios as percentages, 0-100 % in 20 % steps", () => {
+    expect(labels(0, 1, "ratio")).toEqual(["0%", "20%", "40%", "60%", "80%", "100%"]);
+    expect(labels(0, 0.03, "ratio")).toEqual(["0%", "1%", "2%", "3%"]);
+    expect(distinct(labels(0.1, 0.104, "ratio"))).toBe(true);
   });
 });

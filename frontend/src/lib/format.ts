@@ -406,3 +406,79 @@ export function formatRelativeTime(
   const text = formatDuration(rounded, { maxParts: opts.maxParts ?? 1 });
   return diff < 0 ? `${text} ago` : `in ${text}`;
 }
+
+// ---------------------------------------------------------------------------
+// Chart value axes
+
+/** 1, 2 or 5 × 10^k: the smallest such step at or above ``raw`` (> 0). */
+export function niceStep(raw: number): number {
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const fraction = raw / magnitude;
+  // A hair of slack: 0.30000000000000004 / 0.1 is not above 3.
+  const nice = [1, 2, 5, 10].find((n) => fraction <= n * (1 + 1e-9))!;
+  return Number((nice * magnitude).toPrecision(12));
+}
+
+/** Fraction digits that tell ticks ``step`` apart (a 1-2-5 step): 0.5 → 1, 0.05 → 2, 20 → 0. */
+function stepDecimals(step: number): number {
+  return step >= 1 ? 0 : Math.ceil(-Math.log10(step) - 1e-9);
+}
+
+export interface AxisScale {
+  min: number;
+  max: number;
+  interval: number;
+  /** Every tick from ``min`` to ``max``, ``interval`` apart. */
+  ticks: number[];
+  /** The label of a tick: in one unit for the whole axis, with as many digits as the ticks need to differ. */
+  label: (value: number) => string;
+}
+
+/**
+ * A value axis from ``lo`` to ``hi`` in ``unit`` (a metric unit: ratio, bytes, messages, count) with
+ * about ``splits`` intervals, each a round step, and labels that are never equal for two ticks.
+ *
+ * The labels are formatted with the step in mind, not tick by tick: ECharts' own ticks on a small
+ * backlog (0, 0.5, 1, 1.5) rounded to whole messages printed "0 msgs, 1 msgs, 1 msgs, 2 msgs", and
+ * formatBytes' one decimal prints 2000, 2020 and 2040 B all as "2 KiB". So counts (messages, count,
+ * and bytes below 1 KiB) step by whole numbers, at least 1; bytes take one binary unit for the whole
+ * axis (the one of its largest value) and the decimals its step needs; ratios are percentages with
+ * the decimals their step needs.
+ */
+export function axisScale(lo: number, hi: number, unit: string, splits = 5): AxisScale {
+  if (!Number.isFinite(lo)) lo = 0;
+  if (!Number.isFinite(hi) || hi < lo) hi = lo;
+  const integer = unit === "messages" || unit === "count";
+  let divisor = 1;
+  let suffix = "";
+  if (unit === "bytes") {
+    const magnitude = Math.max(Math.abs(lo), Math.abs(hi));
+    let power = 0;
+    while (power < BYTE_UNITS.length - 1 && 1024 ** (power + 1) <= magnitude) power += 1;
+    divisor = 1024 ** power;
+    suffix = ` ${BYTE_UNITS[power]}`;
+  } else if (unit === "ratio") {
+    divisor = 0.01; // in percent
+    suffix = "%";
+  } else if (unit === "messages") {
+    suffix = " msgs";
+  }
+  const whole = integer || (unit === "bytes" && divisor === 1); // no fraction of a message or of a byte
+  if (hi === lo) hi = lo + (whole ? 1 : divisor); // a flat line still gets an axis
+  let stepUnits = niceStep((hi - lo) / divisor / Math.max(1, splits));
+  if (whole) stepUnits = Math.max(1, stepUnits);
+  const interval = stepUnits * divisor;
+  const first = Math.floor(lo / interval + 1e-9);
+  const last = Math.max(first + 1, Math.ceil(hi / interval - 1e-9));
+  const decimals = stepDecimals(stepUnits);
+  const number = new Intl.NumberFormat("en-US", { minimumFractionDigits: 0, maximumFractionDigits: decimals });
+  const label = (value: number) => {
+    const units = value / divisor;
+    // Snap to the tick grid (floating noise, and no "-0" for a tick at zero).
+    const snapped = Math.abs(units) < stepUnits / 2 ? 0 : Number(units.toFixed(decimals));
+    return `${number.format(snapped)}${suffix}`;
+  };
+  const ticks = Array.from({ length: last - first + 1 }, (_, i) => Number(((first + i) * interval).toPrecision(12)));
+  return { min: ticks[0]!, max: ticks.at(-1)!, interval: Number(interval.toPrecision(12)), ticks, label };
+}

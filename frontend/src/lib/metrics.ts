@@ -1,8 +1,8 @@
 // Metrics helpers: disk level against the three node watermarks, and the
 // ECharts option for a metric series (lines, watermark lines, forecast).
 
-import type { MetricRange, MetricSeries, MetricUnit, Point, Watermarks } from "../api/types";
-import { formatBytes, formatCount, formatDateTime, formatDuration, formatPercent } from "./format";
+import type { MetricRange, MetricSeries, MetricSeriesName, MetricsSummary, MetricUnit, Point, Watermarks } from "../api/types";
+import { axisScale, formatBytes, formatCount, formatDateTime, formatDuration, formatPercent } from "./format";
 
 export const RANGES: MetricRange[] = ["1h", "6h", "24h", "7d", "30d"];
 
@@ -94,7 +94,11 @@ export interface LatestValue {
   lines: number;
 }
 
-/** The latest point of each line, and of those the highest (the fullest node, the worst namespace). */
+/**
+ * The latest point of each line, and of those the highest (the fullest node, the worst namespace). The
+ * server ends every line at its latest sample (not at a partial step average), so this is the current
+ * value of the line.
+ */
 export function latestValue(data: MetricSeries, title: string): LatestValue | null {
   let best: Omit<LatestValue, "lines"> | null = null;
   let lines = 0;
@@ -235,14 +239,85 @@ export function seriesOption(data: MetricSeries, title: string, range?: MetricRa
       axisLabel: { hideOverlap: true },
       ...(range ? timeAxisBounds(data, range, now, forecast) : {}),
     },
-    yAxis: {
-      type: "value",
-      min: unit === "ratio" ? 0 : undefined,
-      max: unit === "ratio" ? 1 : undefined,
-      axisLabel: { formatter: (v: number) => formatMetric(v, unit) },
-    },
+    yAxis: valueAxis(data, unit, forecast),
     series,
   };
+}
+
+/**
+ * The value axis of a chart: round steps whose labels are distinct (see :func:`axisScale`); counts step
+ * by whole numbers (``minInterval`` 1: no "1 msgs, 1 msgs" from ticks at 0.5 and 1). A ratio spans
+ * 0–100 % (the watermarks and the forecast are drawn against it); other units start at zero and reach
+ * the highest value drawn.
+ */
+export function valueAxis(data: MetricSeries, unit: MetricUnit | string, forecast: Point[] = []): Record<string, unknown> {
+  let lo = 0;
+  let hi = unit === "ratio" ? 1 : 0;
+  if (unit !== "ratio") {
+    for (const points of [...data.lines.map((l) => l.points), forecast]) {
+      for (const [, v] of points) {
+        if (!Number.isFinite(v)) continue;
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+    }
+  }
+  const scale = axisScale(lo, hi, unit);
+  const whole = unit === "messages" || unit === "count" || (unit === "bytes" && scale.interval >= 1);
+  return {
+    type: "value",
+    min: scale.min,
+    max: scale.max,
+    interval: scale.interval,
+    ...(whole ? { minInterval: 1 } : {}),
+    axisLabel: { formatter: scale.label },
+  };
+}
+
+/** The card on the Overview showing the same figure as a chart: the summary field it reads. */
+export const SUMMARY_FIELD: Partial<Record<MetricSeriesName, "expired_ratio" | "backlog_messages">> = {
+  expired_ratio: "expired_ratio",
+  backlog_messages: "backlog_messages",
+};
+
+export interface Readout {
+  value: number;
+  /** "summary": the card's own field; "series": the latest sample of the chart's lines. */
+  source: "summary" | "series";
+  /** The line ``value`` belongs to, where several are drawn (the fullest node, the longest queue). */
+  of: string | null;
+  /** Beside a cluster figure drawn as several lines: the highest line now, and its value. */
+  highest: { line: string; value: number } | null;
+  /** The latest sample's time (series readouts). */
+  at: number | null;
+}
+
+/**
+ * The current figure shown next to a chart. Where the Overview has a card for the same quantity
+ * (cluster expired ratio and backlog, each node's disk use) it is the card's own field of the summary,
+ * so the two never disagree: a cluster figure is the cluster's, never the worst line's nor a step
+ * average. The highest line (the worst namespace) is named beside it. Without a card (or without a
+ * summary) it is the highest line's latest sample.
+ */
+export function chartReadout(name: MetricSeriesName, data: MetricSeries | undefined, summary: MetricsSummary | undefined, title: string): Readout | null {
+  const latest = data ? latestValue(data, title) : null;
+  const field = SUMMARY_FIELD[name];
+  if (summary && field && Number.isFinite(summary[field])) {
+    const highest = latest && latest.lines > 1 ? { line: latest.line, value: latest.value } : null;
+    return { value: summary[field], source: "summary", of: null, highest, at: null };
+  }
+  if (summary && name === "disk_used_ratio") {
+    let fullest: { name: string; ratio: number } | null = null;
+    let reporting = 0;
+    for (const n of summary.nodes) {
+      if (n.disk_used_ratio === null || !Number.isFinite(n.disk_used_ratio)) continue;
+      reporting += 1;
+      if (fullest === null || n.disk_used_ratio > fullest.ratio) fullest = { name: n.name, ratio: n.disk_used_ratio };
+    }
+    if (fullest) return { value: fullest.ratio, source: "summary", of: reporting > 1 ? fullest.name : null, highest: null, at: null };
+  }
+  if (!latest) return null;
+  return { value: latest.value, source: "series", of: latest.lines > 1 ? latest.line : null, highest: null, at: latest.at };
 }
 
 /** Plain-text summary of a series for screen readers: latest value per line. */

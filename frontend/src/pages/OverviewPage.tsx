@@ -379,7 +379,7 @@ function MetricsSection({
       {!unavailable && (
         <div className="section">
           <Suspense fallback={<LoadingState label="Loading charts…" />}>
-            <OverviewCharts range={range} refetchInterval={refetchInterval} />
+            <OverviewCharts range={range} refetchInterval={refetchInterval} summary={summary.data} />
           </Suspense>
         </div>
       )}

@@ -138,6 +138,57 @@ describe("overview", () => {
   });
 });
 
+describe("overview charts' readouts", () => {
+  const now = Date.now();
+  // The charts' lines end at their latest samples; the readouts beside the charts that have a card are the
+  // card's own summary field (issue 16: "latest 48 %" beside a 97 % card, from a partial step average).
+  const line = (labels: Record<string, string>, ...values: number[]) => ({
+    labels,
+    points: values.map((v, i) => [now - (values.length - 1 - i) * 12_000, v] as [number, number]),
+  });
+  const charts: Record<string, MetricSeries> = {
+    expired_ratio: { series: "expired_ratio", unit: "ratio", step_s: 12, lines: [line({ namespace: "orders" }, 0, 0.45), line({ namespace: "payments" }, 0.2, 0.2)] },
+    backlog_messages: { series: "backlog_messages", unit: "messages", step_s: 12, lines: [line({ namespace: "orders" }, 3000, 3468), line({ namespace: "payments" }, 2549)] },
+    celery_queue_depth: { series: "celery_queue_depth", unit: "messages", step_s: 12, lines: [line({ queue: "celery" }, 3, 4), line({ queue: "lifecycle.node-1" }, 9, 7)] },
+    delete_queue_length: { series: "delete_queue_length", unit: "count", step_s: 12, lines: [line({ node: "node-1" }, 1, 2)] },
+    disk_used_ratio: { series: "disk_used_ratio", unit: "ratio", step_s: 12, lines: [line({ node: "node-1" }, 0.46, 0.47)], watermarks: wm, forecast: [] },
+  };
+  const routes = (s: MetricsSummary | (() => Response)) => ({
+    "GET /api/auth/me": viewer,
+    "GET /api/health": health,
+    "GET /api/alerts/status": { status: "ok", firing: 0, silenced: 0, acknowledged: 0, critical: 0, pending: 0 },
+    "GET /api/alerts/": page([]),
+    "GET /api/metrics/summary": s,
+    "GET /api/metrics/series": (url: string) => jsonResponse(charts[new URL(url, "http://x").searchParams.get("series")!]),
+  });
+
+  it("shows the card's figure beside a chart that has a card, and names the highest line with its own value", async () => {
+    mockFetch(routes(summary));
+    renderApp("/?range=1h");
+    expect((await screen.findByTestId("metric-expired-ratio")).textContent).toContain("39.6%");
+    const expired = await screen.findByTestId("chart-latest-expired_ratio");
+    await waitFor(() => expect(expired.textContent).toBe("latest 39.6% (highest: orders 45%)"));
+    expect(expired.getAttribute("data-source")).toBe("summary");
+    expect(screen.getByTestId("metric-backlog").textContent).toContain("6,017 msgs");
+    expect((await screen.findByTestId("chart-latest-backlog_messages")).textContent).toBe("latest 6,017 msgs (highest: orders 3,468 msgs)");
+    // Disk: the fullest node's figure from the same summary as its disk card (50%), not the chart's 47%.
+    expect((await screen.findByTestId("chart-latest-disk_used_ratio")).textContent).toBe("latest 50%");
+    // No card for these: the highest line's latest sample (the chart's last point).
+    const queues = await screen.findByTestId("chart-latest-celery_queue_depth");
+    expect(queues.textContent).toBe("latest 7 msgs (highest: lifecycle.node-1)");
+    expect(queues.getAttribute("data-source")).toBe("series");
+    expect((await screen.findByTestId("chart-latest-delete_queue_length")).textContent).toBe("latest 2");
+  });
+
+  it("falls back to the charts' latest samples when the summary cannot be loaded", async () => {
+    mockFetch(routes(() => jsonResponse({ detail: "boom" }, 500)));
+    renderApp("/?range=1h");
+    const expired = await screen.findByTestId("chart-latest-expired_ratio");
+    expect(expired.textContent).toBe("latest 45% (highest: orders)");
+    expect(expired.getAttribute("data-source")).toBe("series");
+  });
+});
+
 describe("namespace page", () => {
   const ns: Namespace = {
     name: "orders",
