@@ -190,6 +190,76 @@ def test_an_unknown_namespace_has_no_report(api_as, namespaces):
     assert api_as("viewer").get("/api/namespaces/orders/reports/lifecycle").json() == []
 
 
+# -- the report with its totals (issue 16: the report tab renders these, it adds nothing up) ------------
+
+SUMMARY = "/api/namespaces/orders/reports/lifecycle/summary"
+
+
+def test_the_summary_sends_the_rows_and_their_totals_weighted_by_records_not_days(api_as, service_client, namespaces):
+    histogram = {"le_1m": 5, "le_1h": 0, "le_1d": 0, "le_7d": 5, "le_30d": 0, "gt_30d": 100}
+    body = report(
+        row(date="2024-01-03", records=300, bytes=30_000, expired_records=0, expired_bytes=0, superseded_records=0),
+        row(date="2024-01-02", records=100, expired_records=100, expired_bytes=10_000, lifetime_histogram=histogram),
+        row(date="2024-01-01", records=50, expired_records=10, keyed_records=50, superseded_records=50),
+        row("audit", records=1_000, expired_records=1_000, keyed_records=0, superseded_records=0, unbounded_records=0),
+    )
+    assert service_client.post(URL, body, format="json").status_code == 200
+    viewer = api_as("viewer")
+    summary = viewer.get(SUMMARY).json()
+    # The rows are the list endpoint's, unchanged (it stays as it was).
+    assert summary["namespace"] == "orders"
+    assert summary["rows"] == viewer.get("/api/namespaces/orders/reports/lifecycle").json()
+    assert [r["day"] for r in summary["rows"]] == ["2024-01-03", "2024-01-02", "2024-01-01"]
+    totals = summary["totals"]
+    assert totals == {
+        "days": 3,
+        "first_day": "2024-01-01",
+        "last_day": "2024-01-03",
+        "records": 450,
+        "bytes": 50_000,
+        "expired_records": 110,
+        "expired_bytes": 12_000,
+        # Ratios of the sums: 110 of 450, not the mean of the days' 0, 1 and 0.2.
+        "expired_ratio": pytest.approx(110 / 450),
+        "expired_bytes_ratio": pytest.approx(12_000 / 50_000),
+        "unbounded_records": 30,
+        "keyed_records": 210,
+        "superseded_records": 70,
+        "superseded_bytes": 4_500,
+        "duplicate_key_ratio": pytest.approx(70 / 210),
+        "lifetime_histogram": {"le_1m": 15, "le_1h": 80, "le_1d": 80, "le_7d": 15, "le_30d": 0, "gt_30d": 100},
+        "lifetime_shares": {
+            "le_1m": pytest.approx(15 / 290),
+            "le_1h": pytest.approx(80 / 290),
+            "le_1d": pytest.approx(80 / 290),
+            "le_7d": pytest.approx(15 / 290),
+            "le_30d": 0.0,
+            "gt_30d": pytest.approx(100 / 290),
+        },
+    }
+    # The totals are those of the days sent: the most recent one only with days=1.
+    one = viewer.get(f"{SUMMARY}?days=1").json()
+    assert [r["day"] for r in one["rows"]] == ["2024-01-03"]
+    assert (one["totals"]["days"], one["totals"]["records"], one["totals"]["expired_ratio"]) == (1, 300, 0.0)
+    assert one["totals"]["first_day"] == one["totals"]["last_day"] == "2024-01-03"
+
+
+def test_a_summary_without_rows_has_zero_sums_and_no_ratios(api_as, namespaces):
+    totals = api_as("viewer").get(SUMMARY).json()
+    assert totals["rows"] == []
+    totals = totals["totals"]
+    assert (totals["days"], totals["first_day"], totals["last_day"], totals["records"]) == (0, None, None, 0)
+    assert totals["expired_ratio"] is None and totals["duplicate_key_ratio"] is None
+    assert set(totals["lifetime_shares"].values()) == {None}
+
+
+def test_the_summary_checks_its_namespace_days_and_reader(api_as, namespaces):
+    assert api_as("viewer").get("/api/namespaces/nope/reports/lifecycle/summary").status_code == 404
+    response = api_as("viewer").get(f"{SUMMARY}?days=0")
+    assert response.status_code == 400 and "greater than or equal to 1" in response.json()["days"][0]
+    assert APIClient().get(SUMMARY).status_code == 401
+
+
 # -- starting Spark jobs ---------------------------------------------------------------------
 
 

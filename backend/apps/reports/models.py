@@ -44,6 +44,9 @@ class LifecycleReportRow(models.Model):
         return f"{self.namespace_id}/{self.day}"
 
 
+# The lifetime histogram's buckets, in order (spark_jobs.transforms.LIFETIME_BUCKETS; upper bounds inclusive).
+LIFETIME_BUCKETS = ("le_1m", "le_1h", "le_1d", "le_7d", "le_30d", "gt_30d")
+
 # The measures a lifecycle report row carries, as the Spark job posts them (one list for every reader).
 REPORT_FIELDS = (
     "records",

@@ -9,15 +9,14 @@ from backend.apps.reports import jobs
 from backend.apps.reports.models import REPORT_FIELDS, LifecycleReportRow
 
 MAX_ROWS = 100_000
-LIFETIME_BUCKETS = ("le_1m", "le_1h", "le_1d", "le_7d", "le_30d", "gt_30d")  # spark_jobs.transforms
 
 
 def _count(**kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=0, **kwargs)
 
 
-def _ratio() -> serializers.FloatField:
-    return serializers.FloatField(min_value=0.0, max_value=1.0, allow_null=True)
+def _ratio(**kwargs: Any) -> serializers.FloatField:
+    return serializers.FloatField(min_value=0.0, max_value=1.0, allow_null=True, **kwargs)
 
 
 def _ms(min_value: int | None = None) -> serializers.IntegerField:
@@ -112,6 +111,46 @@ class LifecycleReportRowOutputSerializer(serializers.ModelSerializer):
         model = LifecycleReportRow
         fields = ["namespace", "day", *REPORT_FIELDS, "generated_at", "received_at"]
         read_only_fields = fields
+
+
+class LifetimeSharesSerializer(serializers.Serializer):
+    """Each bucket's share of the records that have an expiry (0–1); null when none has."""
+
+    le_1m = _ratio()
+    le_1h = _ratio()
+    le_1d = _ratio()
+    le_7d = _ratio()
+    le_30d = _ratio()
+    gt_30d = _ratio()
+
+
+class LifecycleReportTotalsSerializer(serializers.Serializer):
+    """The report's days taken together (``selectors.report_totals``): sums, and ratios of the sums."""
+
+    days = _count(help_text="report days summed (at most the days asked for)")
+    first_day = serializers.DateField(allow_null=True, help_text="the oldest of them")
+    last_day = serializers.DateField(allow_null=True, help_text="the newest of them")
+    records = _count()
+    bytes = _count()
+    expired_records = _count()
+    expired_bytes = _count()
+    expired_ratio = _ratio(help_text="expired_records ÷ records; null without records")
+    expired_bytes_ratio = _ratio(help_text="expired_bytes ÷ bytes; null without bytes")
+    unbounded_records = _count(help_text="records without an expiry")
+    keyed_records = _count()
+    superseded_records = _count()
+    superseded_bytes = _count(help_text="what compaction would reclaim")
+    duplicate_key_ratio = _ratio(help_text="superseded_records ÷ keyed_records; null without keyed records")
+    lifetime_histogram = LifetimeHistogramSerializer(help_text="the days' histograms added up per bucket")
+    lifetime_shares = LifetimeSharesSerializer()
+
+
+class LifecycleReportOutputSerializer(serializers.Serializer):
+    """The namespace's report: the rows (as the list endpoint answers them) and their totals."""
+
+    namespace = serializers.CharField()
+    rows = LifecycleReportRowOutputSerializer(many=True, help_text="one per day, newest first")
+    totals = LifecycleReportTotalsSerializer(help_text="over the rows sent, from the same read")
 
 
 class SparkJobInputSerializer(StrictSerializer):

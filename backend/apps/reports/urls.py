@@ -9,5 +9,10 @@ urlpatterns = [
         views.NamespaceLifecycleReportView.as_view(),
         name="namespace-report-lifecycle",
     ),
+    path(
+        "namespaces/<str:name>/reports/lifecycle/summary",
+        views.NamespaceLifecycleReportSummaryView.as_view(),
+        name="namespace-report-lifecycle-summary",
+    ),
     path("spark-jobs", views.SparkJobStartView.as_view(), name="spark-job-start"),
 ]

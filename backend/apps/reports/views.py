@@ -10,6 +10,7 @@ from backend.apps.namespaces.models import Namespace
 from backend.apps.reports import selectors, services
 from backend.apps.reports.serializers import (
     LifecycleReportInputSerializer,
+    LifecycleReportOutputSerializer,
     LifecycleReportQuerySerializer,
     LifecycleReportResultSerializer,
     LifecycleReportRowOutputSerializer,
@@ -53,6 +54,23 @@ class NamespaceLifecycleReportView(APIView):
         query.is_valid(raise_exception=True)
         rows = selectors.lifecycle_report(namespace, query.validated_data["days"])
         return Response(LifecycleReportRowOutputSerializer(rows, many=True).data)
+
+
+class NamespaceLifecycleReportSummaryView(APIView):
+    """The namespace's lifecycle report with its totals over the days shown: the figures the report tab
+    renders, computed here once (the list endpoint above stays as it was, rows only)."""
+
+    @extend_schema(
+        parameters=[LifecycleReportQuerySerializer],
+        responses={200: LifecycleReportOutputSerializer},
+        tags=["reports"],
+    )
+    def get(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace, name=name)
+        query = LifecycleReportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        report = selectors.lifecycle_report_with_totals(namespace, query.validated_data["days"])
+        return Response(LifecycleReportOutputSerializer(report).data)
 
 
 class SparkJobStartView(APIView):

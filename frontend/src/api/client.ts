@@ -17,7 +17,7 @@ import type {
   CursorResult,
   FieldErrors,
   Health,
-  LifecycleReportRow,
+  LifecycleReport,
   LoginRequest,
   MessagePage,
   MessageQuery,
@@ -558,9 +558,9 @@ export function cancelRun(id: number): Promise<TaskRun> {
 // ---------------------------------------------------------------------------
 // Lifecycle reports and Spark jobs
 
-/** The namespace's `days` most recent report days, newest first. */
-export function getLifecycleReport(name: string, days: number, signal?: AbortSignal): Promise<LifecycleReportRow[]> {
-  return request<LifecycleReportRow[]>(withQuery(`/api/namespaces/${enc(name)}/reports/lifecycle`, { days }), { signal });
+/** The namespace's `days` most recent report days, newest first, with the server's totals over them. */
+export function getLifecycleReport(name: string, days: number, signal?: AbortSignal): Promise<LifecycleReport> {
+  return request<LifecycleReport>(withQuery(`/api/namespaces/${enc(name)}/reports/lifecycle/summary`, { days }), { signal });
 }
 
 /** Start a Spark job (operator); answers the task run to poll. */

@@ -636,6 +636,40 @@ export interface LifecycleReportRow {
   received_at: string;
 }
 
+/** A namespace's report days taken together, as the control plane adds them up (sums; ratios of the sums). */
+export interface LifecycleReportTotals {
+  /** report days summed (at most the days asked for) */
+  days: number;
+  first_day: string | null;
+  last_day: string | null;
+  records: number;
+  bytes: number;
+  expired_records: number;
+  expired_bytes: number;
+  /** expired ÷ stored records over the days (weighted by records); null without records */
+  expired_ratio: number | null;
+  expired_bytes_ratio: number | null;
+  unbounded_records: number;
+  keyed_records: number;
+  superseded_records: number;
+  /** what compaction would reclaim */
+  superseded_bytes: number;
+  /** superseded ÷ keyed records over the days; null without keyed records */
+  duplicate_key_ratio: number | null;
+  /** the days' histograms added up per bucket */
+  lifetime_histogram: LifetimeHistogram;
+  /** each bucket's share of the records that have an expiry; null when none has */
+  lifetime_shares: Record<keyof LifetimeHistogram, number | null>;
+}
+
+/** GET /api/namespaces/<name>/reports/lifecycle/summary: the rows and their totals, from one read. */
+export interface LifecycleReport {
+  namespace: string;
+  /** newest first */
+  rows: LifecycleReportRow[];
+  totals: LifecycleReportTotals;
+}
+
 export interface SparkJobRequest {
   job: string;
   namespace?: string | null;

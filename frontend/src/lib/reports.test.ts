@@ -1,49 +1,26 @@
 import { describe, expect, it } from "vitest";
-import { reportRow } from "../test/reports";
-import {
-  expiredTone,
-  formatPercentiles,
-  formatReportDay,
-  formatReportDuration,
-  lifetimeDistribution,
-  reportTotals,
-} from "./reports";
+import { reportTotals } from "../test/reportTotals";
+import { expiredTone, formatPercentiles, formatReportDay, formatReportDuration, LIFETIME_BUCKETS, lifetimeBars } from "./reports";
 
-describe("reportTotals", () => {
-  it("sums the days and weights the ratios by records, not by days", () => {
-    const totals = reportTotals([
-      reportRow("2024-01-02", { records: 300, expired_records: 0, keyed_records: 100, superseded_records: 0 }),
-      reportRow("2024-01-01", { records: 100, expired_records: 100, keyed_records: 100, superseded_records: 50 }),
-    ]);
-    expect(totals.days).toBe(2);
-    expect(totals.records).toBe(400);
-    expect(totals.bytes).toBe(20_000);
-    expect(totals.expiredRatio).toBe(0.25); // 100 of 400, not the mean of 0 and 1
-    expect(totals.duplicateKeyRatio).toBe(0.25); // 50 of 200 keyed
-    expect(totals.reclaimableBytes).toBe(3_000);
-    expect(totals.unboundedRecords).toBe(20);
-  });
-
-  it("has no ratios without records", () => {
-    const totals = reportTotals([]);
-    expect(totals.expiredRatio).toBeNull();
-    expect(totals.duplicateKeyRatio).toBeNull();
-    expect(totals.records).toBe(0);
-  });
-});
-
-describe("lifetimeDistribution", () => {
-  it("sums the histograms in bucket order with shares of the records that expire", () => {
-    const bars = lifetimeDistribution([reportRow("2024-01-02"), reportRow("2024-01-01", { lifetime_histogram: { le_1m: 5, le_1h: 0, le_1d: 0, le_7d: 5, le_30d: 0, gt_30d: 100 } })]);
+describe("lifetimeBars", () => {
+  it("labels the server's sums and shares in bucket order, as they are", () => {
+    // Deliberately not shares of these counts: the bars show what the server sent, nothing recomputed.
+    const bars = lifetimeBars(
+      reportTotals({
+        lifetime_histogram: { le_1m: 10, le_1h: 40, le_1d: 40, le_7d: 10, le_30d: 0, gt_30d: 100 },
+        lifetime_shares: { le_1m: 0.01, le_1h: 0.02, le_1d: 0.03, le_7d: 0.04, le_30d: 0, gt_30d: 0.9 },
+      }),
+    );
     expect(bars.map((b) => b.key)).toEqual(["le_1m", "le_1h", "le_1d", "le_7d", "le_30d", "gt_30d"]);
     expect(bars.map((b) => b.records)).toEqual([10, 40, 40, 10, 0, 100]);
-    expect(bars[5]!.share).toBe(0.5);
+    expect(bars.map((b) => b.share)).toEqual([0.01, 0.02, 0.03, 0.04, 0, 0.9]);
     expect(bars[0]!.label).toBe("≤ 1 min");
+    expect(bars.map((b) => b.label)).toEqual(LIFETIME_BUCKETS.map((b) => b.label));
   });
 
-  it("has no shares when no record expires", () => {
-    const none = { le_1m: 0, le_1h: 0, le_1d: 0, le_7d: 0, le_30d: 0, gt_30d: 0 };
-    expect(lifetimeDistribution([reportRow("2024-01-01", { lifetime_histogram: none })]).every((b) => b.share === null)).toBe(true);
+  it("has no shares when the server has none (no record expires)", () => {
+    const none = { le_1m: null, le_1h: null, le_1d: null, le_7d: null, le_30d: null, gt_30d: null };
+    expect(lifetimeBars(reportTotals({ lifetime_shares: none })).every((b) => b.share === null)).toBe(true);
   });
 });
 

@@ -1,6 +1,8 @@
-// Lifecycle report helpers: totals over the shown days, the lifetime histogram, thresholds, wording.
+// Lifecycle report helpers: the lifetime histogram's labels, thresholds, wording. The totals over the
+// days shown are the control plane's (reports selectors, issue 16): the report tab renders them and
+// never adds the rows up itself.
 
-import type { LifecycleReportRow, LifetimeHistogram } from "../api/types";
+import type { LifecycleReportTotals, LifetimeHistogram } from "../api/types";
 import { formatDuration } from "./format";
 
 /** The command that computes the report by hand (it POSTs here with --post-url and CONTROL_PLANE_TOKEN). */
@@ -19,54 +21,6 @@ export const LIFETIME_BUCKETS: { key: keyof LifetimeHistogram; label: string }[]
   { key: "gt_30d", label: "> 30 days" },
 ];
 
-const ratio = (part: number, whole: number): number | null => (whole > 0 ? part / whole : null);
-
-export interface ReportTotals {
-  days: number;
-  records: number;
-  bytes: number;
-  expiredRecords: number;
-  expiredBytes: number;
-  /** expired ÷ stored records over all days (weighted, not a mean of daily ratios) */
-  expiredRatio: number | null;
-  /** superseded ÷ keyed records over all days */
-  duplicateKeyRatio: number | null;
-  reclaimableBytes: number;
-  unboundedRecords: number;
-}
-
-export function reportTotals(rows: LifecycleReportRow[]): ReportTotals {
-  let records = 0,
-    bytes = 0,
-    expiredRecords = 0,
-    expiredBytes = 0,
-    keyed = 0,
-    superseded = 0,
-    reclaimableBytes = 0,
-    unboundedRecords = 0;
-  for (const r of rows) {
-    records += r.records;
-    bytes += r.bytes;
-    expiredRecords += r.expired_records;
-    expiredBytes += r.expired_bytes;
-    keyed += r.keyed_records;
-    superseded += r.superseded_records;
-    reclaimableBytes += r.superseded_bytes;
-    unboundedRecords += r.unbounded_records;
-  }
-  return {
-    days: rows.length,
-    records,
-    bytes,
-    expiredRecords,
-    expiredBytes,
-    expiredRatio: ratio(expiredRecords, records),
-    duplicateKeyRatio: ratio(superseded, keyed),
-    reclaimableBytes,
-    unboundedRecords,
-  };
-}
-
 export interface HistogramBar {
   key: keyof LifetimeHistogram;
   label: string;
@@ -75,11 +29,16 @@ export interface HistogramBar {
   share: number | null;
 }
 
-/** The lifetime histograms of the shown days summed, in bucket order. */
-export function lifetimeDistribution(rows: LifecycleReportRow[]): HistogramBar[] {
-  const sums = LIFETIME_BUCKETS.map((b) => rows.reduce((n, r) => n + (r.lifetime_histogram?.[b.key] ?? 0), 0));
-  const total = sums.reduce((a, b) => a + b, 0);
-  return LIFETIME_BUCKETS.map((b, i) => ({ ...b, records: sums[i]!, share: ratio(sums[i]!, total) }));
+/**
+ * The lifetime histogram of the days shown, in bucket order, labelled: the server's sums and shares
+ * (``totals`` of GET …/reports/lifecycle/summary), taken as they are. Nothing is added up here.
+ */
+export function lifetimeBars(totals: LifecycleReportTotals): HistogramBar[] {
+  return LIFETIME_BUCKETS.map((b) => ({
+    ...b,
+    records: totals.lifetime_histogram[b.key] ?? 0,
+    share: totals.lifetime_shares[b.key] ?? null,
+  }));
 }
 
 /** A lifetime or time past expiry: "1h 30m"; null (no record with an expiry) → "—"; negative → "already expired". */

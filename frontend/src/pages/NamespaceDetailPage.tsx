@@ -23,7 +23,7 @@ import { SegmentsList } from "../components/Segments";
 import { SubscriptionsPanel } from "../components/Subscriptions";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
-import type { LifecycleReportRow, ShardPlacement } from "../api/types";
+import type { LifecycleReportRow, LifecycleReportTotals, ShardPlacement } from "../api/types";
 import { placedOn } from "../lib/placement";
 import { formatBytes, formatCount, formatDateTime, formatPercent } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
@@ -32,11 +32,10 @@ import {
   formatPercentiles,
   formatReportDay,
   formatReportDuration,
-  lifetimeDistribution,
+  lifetimeBars,
   REPORT_COMMAND,
   REPORT_DAY_CHOICES,
   REPORT_JOB,
-  reportTotals,
 } from "../lib/reports";
 import { SYNC_TONE, TimeCell } from "./NamespacesPage";
 
@@ -314,7 +313,7 @@ function LifecycleReportPanel({ name }: { name: string }) {
   const report = useLifecycleReport(name, days);
   const { data: user } = useMe();
   const operator = canOperate(user);
-  const rows = report.data ?? [];
+  const rows = report.data?.rows ?? [];
 
   let content;
   if (report.isPending) content = <LoadingState label="Loading the lifecycle report…" />;
@@ -338,7 +337,7 @@ function LifecycleReportPanel({ name }: { name: string }) {
         </EmptyState>
       </div>
     );
-  } else content = <ReportTable rows={rows} />;
+  } else content = <ReportTable rows={rows} totals={report.data!.totals} />;
 
   return (
     <section data-testid="lifecycle-report">
@@ -364,17 +363,17 @@ function LifecycleReportPanel({ name }: { name: string }) {
   );
 }
 
-function ReportTable({ rows }: { rows: LifecycleReportRow[] }) {
-  const totals = reportTotals(rows);
-  const lifetimes = lifetimeDistribution(rows);
+/** The rows, and the totals over them as the control plane sends them (never added up here). */
+function ReportTable({ rows, totals }: { rows: LifecycleReportRow[]; totals: LifecycleReportTotals }) {
+  const lifetimes = lifetimeBars(totals);
   return (
     <>
       <div className="stat-grid" data-testid="report-totals">
         <Stat label={`Records (${totals.days} days)`} value={formatCount(totals.records)} testId="report-total-records" />
         <Stat label="Stored" value={formatBytes(totals.bytes)} testId="report-total-bytes" />
-        <Stat label="Expired, not reclaimed" value={formatPercent(totals.expiredRatio)} testId="report-total-expired-ratio" />
-        <Stat label="Duplicate keys" value={formatPercent(totals.duplicateKeyRatio)} testId="report-total-duplicate-ratio" />
-        <Stat label="Compaction would reclaim" value={formatBytes(totals.reclaimableBytes)} testId="report-total-reclaimable" />
+        <Stat label="Expired, not reclaimed" value={formatPercent(totals.expired_ratio)} testId="report-total-expired-ratio" />
+        <Stat label="Duplicate keys" value={formatPercent(totals.duplicate_key_ratio)} testId="report-total-duplicate-ratio" />
+        <Stat label="Compaction would reclaim" value={formatBytes(totals.superseded_bytes)} testId="report-total-reclaimable" />
       </div>
       <div className="table-wrap">
         <table className="table table-compact" data-testid="report-table">
@@ -427,7 +426,7 @@ function ReportTable({ rows }: { rows: LifecycleReportRow[] }) {
       </div>
       <h2 className="section">Record lifetimes</h2>
       <p className="muted small">
-        Records with an expiry, by lifetime, over the days shown; {formatCount(totals.unboundedRecords)} records never expire.
+        Records with an expiry, by lifetime, over the days shown; {formatCount(totals.unbounded_records)} records never expire.
       </p>
       <table className="table table-compact" data-testid="report-lifetimes">
         <tbody>

@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
 import type { Namespace, TaskRun, User } from "../api/types";
 import { reportRow } from "../test/reports";
+import { lifecycleReport } from "../test/reportTotals";
 import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
 
 const operator: User = { username: "olga", role: "operator" };
@@ -30,7 +31,7 @@ const ns: Namespace = {
 const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun =>
   taskRun(id, { kind: "lifecycle_report", node: "node-1", params: { job: "lifecycle-report" }, ...extra });
 
-const REPORT = "/api/namespaces/orders/reports/lifecycle";
+const REPORT = "/api/namespaces/orders/reports/lifecycle/summary";
 
 const routes = (user: User, extra: Record<string, unknown> = {}) => ({
   "GET /api/auth/me": user,
@@ -45,15 +46,24 @@ beforeEach(() => {
 });
 
 describe("namespace lifecycle report", () => {
-  it("shows one row per day, newest first, with totals and the lifetime distribution", async () => {
-    const fetch = mockFetch(
-      routes(viewer, {
-        [`GET ${REPORT}`]: [
-          reportRow("2024-01-02", { records: 300, bytes: 3 * 1024 ** 2, expired_records: 0, expired_ratio: 0, superseded_bytes: 1024 ** 2 }),
-          reportRow("2024-01-01", { lifetime_p50_ms: null, lifetime_p90_ms: null, lifetime_p99_ms: null }),
-        ],
-      }),
-    );
+  it("shows one row per day, newest first, with the server's totals and lifetime distribution", async () => {
+    const rows = [
+      reportRow("2024-01-02", { records: 300, bytes: 3 * 1024 ** 2, expired_records: 0, expired_ratio: 0, superseded_bytes: 1024 ** 2 }),
+      reportRow("2024-01-01", { lifetime_p50_ms: null, lifetime_p90_ms: null, lifetime_p99_ms: null }),
+    ];
+    // Issue 16: the totals are the control plane's. They are deliberately not the rows' sums (400 records,
+    // 25 expired, …) here: the tab must render what the server sent, never add the rows up itself.
+    const totals = {
+      records: 12_345,
+      bytes: 5 * 1024 ** 2,
+      expired_ratio: 0.0625,
+      duplicate_key_ratio: 0.4,
+      superseded_bytes: 7 * 1024 ** 2,
+      unbounded_records: 77,
+      lifetime_histogram: { le_1m: 1, le_1h: 81, le_1d: 2, le_7d: 3, le_30d: 0, gt_30d: 0 },
+      lifetime_shares: { le_1m: 0.01, le_1h: 0.87, le_1d: 0.05, le_7d: 0.07, le_30d: 0, gt_30d: 0 },
+    };
+    const fetch = mockFetch(routes(viewer, { [`GET ${REPORT}`]: lifecycleReport(rows, totals) }));
     renderApp("/namespaces/orders?tab=report");
     const newest = await screen.findByTestId("report-row-2024-01-02");
     expect(newest.textContent).toContain("Tue 2 Jan 2024");
@@ -66,12 +76,15 @@ describe("namespace lifecycle report", () => {
     const older = screen.getByTestId("report-row-2024-01-01");
     expect(older.textContent).toContain("25%");
     expect(older.textContent).toContain("—"); // no lifetimes that day
-    const rows = screen.getAllByTestId(/^report-row-/).map((r) => r.getAttribute("data-testid"));
-    expect(rows).toEqual(["report-row-2024-01-02", "report-row-2024-01-01"]);
-    expect(screen.getByTestId("report-total-records").textContent).toContain("400");
-    expect(screen.getByTestId("report-total-expired-ratio").textContent).toContain("6.3%"); // 25 of 400
-    expect(screen.getByTestId("report-total-duplicate-ratio").textContent).toContain("25%");
-    expect(screen.getByTestId("report-lifetime-le_1h").textContent).toContain("80");
+    const shown = screen.getAllByTestId(/^report-row-/).map((r) => r.getAttribute("data-testid"));
+    expect(shown).toEqual(["report-row-2024-01-02", "report-row-2024-01-01"]);
+    expect(screen.getByTestId("report-total-records").textContent).toBe("Records (2 days)12,345");
+    expect(screen.getByTestId("report-total-bytes").textContent).toContain("5 MiB");
+    expect(screen.getByTestId("report-total-expired-ratio").textContent).toContain("6.3%");
+    expect(screen.getByTestId("report-total-duplicate-ratio").textContent).toContain("40%");
+    expect(screen.getByTestId("report-total-reclaimable").textContent).toContain("7 MiB");
+    expect(screen.getByTestId("report-lifetimes").previousElementSibling?.textContent).toContain("77 records never expire");
+    expect(screen.getByTestId("report-lifetime-le_1h").textContent).toBe("≤ 1 h8187%");
     expect(screen.getByTestId("report-generated").textContent).toContain("Generated");
     // Viewers read; only operators run the report.
     expect(screen.queryByTestId("report-run")).toBeNull();
@@ -84,7 +97,7 @@ describe("namespace lifecycle report", () => {
     let reportCalls = 0;
     const fetch = mockFetch(
       routes(operator, {
-        [`GET ${REPORT}`]: () => jsonResponse(reportCalls++ === 0 ? [] : [reportRow("2024-01-01")]),
+        [`GET ${REPORT}`]: () => jsonResponse(lifecycleReport(reportCalls++ === 0 ? [] : [reportRow("2024-01-01")])),
         "POST /api/spark-jobs": () => jsonResponse(run(9), 202),
         "GET /api/runs/9/": run(9, { state: "succeeded", finished_at: "2024-05-01T12:01:00Z" }),
       }),
