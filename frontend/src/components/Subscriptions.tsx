@@ -222,6 +222,69 @@ function ShardBacklogTable({ sub }: { sub: SubscriptionRow }) {
   );
 }
 
+/**
+ * One field of the create and cursor forms: the label, the control (a select when given ``options``,
+ * else an input), and its error line beneath (the client's check first, else the server's), which the
+ * control is described by.
+ */
+function FormField<T extends string>({
+  id,
+  label,
+  value,
+  onChange,
+  testId,
+  options,
+  errors,
+  errorTestId,
+  wide,
+  ...input
+}: {
+  id: string;
+  label: string;
+  value: T;
+  onChange: (value: T) => void;
+  testId: string;
+  options?: readonly { value: T; label: string }[];
+  errors?: string[];
+  errorTestId?: string;
+  wide?: boolean;
+  type?: string;
+  inputMode?: "numeric";
+  autoComplete?: string;
+}) {
+  const control = { id, value, "data-testid": testId, "aria-describedby": errors?.length ? `${id}-error` : undefined };
+  return (
+    <div className={wide ? "field field-wide" : "field"}>
+      <label htmlFor={id}>{label}</label>
+      {options ? (
+        <select {...control} onChange={(e) => onChange(e.target.value as T)}>
+          {options.map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+      ) : (
+        <input {...control} {...input} onChange={(e) => onChange(e.target.value as T)} />
+      )}
+      <FieldMessage id={id} errors={errors} testId={errorTestId} />
+    </div>
+  );
+}
+
+const INITIAL_OPTIONS = [
+  { value: "earliest", label: "earliest (everything stored)" },
+  { value: "latest", label: "latest (new records only)" },
+] as const;
+
+const ACTION_OPTIONS = (Object.keys(CURSOR_ACTIONS) as CursorAction[]).map((a) => ({ value: a, label: CURSOR_ACTIONS[a].label }));
+
+/** "" (every shard) or a shard number, as the cursor form holds it. */
+const shardLabel = (shard: string) => (shard === "" ? "every shard" : `shard ${shard}`);
+
+const shardOptions = (shards: number) =>
+  ["", ...Array.from({ length: shards }, (_, i) => String(i))].map((value) => ({ value, label: shardLabel(value) }));
+
 function CreateSubscription({ name }: { name: string }) {
   const create = useCreateSubscription(name);
   const [sub, setSub] = useState("");
@@ -233,30 +296,17 @@ function CreateSubscription({ name }: { name: string }) {
   };
   return (
     <form className="filters" onSubmit={onSubmit} aria-label="Create a subscription" data-testid="subscription-create">
-      <div className="field">
-        <label htmlFor="sub-create-name">New subscription</label>
-        <input
-          id="sub-create-name"
-          value={sub}
-          onChange={(e) => setSub(e.target.value)}
-          autoComplete="off"
-          data-testid="subscription-create-name"
-          aria-describedby={errors.name ? "sub-create-name-error" : undefined}
-        />
-        <FieldMessage id="sub-create-name" errors={errors.name} testId="subscription-create-error" />
-      </div>
-      <div className="field">
-        <label htmlFor="sub-create-initial">Starts at</label>
-        <select
-          id="sub-create-initial"
-          value={initial}
-          onChange={(e) => setInitial(e.target.value as "earliest" | "latest")}
-          data-testid="subscription-create-initial"
-        >
-          <option value="earliest">earliest (everything stored)</option>
-          <option value="latest">latest (new records only)</option>
-        </select>
-      </div>
+      <FormField
+        id="sub-create-name"
+        label="New subscription"
+        value={sub}
+        onChange={setSub}
+        autoComplete="off"
+        testId="subscription-create-name"
+        errors={errors.name}
+        errorTestId="subscription-create-error"
+      />
+      <FormField id="sub-create-initial" label="Starts at" value={initial} options={INITIAL_OPTIONS} onChange={setInitial} testId="subscription-create-initial" />
       <div className="field field-action">
         <button type="submit" className="button" disabled={create.isPending || !sub.trim()} data-testid="subscription-create-submit">
           {create.isPending ? "Creating…" : "Create"}
@@ -291,47 +341,46 @@ function MoveCursor({ name, sub, shards, onDone }: { name: string; sub: string; 
         Move the cursor of <span className="mono">{sub}</span>
       </h3>
       <div className="filters">
-        <div className="field">
-          <label htmlFor="cursor-action">Action</label>
-          <select id="cursor-action" value={form.action} onChange={(e) => set({ action: e.target.value as CursorAction })} data-testid="cursor-action">
-            {(Object.keys(CURSOR_ACTIONS) as CursorAction[]).map((a) => (
-              <option key={a} value={a}>
-                {CURSOR_ACTIONS[a].label}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor="cursor-shard">Shards</label>
-          <select id="cursor-shard" value={form.shard} onChange={(e) => set({ shard: e.target.value })} data-testid="cursor-shard">
-            <option value="">every shard</option>
-            {Array.from({ length: shards }, (_, i) => (
-              <option key={i} value={String(i)}>
-                shard {i}
-              </option>
-            ))}
-          </select>
-          <FieldMessage id="cursor-shard" errors={serverErrors.shard} />
-        </div>
+        <FormField id="cursor-action" label="Action" value={form.action} options={ACTION_OPTIONS} onChange={(action) => set({ action })} testId="cursor-action" />
+        <FormField
+          id="cursor-shard"
+          label="Shards"
+          value={form.shard}
+          options={shardOptions(shards)}
+          onChange={(shard) => set({ shard })}
+          testId="cursor-shard"
+          errors={serverErrors.shard}
+        />
         {form.action === "time" && (
-          <div className="field field-wide">
-            <label htmlFor="cursor-time">Time (your zone)</label>
-            <input id="cursor-time" type="datetime-local" value={form.time} onChange={(e) => set({ time: e.target.value })} data-testid="cursor-time" />
-            <FieldMessage id="cursor-time" errors={fieldError("timestamp")} testId="cursor-error-timestamp" />
-          </div>
+          <FormField
+            id="cursor-time"
+            label="Time (your zone)"
+            type="datetime-local"
+            value={form.time}
+            onChange={(time) => set({ time })}
+            testId="cursor-time"
+            errors={fieldError("timestamp")}
+            errorTestId="cursor-error-timestamp"
+            wide
+          />
         )}
         {form.action === "skip" && (
-          <div className="field">
-            <label htmlFor="cursor-count">Messages per shard</label>
-            <input id="cursor-count" value={form.count} inputMode="numeric" onChange={(e) => set({ count: e.target.value })} data-testid="cursor-count" />
-            <FieldMessage id="cursor-count" errors={fieldError("count")} testId="cursor-error-count" />
-          </div>
+          <FormField
+            id="cursor-count"
+            label="Messages per shard"
+            inputMode="numeric"
+            value={form.count}
+            onChange={(count) => set({ count })}
+            testId="cursor-count"
+            errors={fieldError("count")}
+            errorTestId="cursor-error-count"
+          />
         )}
       </div>
       <ConfirmByName
         key={`${form.action}-${form.shard}-${done}`}
         name={sub}
-        title={`${CURSOR_ACTIONS[form.action].label}: ${sub}, ${form.shard === "" ? "every shard" : `shard ${form.shard}`}`}
+        title={`${CURSOR_ACTIONS[form.action].label}: ${sub}, ${shardLabel(form.shard)}`}
         confirmLabel={CURSOR_ACTIONS[form.action].label}
         pending={move.isPending}
         error={move.isError && !serverErrors.count && !serverErrors.timestamp ? move.error : undefined}

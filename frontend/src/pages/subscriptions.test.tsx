@@ -116,6 +116,42 @@ describe("subscriptions tab", () => {
     expect(sent).toEqual({ action: "time", timestamp: Date.parse(new Date("2024-05-01T12:00").toISOString()), confirm: "billing" });
   });
 
+  it("every field of the cursor form has its label, choices and error line", async () => {
+    mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/subscriptions/billing/cursor": () => jsonResponse({ shard: ["no shard 1 on this node"] }, 400),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=subscriptions");
+    fireEvent.click(await screen.findByTestId("subscription-cursor-billing"));
+    const options = (testId: string) => Array.from((screen.getByTestId(testId) as HTMLSelectElement).options).map((o) => [o.value, o.text]);
+    expect(options("cursor-action")).toEqual([
+      ["earliest", "Reset to earliest"],
+      ["latest", "Reset to latest"],
+      ["time", "Reset to a time"],
+      ["skip", "Skip messages"],
+      ["clear", "Clear backlog"],
+    ]);
+    expect(options("cursor-shard")).toEqual([
+      ["", "every shard"],
+      ["0", "shard 0"],
+      ["1", "shard 1"],
+    ]);
+    expect(screen.getByLabelText("Shards")).toBe(screen.getByTestId("cursor-shard"));
+    fireEvent.change(screen.getByTestId("cursor-action"), { target: { value: "skip" } });
+    expect(screen.getByLabelText("Messages per shard")).toBe(screen.getByTestId("cursor-count"));
+    fireEvent.change(screen.getByTestId("cursor-shard"), { target: { value: "1" } });
+    expect(screen.getByText("Skip messages: billing, shard 1")).toBeTruthy();
+    fireEvent.change(screen.getByTestId("cursor-count"), { target: { value: "2" } });
+    fireEvent.change(screen.getByTestId("confirm-input"), { target: { value: "billing" } });
+    fireEvent.click(screen.getByTestId("confirm-submit"));
+    // The server's refusal is shown under its field, which the control is described by.
+    const shard = screen.getByTestId("cursor-shard");
+    await waitFor(() => expect(shard.getAttribute("aria-describedby")).toBe("cursor-shard-error"));
+    expect(document.getElementById("cursor-shard-error")!.textContent).toBe("no shard 1 on this node");
+    expect(screen.getByTestId("cursor-count").getAttribute("aria-describedby")).toBeNull();
+  });
+
   it("an admin creates and deletes a subscription", async () => {
     const fetch = mockFetch(
       routes(admin, {
