@@ -77,7 +77,6 @@ class RocksShard(ShardBase):
         super().__init__(**kwargs)
         self.store = self.index.store
         self._metas: list[SegmentMeta] = []
-        self._next_offset = 0
         self._layout_changed = False
         self._dropping: dict[int, SegmentMeta] = {}
 
@@ -108,15 +107,6 @@ class RocksShard(ShardBase):
             self._finish_drop(list(self._dropping.values()), self.clock.now_ms(), 0, ShardWork())
         return self
 
-    def append_group(self, bodies: list[EncodedRecords]) -> list[int]:
-        with self.write_lock:
-            self.check_usable()
-            try:
-                return self._append_group(bodies)
-            except Exception as exc:  # memory and database may disagree: reopen to recover
-                self.failure = exc
-                raise
-
     def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
         store = self.store
         prefix = self.index.prefix
@@ -139,43 +129,12 @@ class RocksShard(ShardBase):
             data = body.data
             for delta, start, end in iter_record_slices(data):
                 wb.put(prefix + _U64.pack(base + delta), data[start:end], handle)
-            last = base + body.last_delta
-            self.index.add_batch(
-                wb,
-                base_offset=base,
-                last_offset=last,
-                max_timestamp=body.max_timestamp,
-                length=nbytes,
-                keys=body.keys,
-                tags=body.tags,
-                expires=body.expires,
-                segment_base=active.base_offset,
-                position=None,
-                first_in_segment=active.record_count == 0,
-                interval_bytes=policy.index_interval_bytes,
-            )
-            active.account(
-                count=body.count,
-                nbytes=nbytes,
-                last_offset=last,
-                first_timestamp=body.first_timestamp,
-                min_timestamp=body.min_timestamp,
-                max_timestamp=body.max_timestamp,
-                max_expire_at=body.max_expire_at,
-                has_unbounded=body.has_unbounded,
-                now=now,
-                flags=body.flags,
-                min_expire_at=body.min_expire_at,
-            )
-            dirty[active.base_offset] = active
-            self._next_offset = last + 1
-            offsets.append(base)
+            offsets.append(self._index_appended(wb, body, active, nbytes, None, now, dirty))
         self.index.commit(wb, dirty.values())
         sync = self.sync_schedule.sync_now()
         store.write(wb, sync=sync)
         if sync:
-            self.sync_schedule.synced()
-            self.counters.add("fsyncs_total")
+            self._synced()
         self._publish()
         self.counters.add_many(
             {"append_groups_total": 1, "append_batches_total": len(bodies), "appended_records_total": len(offsets)}

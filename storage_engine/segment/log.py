@@ -119,7 +119,6 @@ class ShardLog(ShardBase):
         super().__init__(**kwargs)
         self.directory = directory
         self._segments: list[Segment] = []
-        self._next_offset = 0
         self._layout_changed = False  # segments left or were swapped: rebuild the view's tuples
         self._dropping: dict[int, Segment] = {}  # DELETING: out of the log, file not yet renamed
         self._trash: list[tuple[Segment, int, int]] = []  # (.deleted file, deleted at, delay ms)
@@ -377,21 +376,9 @@ class ShardLog(ShardBase):
         )
 
     # -- appending (the shard's I/O worker only) -----------------------------------------
-    def append_group(self, bodies: list[EncodedRecords]) -> list[int]:
-        """Append a group of batches: one write, one fsync, one index WriteBatch (plus one
-        more of each per roll). Returns each batch's base offset."""
-        with self.write_lock:
-            self.check_usable()
-            try:
-                return self._append_group(bodies)
-            except Exception as exc:
-                # Memory, files and index may now disagree, and after a failed fsync
-                # the page cache cannot be trusted (fsyncgate): stop serving the
-                # shard; reopening recovers it from the files.
-                self.failure = exc
-                raise
-
     def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
+        """A group of batches: one write, one fsync, one index WriteBatch (plus one more of
+        each per roll); a failure stops the shard until it is reopened (recovered from the files)."""
         store = self.index.store
         policy = self.policy
         now = self.clock.now_ms()
@@ -409,42 +396,11 @@ class ShardLog(ShardBase):
                 pending = []
                 seg = self._roll(dirty, now)
                 pos = 0
-            base = self._next_offset
-            pending.append(body.header(base))
+            pending.append(body.header(self._next_offset))
             pending.append(body.data)
-            last = base + body.last_delta
-            self.index.add_batch(
-                wb,
-                base_offset=base,
-                last_offset=last,
-                max_timestamp=body.max_timestamp,
-                length=length,
-                keys=body.keys,
-                tags=body.tags,
-                expires=body.expires,
-                segment_base=seg.base_offset,
-                position=pos,
-                first_in_segment=pos == 0,
-                interval_bytes=policy.index_interval_bytes,
-            )
-            seg.meta.account(
-                count=body.count,
-                nbytes=length,
-                last_offset=last,
-                first_timestamp=body.first_timestamp,
-                min_timestamp=body.min_timestamp,
-                max_timestamp=body.max_timestamp,
-                max_expire_at=body.max_expire_at,
-                has_unbounded=body.has_unbounded,
-                now=now,
-                flags=body.flags,
-                min_expire_at=body.min_expire_at,
-            )
-            dirty[seg.base_offset] = seg.meta
+            offsets.append(self._index_appended(wb, body, seg.meta, length, pos, now, dirty))
             pos += length
             nbytes += length
-            self._next_offset = last + 1
-            offsets.append(base)
         seg.append(pending)
         if self.sync_schedule.sync_now():
             self._sync()

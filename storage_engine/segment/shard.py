@@ -94,6 +94,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         self.counters = counters
         self.sync_schedule = SyncSchedule(config.durability, config.fsync_interval_ms)
         self.write_lock = threading.Lock()  # held by the I/O worker for a group, and by close
+        self._next_offset = 0  # the end offset (write lock held)
         self._readers = 0
         self._readers_done = threading.Condition()
         self._closed = False
@@ -126,10 +127,75 @@ class ShardBase(RecordCompactionReads, abc.ABC):
                 if self._readers == 0:
                     self._readers_done.notify_all()
 
-    # -- records: what each store implements --------------------------------------------------
-    @abc.abstractmethod
+    # -- appending (the shard's I/O worker only) -----------------------------------------------
     def append_group(self, bodies: list[EncodedRecords]) -> list[int]:
-        """Append batches in order (only ever called by this shard's I/O worker); return base offsets."""
+        """Append batches in order, as one group commit; return each batch's base offset."""
+        with self.write_lock:
+            self.check_usable()
+            try:
+                return self._append_group(bodies)
+            except Exception as exc:
+                # Memory, storage and index may now disagree, and after a failed fsync the
+                # page cache cannot be trusted (fsyncgate): stop serving the shard; reopening
+                # recovers it.
+                self.failure = exc
+                raise
+
+    @abc.abstractmethod
+    def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
+        """The store's group commit (write lock held): store each batch, index and account it
+        with :meth:`_index_appended`, then write the index WriteBatch and publish."""
+
+    def _index_appended(
+        self,
+        wb: Any,
+        body: EncodedRecords,
+        meta: SegmentMeta,
+        length: int,
+        position: int | None,
+        now: int,
+        dirty: dict[int, SegmentMeta],
+    ) -> int:
+        """Index a batch appended at the end offset into ``wb``, account it to its segment's
+        ``meta`` (marked ``dirty``) and move the end offset past it; returns its base offset.
+
+        ``length`` is what the store spends on the batch; ``position`` its place in the segment
+        file, ``None`` for a store without files (no sparse offsets; a segment's first batch
+        is then the one that finds it without records)."""
+        base = self._next_offset
+        last = base + body.last_delta
+        self.index.add_batch(
+            wb,
+            base_offset=base,
+            last_offset=last,
+            max_timestamp=body.max_timestamp,
+            length=length,
+            keys=body.keys,
+            tags=body.tags,
+            expires=body.expires,
+            segment_base=meta.base_offset,
+            position=position,
+            first_in_segment=meta.record_count == 0 if position is None else position == 0,
+            interval_bytes=self.policy.index_interval_bytes,
+        )
+        meta.account(
+            count=body.count,
+            nbytes=length,
+            last_offset=last,
+            first_timestamp=body.first_timestamp,
+            min_timestamp=body.min_timestamp,
+            max_timestamp=body.max_timestamp,
+            max_expire_at=body.max_expire_at,
+            has_unbounded=body.has_unbounded,
+            now=now,
+            flags=body.flags,
+            min_expire_at=body.min_expire_at,
+        )
+        dirty[meta.base_offset] = meta
+        self._next_offset = last + 1
+        return base
+
+    # -- records: what each store implements --------------------------------------------------
 
     @abc.abstractmethod
     def iter_records(self, view: Any, start: int, *, min_timestamp: int | None = None) -> Iterator[Record]:
@@ -536,6 +602,10 @@ class ShardBase(RecordCompactionReads, abc.ABC):
 
     def _sync(self) -> None:
         self._sync_storage()
+        self._synced()
+
+    def _synced(self) -> None:
+        """Every acknowledged write is durable now (by :meth:`_sync` or a synced write)."""
         self.sync_schedule.synced()
         self.counters.add("fsyncs_total")
 
