@@ -46,9 +46,7 @@ from storage_engine.compaction_io import CompactableShard, RecordCompactionReads
 from storage_engine.config import EngineConfig
 from storage_engine.errors import (
     EngineClosedError,
-    InvalidArgumentError,
     NamespaceExistsError,
-    OffsetOutOfRangeError,
     UnknownNamespaceError,
 )
 from storage_engine.expiry import is_expired
@@ -63,14 +61,19 @@ from storage_engine.lifecycle import (
     check_indexes,
     removal_rule,
 )
-from storage_engine.policy import NamespacePolicy, NodePolicy, validate_namespace_policy
+from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.rolling import should_roll
 from storage_engine.subscriptions import SubscriptionMixin
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
+    check_key,
+    check_policy,
+    check_read_offset,
     check_shard,
     check_tag,
+    check_tag_offset,
     check_timestamp,
+    find_namespace,
     validate_namespace_name,
     validate_read_args,
     validate_records,
@@ -480,10 +483,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     def _namespace(self, name: str) -> _Namespace:
         self._check_open()
-        ns = self._namespaces.get(name)  # a single dict read is atomic; writers hold _lock
-        if ns is None:
-            raise UnknownNamespaceError(name)
-        return ns
+        return find_namespace(self._namespaces, name)  # a single dict read is atomic; writers hold _lock
 
     def _shard(self, namespace: str, shard: int) -> _Shard:
         ns = self._namespace(namespace)
@@ -505,10 +505,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         self._check_open()
         validate_namespace_name(name)
         validate_shard_count(shards)
-        policy = NamespacePolicy() if policy is None else policy
-        if not isinstance(policy, NamespacePolicy):
-            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
-        validate_namespace_policy(policy)
+        policy = check_policy(NamespacePolicy() if policy is None else policy)
         with self._lock:
             if name in self._namespaces:
                 raise NamespaceExistsError(name)
@@ -519,19 +516,16 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             return ns.info()
 
     def update_namespace(self, name: str, policy: NamespacePolicy) -> NamespaceInfo:
+        check_policy(policy)
         ns = self._namespace(name)
-        if not isinstance(policy, NamespacePolicy):
-            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
-        validate_namespace_policy(policy)
         ns.policy = policy  # appends read the policy once, so a swap is atomic for them
         return ns.info()
 
     def delete_namespace(self, name: str) -> None:
         self._check_open()
         with self._lock:
-            ns = self._namespaces.pop(name, None)
-        if ns is None:
-            raise UnknownNamespaceError(name)
+            ns = find_namespace(self._namespaces, name)
+            del self._namespaces[name]
         for s in ns.shards:
             with s.lock:
                 s.deleted = True
@@ -607,8 +601,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         with s.lock:
             self._check_live(s)
             start, end = s.log_start_offset, s.end_offset
-            if not start <= offset <= end:
-                raise OffsetOutOfRangeError(namespace, shard, offset, start, end)
+            check_read_offset(namespace, shard, offset, start, end)
             total = 0
             # Dead records are gone even when their own fields do not say so (a bulk-loaded TTL fired).
             for record, size in s.scan(offset, skip_dead=True):
@@ -640,8 +633,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
 
     def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
         s = self._shard(namespace, shard)
-        if not isinstance(key, bytes):
-            raise InvalidArgumentError("key", "must be bytes")
+        check_key(key)
         policy = s.namespace.policy
         with s.lock:
             self._check_live(s)
@@ -664,8 +656,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         with s.lock:
             self._check_live(s)
             start, end = s.log_start_offset, s.end_offset
-            if offset > end:
-                raise OffsetOutOfRangeError(namespace, shard, offset, start, end)
+            check_tag_offset(namespace, shard, offset, start, end)
             offsets = s.tags.get(tag, [])
             i = bisect_left(offsets, max(offset, start))
             while len(out) < max_records and i < len(offsets):

@@ -4,13 +4,20 @@ input with the same error (field and rule named)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from storage_engine.api import NewRecord, Record
 from storage_engine.bounds import MAX_INT64, int_ok, int_rule
-from storage_engine.errors import InvalidArgumentError, InvalidRecordError, RecordTooLargeError, UnknownShardError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.errors import (
+    InvalidArgumentError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    UnknownNamespaceError,
+    UnknownShardError,
+)
+from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 
 T = TypeVar("T")
 
@@ -67,6 +74,23 @@ def check_shard(namespace: str, shard: object, shards: int) -> int:
     if not 0 <= index < shards:
         raise UnknownShardError(namespace, index, shards)
     return index
+
+
+def find_namespace(namespaces: Mapping[str, T], name: object) -> T:
+    """The namespace called ``name`` in an adapter's catalog; any other name (not a string, not
+    even hashable) is an unknown one."""
+    found = namespaces.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise UnknownNamespaceError(str(name))
+    return found
+
+
+def check_policy(policy: object) -> NamespacePolicy:
+    """A policy argument: a :class:`NamespacePolicy` whose every field keeps its rule."""
+    if not isinstance(policy, NamespacePolicy):
+        raise InvalidArgumentError("policy", "must be a NamespacePolicy")
+    validate_namespace_policy(policy)
+    return policy
 
 
 def select_shards(namespace: str, shards: Sequence[T], shard: object) -> list[T]:
@@ -139,12 +163,14 @@ def _check_tags_and_headers(r: NewRecord, i: int) -> None:
 
 
 def validate_records(records: Sequence[NewRecord], policy: NamespacePolicy) -> list[int]:
-    """Check every record of a batch before anything is written (a batch is atomic).
+    """Check a batch and every record of it before anything is written (a batch is atomic).
 
     Returns each record's :func:`record_size`, so callers never compute it twice.
     This runs once per appended record: per-batch facts are hoisted out of the
     loop and the common case (no tags, no headers) skips their checks.
     """
+    if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
+        raise InvalidArgumentError("records", "must be a sequence of NewRecord")
     key_required = policy.compacts
     limit = policy.max_record_bytes
     sizes: list[int] = []
@@ -170,6 +196,27 @@ def validate_records(records: Sequence[NewRecord], policy: NamespacePolicy) -> l
             raise RecordTooLargeError(size, limit, i)
         sizes.append(size)
     return sizes
+
+
+def check_key(key: object) -> bytes:
+    """The key argument of ``read_key``."""
+    if not isinstance(key, bytes):
+        raise InvalidArgumentError("key", "must be bytes")
+    return key
+
+
+def check_read_offset(namespace: str, shard: int, offset: int, log_start: int, end: int) -> None:
+    """``read``'s offset against the shard: outside ``[log start, end]`` is out of range (at
+    the end the read is empty: the consumer is caught up)."""
+    if not log_start <= offset <= end:
+        raise OffsetOutOfRangeError(namespace, shard, offset, log_start, end)
+
+
+def check_tag_offset(namespace: str, shard: int, offset: int, log_start: int, end: int) -> None:
+    """``read_tag``'s offset against the shard: past the end is out of range, as for ``read``;
+    below the log start the lookup starts at the log start."""
+    if offset > end:
+        raise OffsetOutOfRangeError(namespace, shard, offset, log_start, end)
 
 
 def validate_read_limits(max_records: object, max_bytes: object) -> None:

@@ -42,11 +42,10 @@ from storage_engine.errors import (
     NamespaceExistsError,
     OffsetOutOfRangeError,
     SegmentDeletedError,
-    UnknownNamespaceError,
 )
 from storage_engine.expiry import is_expired, segment_deadline
 from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
-from storage_engine.policy import NamespacePolicy, validate_namespace_policy
+from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file, ttl_bound
@@ -55,9 +54,14 @@ from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription, SubscriptionMixin
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
+    check_key,
+    check_policy,
+    check_read_offset,
     check_shard,
     check_tag,
+    check_tag_offset,
     check_timestamp,
+    find_namespace,
     record_size,
     validate_namespace_name,
     validate_read_args,
@@ -193,10 +197,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def _namespace(self, name: str) -> _Namespace:
         self._check_open()
-        ns = self._namespaces.get(name) if isinstance(name, str) else None
-        if ns is None:
-            raise UnknownNamespaceError(str(name))
-        return ns
+        return find_namespace(self._namespaces, name)
 
     def _shard(self, namespace: str, shard: int) -> ShardBase:
         ns = self._namespace(namespace)
@@ -206,10 +207,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         self._check_open()
         validate_namespace_name(name)
         validate_shard_count(shards)
-        policy = policy if policy is not None else NamespacePolicy()
-        if not isinstance(policy, NamespacePolicy):
-            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
-        validate_namespace_policy(policy)
+        policy = check_policy(policy if policy is not None else NamespacePolicy())
         with self._lock:
             self._check_open()
             if name in self._namespaces:
@@ -225,9 +223,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             return ns.info
 
     def update_namespace(self, name: str, policy: NamespacePolicy) -> NamespaceInfo:
-        if not isinstance(policy, NamespacePolicy):
-            raise InvalidArgumentError("policy", "must be a NamespacePolicy")
-        validate_namespace_policy(policy)
+        check_policy(policy)
         with self._lock:
             ns = self._namespace(name)
             record = replace(ns.record, policy=policy)
@@ -270,8 +266,6 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def _append(self, namespace: str, shard: int, records: Sequence[NewRecord]) -> AppendResult:
         log = self._shard(namespace, shard)
-        if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
-            raise InvalidArgumentError("records", "must be a sequence of NewRecord")
         validate_records(records, log.policy)
         if not records:
             with log.reading() as view:
@@ -296,8 +290,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         check, ttl_ms = policy.read_time_check, policy.ttl_ms
         now = self.clock.now_ms()
         with log.reading() as view:
-            if not view.log_start_offset <= offset <= view.end_offset:
-                raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
+            check_read_offset(namespace, shard, offset, view.log_start_offset, view.end_offset)
             start = _first_visible(view, offset, ttl_ms, now) if check else offset
             dead = _DeadMarks(log, view)
             try:
@@ -338,8 +331,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
 
     def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
         log = self._shard(namespace, shard)
-        if not isinstance(key, bytes):
-            raise InvalidArgumentError("key", "must be bytes")
+        check_key(key)
         with log.reading() as view:
             offset = log.index.get_key(key)
             if offset is None or offset < view.log_start_offset:
@@ -361,8 +353,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         now = self.clock.now_ms()
         out: list[Record] = []
         with log.reading() as view:
-            if offset > view.end_offset:  # as read(): past the end is out of range, not an empty answer
-                raise OffsetOutOfRangeError(namespace, shard, offset, view.log_start_offset, view.end_offset)
+            check_tag_offset(namespace, shard, offset, view.log_start_offset, view.end_offset)
             cursor = max(offset, view.log_start_offset)
             while len(out) < max_records:
                 wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records - len(out))

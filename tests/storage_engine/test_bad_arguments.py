@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from storage_engine.api import NewRecord, StorageAdapter
+from storage_engine.api import NewRecord, ReadResult, StorageAdapter
 from storage_engine.errors import (
     InvalidArgumentError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     PolicyValidationError,
+    UnknownNamespaceError,
+    UnknownShardError,
 )
 from storage_engine.policy import NamespacePolicy
 from tests.storage_engine.lifecycle_util import make_ns
@@ -153,3 +155,183 @@ def test_a_non_finite_or_oversized_policy_is_never_stored(adapter: StorageAdapte
     refused(lambda: adapter.update_namespace(ns, policy), PolicyValidationError)
     assert [n.name for n in adapter.list_namespaces()] == [ns]
     json.dumps(adapter.get_namespace(ns).policy.to_dict(), allow_nan=False)  # still answerable
+
+
+# -- the four lookups, at every edge, alike on every adapter (issue 17) -----------------------------
+# The memory adapter implements the contract on its own; these pin it to the log adapters' answers:
+# every case below names the error, and the fields that identify it, every adapter must give.
+
+
+def lookup(adapter: StorageAdapter, op: str, ns: Any = "ns", shard: Any = 0, **args: Any) -> object:
+    """One of the four lookups, with fine arguments but for those given."""
+    if op == "read":
+        return adapter.read(ns, shard, args.get("offset", 0))
+    if op == "read_tag":
+        return adapter.read_tag(ns, shard, args.get("tag", "t"), args.get("offset", 0))
+    if op == "read_key":
+        return adapter.read_key(ns, shard, args.get("key", b"k"))
+    assert op == "read_time"
+    return adapter.offset_for_timestamp(ns, shard, args.get("timestamp", 0))
+
+
+LOOKUPS = ["read", "read_tag", "read_key", "read_time"]
+OFFSET_LOOKUPS = ["read", "read_tag"]
+NOT_A_NAME: list[Any] = [None, 7, b"ns", ["ns"], ("ns",), {"ns": 1}]  # the last two: hashable, not
+
+
+def _past_end(offset: int) -> dict[str, Any]:
+    return {"namespace": "ns", "shard": 0, "offset": offset, "log_start_offset": 0, "end_offset": 3}
+
+
+# (what is wrong, the lookups it applies to, their arguments, the error, its identifying fields)
+BAD_LOOKUPS: list[tuple[str, list[str], dict[str, Any], type[Exception], dict[str, Any]]] = [
+    ("empty tag", ["read_tag"], {"tag": ""}, InvalidArgumentError, {"field": "tag"}),
+    ("offset past the end", OFFSET_LOOKUPS, {"offset": 4}, OffsetOutOfRangeError, _past_end(4)),
+    ("offset far past the end", OFFSET_LOOKUPS, {"offset": INT64_MAX}, OffsetOutOfRangeError, _past_end(INT64_MAX)),
+    ("negative offset", OFFSET_LOOKUPS, {"offset": -1}, InvalidArgumentError, {"field": "offset"}),
+    ("shard True", LOOKUPS, {"shard": True}, InvalidArgumentError, {"field": "shard"}),
+    ("shard False", LOOKUPS, {"shard": False}, InvalidArgumentError, {"field": "shard"}),
+    ("shard past the last", LOOKUPS, {"shard": 2}, UnknownShardError, {"namespace": "ns", "shard": 2, "shards": 2}),
+    ("negative shard", LOOKUPS, {"shard": -1}, UnknownShardError, {"namespace": "ns", "shard": -1, "shards": 2}),
+    ("key not bytes", ["read_key"], {"key": "k"}, InvalidArgumentError, {"field": "key"}),
+    ("negative timestamp", ["read_time"], {"timestamp": -1}, InvalidArgumentError, {"field": "timestamp"}),
+    ("unknown namespace", LOOKUPS, {"ns": "nope"}, UnknownNamespaceError, {"namespace": "nope"}),
+    *[
+        (f"namespace {name!r}", LOOKUPS, {"ns": name}, UnknownNamespaceError, {"namespace": str(name)})
+        for name in NOT_A_NAME
+    ],
+    # Which of two wrong arguments is named: read and read_tag check their arguments before
+    # they look the shard up; read_key and offset_for_timestamp look it up first.
+    (
+        "unknown namespace, shard True",
+        OFFSET_LOOKUPS,
+        {"ns": "nope", "shard": True},
+        InvalidArgumentError,
+        {"field": "shard"},
+    ),
+    (
+        "unknown namespace, shard True",
+        ["read_key", "read_time"],
+        {"ns": "nope", "shard": True},
+        UnknownNamespaceError,
+        {"namespace": "nope"},
+    ),
+    ("unknown namespace, empty tag", ["read_tag"], {"ns": "nope", "tag": ""}, InvalidArgumentError, {"field": "tag"}),
+    (
+        "unknown namespace, negative offset",
+        OFFSET_LOOKUPS,
+        {"ns": "nope", "offset": -1},
+        InvalidArgumentError,
+        {"field": "offset"},
+    ),
+    (
+        "unknown namespace, key not bytes",
+        ["read_key"],
+        {"ns": "nope", "key": "k"},
+        UnknownNamespaceError,
+        {"namespace": "nope"},
+    ),
+    (
+        "shard past the last, offset past the end",
+        OFFSET_LOOKUPS,
+        {"shard": 2, "offset": 4},
+        UnknownShardError,
+        {"shard": 2},
+    ),
+    (
+        "shard True, offset past the end",
+        OFFSET_LOOKUPS,
+        {"shard": True, "offset": 4},
+        InvalidArgumentError,
+        {"field": "shard"},
+    ),
+    ("shard past the last, empty tag", ["read_tag"], {"shard": 2, "tag": ""}, InvalidArgumentError, {"field": "tag"}),
+    ("shard past the last, key not bytes", ["read_key"], {"shard": 2, "key": "k"}, UnknownShardError, {"shard": 2}),
+]
+
+
+def two_shards(adapter: StorageAdapter) -> None:
+    """Namespace ``ns`` of two shards; shard 0 holds offsets 0-2, keyed ``k`` and tagged ``t``."""
+    make_ns(adapter, "ns", shards=2)
+    adapter.append("ns", 0, [NewRecord(value=b"v%d" % i, key=b"k", tags=("t",), timestamp=1000 + i) for i in range(3)])
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "error", "fields"),
+    [
+        pytest.param(op, args, error, fields, id=f"{op}: {what}")
+        for what, ops, args, error, fields in BAD_LOOKUPS
+        for op in ops
+    ],
+)
+def test_a_bad_lookup_fails_alike_on_every_adapter(
+    adapter: StorageAdapter, op: str, args: dict[str, Any], error: type[Exception], fields: dict[str, Any]
+) -> None:
+    two_shards(adapter)
+    err = refused(lambda: lookup(adapter, op, **args), error)
+    assert {name: getattr(err, name) for name in fields} == fields
+    assert adapter.shard_stats("ns", 0).end_offset == 3
+
+
+def test_lookups_at_the_edges_answer_alike_on_every_adapter(adapter: StorageAdapter) -> None:
+    """Not errors: the end offset itself, a tag or key nobody carries, an empty shard, a time past the last."""
+    two_shards(adapter)
+
+    def page(result: object) -> tuple[list[int], int, int, int]:
+        assert isinstance(result, ReadResult)
+        return [r.offset for r in result.records], result.next_offset, result.log_start_offset, result.end_offset
+
+    assert page(adapter.read("ns", 0, 3)) == ([], 3, 0, 3)
+    assert page(adapter.read_tag("ns", 0, "t", 3)) == ([], 3, 0, 3)
+    assert page(adapter.read_tag("ns", 0, "t", 1)) == ([1, 2], 3, 0, 3)
+    assert page(adapter.read_tag("ns", 0, "other")) == ([], 3, 0, 3)
+    assert page(adapter.read_tag("ns", 0, "t", 0, max_records=1)) == ([0], 1, 0, 3)
+    assert page(adapter.read("ns", 1, 0)) == ([], 0, 0, 0)
+    assert page(adapter.read_tag("ns", 1, "t")) == ([], 0, 0, 0)
+    assert adapter.read_key("ns", 0, b"") is None and adapter.read_key("ns", 0, b"other") is None
+    assert adapter.read_key("ns", 1, b"k") is None
+    assert adapter.offset_for_timestamp("ns", 0, 1003) is None
+    assert adapter.offset_for_timestamp("ns", 0, 1001) == 1
+    assert adapter.offset_for_timestamp("ns", 1, 0) is None
+    refused(lambda: adapter.read("ns", 1, 1), OffsetOutOfRangeError)
+
+
+def _on_shard_0(op: str) -> Callable[[StorageAdapter, Any], object]:
+    return lambda a, ns: SHARD_OPS[op](a, ns, 0)
+
+
+NAMESPACE_CALLS: dict[str, Callable[[StorageAdapter, Any], object]] = {
+    "get_namespace": lambda a, ns: a.get_namespace(ns),
+    "update_namespace": lambda a, ns: a.update_namespace(ns, NamespacePolicy()),
+    "delete_namespace": lambda a, ns: a.delete_namespace(ns),
+    **{op: _on_shard_0(op) for op in SHARD_OPS},
+}
+
+
+@pytest.mark.parametrize("name", NOT_A_NAME, ids=repr)
+@pytest.mark.parametrize("op", NAMESPACE_CALLS)
+def test_a_namespace_that_is_not_a_string_is_unknown(adapter: StorageAdapter, op: str, name: Any) -> None:
+    """Not a TypeError from a dict lookup (an unhashable name): the same unknown namespace everywhere."""
+    two_shards(adapter)
+    err = refused(lambda: NAMESPACE_CALLS[op](adapter, name), UnknownNamespaceError)
+    assert err.namespace == str(name)
+    assert [n.name for n in adapter.list_namespaces()] == ["ns"]
+
+
+@pytest.mark.parametrize("records", [None, 5, "abc", b"abc", {1: 2}, {NewRecord(value=b"x")}], ids=repr)
+def test_records_that_are_not_a_sequence_are_an_invalid_argument(adapter: StorageAdapter, records: Any) -> None:
+    two_shards(adapter)
+    err = refused(lambda: adapter.append("ns", 0, records))
+    assert (err.field, err.rule) == ("records", "must be a sequence of NewRecord")
+    assert adapter.shard_stats("ns", 0).end_offset == 3
+
+
+def test_a_bad_policy_is_refused_before_the_namespace_is_looked_up(adapter: StorageAdapter) -> None:
+    two_shards(adapter)
+    not_a_policy: Any = "p"
+    bad = NamespacePolicy(ttl_ms=-5)
+    for name in ["ns", "nope"]:
+        err = refused(lambda name=name: adapter.update_namespace(name, not_a_policy))  # type: ignore[misc]
+        assert err.field == "policy"
+        refused(lambda name=name: adapter.update_namespace(name, bad), PolicyValidationError)  # type: ignore[misc]
+    refused(lambda: adapter.update_namespace("nope", NamespacePolicy()), UnknownNamespaceError)
