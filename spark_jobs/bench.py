@@ -29,8 +29,9 @@ from typing import Any
 from spark_jobs.config import JobConfig
 from spark_jobs.jobs.lake_export import run_export
 from spark_jobs.lake import LakeFileSystem
-from spark_jobs.segments import READERS, list_segment_files
+from spark_jobs.segments import READERS
 from spark_jobs.session import spark_session
+from spark_jobs.source import engine_segment_files, offline_segment_files
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -102,10 +103,10 @@ def generate_segments(data_dir: Path, spec: GenSpec) -> dict[str, Any]:
             engine.append(names[i % len(names)], (i // len(names)) % spec.shards, batch)
             records += len(batch)
             clock.advance(step_ms)
+        seconds = time.perf_counter() - started
+        files = engine_segment_files(engine, data_dir, include_active=True)
     finally:
         engine.close()
-    seconds = time.perf_counter() - started
-    files = list_segment_files(data_dir, include_active=True)
     return {
         "records": records,
         "segment_files": len(files),
@@ -173,6 +174,7 @@ def bench_lake_export(args: argparse.Namespace) -> dict[str, Any]:
         else:
             generated = generate_segments(data_dir, spec)
         shutil.rmtree(lake_dir, ignore_errors=True)
+        segments = offline_segment_files(data_dir)  # the generator's engine is closed: no node runs on it
         config = JobConfig(
             app_name="lifecycle-store-bench-lake-export",
             spark_master=args.master,
@@ -183,9 +185,9 @@ def bench_lake_export(args: argparse.Namespace) -> dict[str, Any]:
             jvm: Any = spark.sparkContext._jvm
             jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
             cpu_before = _tree_cpu_seconds(jvm_pid)
-            first = run_export(spark, data_dir, str(lake_dir), reader=args.reader)
+            first = run_export(spark, segments, str(lake_dir), reader=args.reader)
             cpu_after = _tree_cpu_seconds(jvm_pid)
-            second = run_export(spark, data_dir, str(lake_dir), reader=args.reader)
+            second = run_export(spark, segments, str(lake_dir), reader=args.reader)
             files = LakeFileSystem(spark, str(lake_dir)).data_files()
             warm: dict[str, Any] | None = None
             if args.warm:
@@ -193,7 +195,7 @@ def bench_lake_export(args: argparse.Namespace) -> dict[str, Any]:
                 warm_dir = workdir / "lake-warm"
                 shutil.rmtree(warm_dir, ignore_errors=True)
                 before = _tree_cpu_seconds(jvm_pid)
-                again = run_export(spark, data_dir, str(warm_dir), reader=args.reader)
+                again = run_export(spark, segments, str(warm_dir), reader=args.reader)
                 after = _tree_cpu_seconds(jvm_pid)
                 warm_cpu = None if before is None or after is None else round(after - before, 2)
                 warm = {

@@ -8,8 +8,13 @@ forensics. A crash before the new manifest is in place leaves the old one: the s
 run are exported again next time, replacing whatever the crash left of them.
 
 A segment is identified by ``<namespace>/<shard>/<base offset>`` and versioned by a fingerprint: its size,
-its modification time (ns) and :func:`~spark_jobs.segments.sample_hash`. A sealed segment is immutable except
-by a whole-file swap (compaction), which changes the fingerprint; the export then replaces its rows.
+its modification time (ns), :func:`~spark_jobs.segments.sample_hash` and how many of its records the node
+counts dead. A sealed segment is immutable except by a whole-file swap (compaction, reclaim), which changes
+the fingerprint; the TTL scan marking more of its records dead changes it too (the file stays as it is, and
+dead marks only grow until a rewrite). Either way the export replaces its rows, so the lake never keeps a
+record the engine counts dead for a segment that is still there.
+
+Version 2 added ``dead_records`` (0 when absent: a version 1 manifest reads as "nothing was dead").
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Protocol
 from spark_jobs.segments import SegmentFile
 
 MANIFEST_DIR = "_manifest"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 KEEP_MANIFESTS = 5
 _MANIFEST_NAME = re.compile(r"^manifest-(\d{10})\.json$")
 
@@ -37,11 +42,12 @@ class Fingerprint:
     size: int
     mtime_ns: int
     sample_hash: str
+    dead_records: int = 0  # records of the file the node counts dead (left out of the lake)
 
 
 @dataclass(frozen=True)
 class ExportedSegment:
-    """One segment file as it was exported."""
+    """One segment file as it was exported: ``records`` rows written, ``dead_records`` left out."""
 
     namespace: str
     shard: int
@@ -53,6 +59,7 @@ class ExportedSegment:
     exported_at_ms: int
     run: int
     source_path: str
+    dead_records: int = 0  # records of the file left out as dead (not in ``records``)
 
     @property
     def key(self) -> str:
@@ -60,7 +67,7 @@ class ExportedSegment:
 
     @property
     def fingerprint(self) -> Fingerprint:
-        return Fingerprint(self.size, self.mtime_ns, self.sample_hash)
+        return Fingerprint(self.size, self.mtime_ns, self.sample_hash, self.dead_records)
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,8 @@ class Manifest:
 class ExportPlan:
     """What a run does: export ``new`` segments, replace ``changed`` ones, skip ``unchanged``.
 
-    ``gone`` are manifest entries whose file is no longer a sealed segment of the data directory (deleted
-    by retention or cleaning): their rows stay in the lake, which is the archive.
+    ``gone`` are manifest entries whose segment the node no longer lists (deleted by retention or
+    cleaning): their rows stay in the lake, which is the archive.
     """
 
     new: tuple[SegmentFile, ...]
@@ -116,7 +123,7 @@ class ExportPlan:
 
 
 def plan_export(manifest: Manifest, segments: Mapping[SegmentFile, Fingerprint]) -> ExportPlan:
-    """Compare the sealed segments on disk (with their fingerprints) against the manifest."""
+    """Compare the node's sealed segments (with their fingerprints) against the manifest."""
     new: list[SegmentFile] = []
     changed: list[SegmentFile] = []
     unchanged: list[SegmentFile] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
     DateType,
     IntegerType,
     LongType,
@@ -79,6 +80,15 @@ SEGMENT_RECORD_SCHEMA = StructType(
         StructField(EXPIRE_AT, LongType(), nullable=True),
         StructField(SEGMENT_BASE, LongType(), nullable=False),
     ]
+)
+
+# Segment records with ``dead``: the record is marked dead by the node (the TTL scan, a bulk-loaded TTL entry)
+# and still in its file. For jobs that must see dead records to judge the others as the engine does (a dead
+# record is still its key's latest for compaction) or to count them (expired, not yet reclaimed); the lake
+# never holds them.
+DEAD = "dead"
+MARKED_SEGMENT_RECORD_SCHEMA = StructType(
+    [*SEGMENT_RECORD_SCHEMA.fields, StructField(DEAD, BooleanType(), nullable=False)]
 )
 
 # The exported lake as read back (partition columns included), for readers that want stable types

@@ -1,18 +1,23 @@
-"""Segment files read directly: find them in a node's data directory and decode them with the engine's codec.
+"""Segment files read directly by Spark: the node says what to read, the engine's reader decodes it.
 
-Spark never opens the node's RocksDB (one process only may), so which segments are sealed is told from the
-files alone: in ``<data_dir>/segments/<namespace>/<shard>/``, every ``<20-digit base offset>.log`` but the
-one with the highest base offset is sealed and immutable (DESIGN §2: exactly one active segment per shard,
-the newest); names with another suffix (``.log.deleted``, ``.log.cleaned``, temporaries) are ignored.
+Spark never opens the node's RocksDB (one process only may) and never guesses from file names. Which
+segments to read comes from the node (:mod:`spark_jobs.source`: ``GET .../segment-files``, or the same
+listing from an engine the driver opened on a stopped node's data directory): per segment its file, the
+bytes to read (a sealed segment's whole file; the active one's committed bytes, when a job asks for it)
+and the offsets the node marked dead that are still in the file. A :class:`SegmentFile` carries that to
+an executor, which decodes the file with the engine's own reader
+(:func:`storage_engine.segment.segment.iter_file_batches` and :func:`storage_engine.codec.iter_records`:
+the batch format has one owner) and either drops the dead records (``dead="drop"``: the lake, TTL
+backfill) or marks them in a ``dead`` column (``dead="mark"``: jobs that judge the other records as the
+engine does, or count dead ones as expired).
 
-Decoding is plain Python (:mod:`storage_engine.codec` needs only ``struct`` and ``zlib``) plus pyarrow, so it
-runs in Spark's Python workers: :func:`iter_segment_batches` turns one file into Arrow record batches in
-:data:`ARROW_SCHEMA`, the Arrow twin of :data:`~spark_jobs.schema.SEGMENT_RECORD_SCHEMA`. The file is memory
-mapped: pages are read as the walk reaches them, and a file swapped by compaction while it is being read is
-read whole from the old inode.
+Decoding is plain Python plus pyarrow (no RocksDB, no HTTP), so it runs in Spark's Python workers:
+:func:`iter_segment_batches` turns one file into Arrow record batches in :data:`ARROW_SCHEMA` (or
+:data:`ARROW_MARKED_SCHEMA`), the Arrow twins of :data:`~spark_jobs.schema.SEGMENT_RECORD_SCHEMA` and
+:data:`~spark_jobs.schema.MARKED_SEGMENT_RECORD_SCHEMA`.
 
-On a cluster every executor must see the data directory at the same path (run on the node's host, or mount
-it read-only on the workers).
+On a cluster every executor must see the data directory at the same path (run on the node's host, or
+mount it read-only on the workers).
 """
 
 from __future__ import annotations
@@ -20,11 +25,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import mmap
 import os
-import re
-import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,15 +36,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_jobs.schema import SEGMENT_RECORD_SCHEMA
-from storage_engine.codec import HEADER_SIZE, MAGIC, decode_header, iter_records
+from spark_jobs.schema import DEAD, MARKED_SEGMENT_RECORD_SCHEMA, SEGMENT_RECORD_SCHEMA
+from storage_engine.codec import iter_records
 from storage_engine.errors import CorruptSegmentError
+from storage_engine.segment.segment import SegmentFileChangedError, iter_file_batches
+from storage_engine.segment_files import DeadOffsets, DeadRanges, SegmentFileInfo
 
-SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 SAMPLE_BYTES = 64 * 1024
 DEFAULT_BATCH_ROWS = 32_768
-_LENGTH = struct.Struct(">I")
-_HEADER_PREFIX = struct.Struct(">IIHBBQII")  # length, crc, magic, version, flags, base, last delta, count
+DEAD_DROP = "drop"  # leave records marked dead out
+DEAD_MARK = "mark"  # keep them, with dead = true
+DEAD_MODES = (DEAD_DROP, DEAD_MARK)
 
 ARROW_SCHEMA = pa.schema(
     [
@@ -58,68 +62,59 @@ ARROW_SCHEMA = pa.schema(
         pa.field("segment_base", pa.int64(), nullable=False),
     ]
 )
+ARROW_MARKED_SCHEMA = ARROW_SCHEMA.append(pa.field(DEAD, pa.bool_(), nullable=False))
 
 
 @dataclass(frozen=True, order=True)
 class SegmentFile:
-    """One segment file as seen on disk: where it is, what it holds, and its fingerprint."""
+    """One segment file to read, as the node listed it: where it is on this machine (and on every
+    executor), how many bytes of it to read, and which of its offsets are dead."""
 
     namespace: str
     shard: int
     base_offset: int
-    path: str
-    size: int
-    mtime_ns: int
-    sealed: bool
+    path: str  # absolute: <data dir>/<the node's file, relative to its data dir>
+    size: int  # bytes to read: the sealed file's size, or the active segment's committed bytes
+    sealed: bool = True
+    last_offset: int = -1
+    record_count: int = 0  # records stored in those bytes, dead ones included
+    dead: DeadRanges = ()  # inclusive ranges of offsets marked dead and still in the file
+
+    @classmethod
+    def of(cls, info: SegmentFileInfo, data_dir: str | Path) -> SegmentFile:
+        """The file of ``info`` (from the node) under ``data_dir``, where this job sees the node's data directory."""
+        return cls(
+            namespace=info.namespace,
+            shard=info.shard,
+            base_offset=info.base_offset,
+            path=os.path.abspath(os.path.join(data_dir, *info.file.split("/"))),
+            size=info.size_bytes,
+            sealed=info.sealed,
+            last_offset=info.last_offset,
+            record_count=info.record_count,
+            dead=info.dead or (),
+        )
 
     @property
     def key(self) -> str:
         """``<namespace>/<shard>/<20-digit base offset>``: unique in a data directory, stable across rewrites."""
         return segment_key(self.namespace, self.shard, self.base_offset)
 
+    @property
+    def dead_records(self) -> int:
+        return sum(last - first + 1 for first, last in self.dead)
+
+    @property
+    def live_records(self) -> int:
+        """Records a reader that drops dead ones gets from this file."""
+        return self.record_count - self.dead_records
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def list_segment_files(data_dir: str | Path, *, include_active: bool = False) -> list[SegmentFile]:
-    """Segment files under ``data_dir``, sorted by namespace, shard and base offset.
-
-    Only sealed segments unless ``include_active``; the active one is the highest base offset of its shard.
-    A missing data directory (or one without ``segments/``) has no segments.
-    """
-    root = Path(data_dir) / "segments"
-    found: list[SegmentFile] = []
-    if not root.is_dir():
-        return found
-    for ns_entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if not ns_entry.is_dir():
-            continue
-        for shard_entry in sorted(os.scandir(ns_entry.path), key=lambda e: e.name):
-            if not (shard_entry.is_dir() and shard_entry.name.isdigit()):
-                continue
-            files: list[tuple[int, os.DirEntry[str]]] = []
-            for entry in os.scandir(shard_entry.path):
-                match = SEGMENT_NAME.match(entry.name)
-                if match and entry.is_file():
-                    files.append((int(match.group(1)), entry))
-            files.sort(key=lambda item: item[0])
-            for i, (base, entry) in enumerate(files):
-                sealed = i < len(files) - 1
-                if not sealed and not include_active:
-                    continue
-                st = entry.stat()
-                found.append(
-                    SegmentFile(
-                        namespace=ns_entry.name,
-                        shard=int(shard_entry.name),
-                        base_offset=base,
-                        path=os.path.abspath(entry.path),
-                        size=st.st_size,
-                        mtime_ns=st.st_mtime_ns,
-                        sealed=sealed,
-                    )
-                )
-    return found
+def segment_key(namespace: str, shard: int, base_offset: int) -> str:
+    return f"{namespace}/{shard}/{base_offset:020d}"
 
 
 def sample_hash(path: str | Path, size: int | None = None) -> str:
@@ -139,21 +134,7 @@ def sample_hash(path: str | Path, size: int | None = None) -> str:
     return digest.hexdigest()
 
 
-def count_records(path: str | Path) -> int:
-    """Records in a segment file from its batch headers alone (one small read per batch, no decoding)."""
-    total = 0
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        pos = 0
-        while pos + HEADER_SIZE <= size:
-            length, _crc, magic, _version, _flags, _base, _delta, count = _HEADER_PREFIX.unpack(
-                os.pread(f.fileno(), _HEADER_PREFIX.size, pos)
-            )
-            if magic != MAGIC or length < HEADER_SIZE:
-                raise CorruptSegmentError(str(path), pos, f"bad batch header (magic 0x{magic:04x}, length {length})")
-            total += count
-            pos += length
-    return total
+# -- decoding (executors) ---------------------------------------------------------------------------------
 
 
 class _Columns:
@@ -167,27 +148,28 @@ class _Columns:
         self.headers: list[list[tuple[str, bytes]]] = []
         self.value: list[bytes | None] = []
         self.expire_at: list[int | None] = []
+        self.dead: list[bool] = []
 
     def __len__(self) -> int:
         return len(self.offset)
 
-    def to_batch(self, namespace: str, shard: int, base_offset: int) -> pa.RecordBatch:
+    def to_batch(self, namespace: str, shard: int, base_offset: int, marked: bool) -> pa.RecordBatch:
         n = len(self.offset)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([namespace] * n, pa.string()),
-                pa.array([shard] * n, pa.int32()),
-                pa.array(self.offset, pa.int64()),
-                pa.array(self.timestamp, pa.int64()),
-                pa.array(self.key, pa.binary()),
-                pa.array(self.tags, ARROW_SCHEMA.field("tags").type),
-                pa.array(self.headers, ARROW_SCHEMA.field("headers").type),
-                pa.array(self.value, pa.binary()),
-                pa.array(self.expire_at, pa.int64()),
-                pa.array([base_offset] * n, pa.int64()),
-            ],
-            schema=ARROW_SCHEMA,
-        )
+        arrays = [
+            pa.array([namespace] * n, pa.string()),
+            pa.array([shard] * n, pa.int32()),
+            pa.array(self.offset, pa.int64()),
+            pa.array(self.timestamp, pa.int64()),
+            pa.array(self.key, pa.binary()),
+            pa.array(self.tags, ARROW_SCHEMA.field("tags").type),
+            pa.array(self.headers, ARROW_SCHEMA.field("headers").type),
+            pa.array(self.value, pa.binary()),
+            pa.array(self.expire_at, pa.int64()),
+            pa.array([base_offset] * n, pa.int64()),
+        ]
+        if marked:
+            arrays.append(pa.array(self.dead, pa.bool_()))
+        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_MARKED_SCHEMA if marked else ARROW_SCHEMA)
 
 
 def iter_segment_batches(
@@ -196,44 +178,48 @@ def iter_segment_batches(
     shard: int,
     base_offset: int,
     *,
+    size: int | None = None,
+    dead: Iterable[Sequence[int]] = (),
+    dead_mode: str = DEAD_DROP,
     batch_rows: int = DEFAULT_BATCH_ROWS,
-    tolerate_torn_tail: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Decode one segment file into Arrow batches of at most ``batch_rows`` records, in offset order.
+    """Decode bytes ``[0, size)`` of one segment file (the whole file without ``size``) into Arrow batches
+    of at most ``batch_rows`` records (whole engine batches: at least one), in offset order.
 
-    Every batch's CRC is checked; damage raises :class:`~storage_engine.errors.CorruptSegmentError` naming
-    the file and byte position. ``tolerate_torn_tail`` (for an active segment, which the node may be
-    appending to) stops quietly at an incomplete batch at the end of the file instead.
+    ``dead`` are the node's dead ranges for the segment: ``dead_mode="drop"`` leaves those records out,
+    ``"mark"`` keeps them with ``dead`` true (:data:`ARROW_MARKED_SCHEMA`). Decoding is the engine's
+    (:func:`storage_engine.segment.segment.iter_file_batches`): every batch's CRC is checked, damage raises
+    :class:`~storage_engine.errors.CorruptSegmentError` naming the file and byte position. A file now
+    shorter than ``size`` was rewritten by the node since it was listed (compaction, reclaim: a whole-file
+    swap that left dead records out): it is read whole as it now is, and a later listing sees its new size.
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            buf = memoryview(mapped)
-            try:
-                yield from _decode(buf, path, namespace, shard, base_offset, batch_rows, tolerate_torn_tail)
-            finally:
-                buf.release()
+    if dead_mode not in DEAD_MODES:
+        raise ValueError(f"dead_mode must be one of {DEAD_MODES}, got {dead_mode!r}")
+    dead_offsets = DeadOffsets(dead)
+    try:
+        yield from _decode(path, size, namespace, shard, base_offset, dead_offsets, dead_mode, batch_rows)
+    except SegmentFileChangedError:  # raised before any row: nothing was yielded
+        yield from _decode(path, None, namespace, shard, base_offset, dead_offsets, dead_mode, batch_rows)
 
 
 def _decode(
-    buf: memoryview,
     path: str,
+    size: int | None,
     namespace: str,
     shard: int,
     base_offset: int,
+    dead: DeadOffsets,
+    dead_mode: str,
     batch_rows: int,
-    tolerate_torn_tail: bool,
 ) -> Iterator[pa.RecordBatch]:
+    marked = dead_mode == DEAD_MARK
+    check_dead = bool(dead)
     cols = _Columns()
-    n = len(buf)
-    pos = 0
-    while pos < n:
-        if tolerate_torn_tail and _is_torn_tail(buf, pos):
-            break
-        header = decode_header(buf, pos, path=path)
+    for pos, header, buf in iter_file_batches(path, size):
         for record in iter_records(buf, pos, header, path=path):
+            is_dead = check_dead and record.offset in dead
+            if is_dead and not marked:
+                continue
             cols.offset.append(record.offset)
             cols.timestamp.append(record.timestamp)
             cols.key.append(record.key)
@@ -247,24 +233,15 @@ def _decode(
                 cols.headers.append(list(dict(headers).items()))
             cols.value.append(record.value)
             cols.expire_at.append(record.expire_at)
-        pos += header.length
+            cols.dead.append(is_dead)
         if len(cols) >= batch_rows:
-            yield cols.to_batch(namespace, shard, base_offset)
+            yield cols.to_batch(namespace, shard, base_offset, marked)
             cols = _Columns()
     if len(cols):
-        yield cols.to_batch(namespace, shard, base_offset)
+        yield cols.to_batch(namespace, shard, base_offset, marked)
 
 
-def _is_torn_tail(buf: memoryview, pos: int) -> bool:
-    """True when the batch at ``pos`` runs past the end of the file: a write still in flight."""
-    avail = len(buf) - pos
-    if avail < HEADER_SIZE:
-        return True
-    (length,) = _LENGTH.unpack_from(buf, pos)
-    return length > avail
-
-
-def decode_segment_table(segment: SegmentFile, *, tolerate_torn_tail: bool = False) -> pa.Table:
+def decode_segment_table(segment: SegmentFile, *, dead_mode: str = DEAD_DROP) -> pa.Table:
     """A whole segment as one Arrow table (tests and small tools; Spark streams batches instead)."""
     batches = list(
         iter_segment_batches(
@@ -272,14 +249,12 @@ def decode_segment_table(segment: SegmentFile, *, tolerate_torn_tail: bool = Fal
             segment.namespace,
             segment.shard,
             segment.base_offset,
-            tolerate_torn_tail=tolerate_torn_tail,
+            size=segment.size,
+            dead=segment.dead,
+            dead_mode=dead_mode,
         )
     )
-    return pa.Table.from_batches(batches, schema=ARROW_SCHEMA)
-
-
-def segment_key(namespace: str, shard: int, base_offset: int) -> str:
-    return f"{namespace}/{shard}/{base_offset:020d}"
+    return pa.Table.from_batches(batches, schema=ARROW_MARKED_SCHEMA if dead_mode == DEAD_MARK else ARROW_SCHEMA)
 
 
 # -- Spark ---------------------------------------------------------------------------------------------------
@@ -288,32 +263,39 @@ DATA_SOURCE_NAME = "lifecycle_segments"
 READERS = ("arrow", "rows")
 
 
+def _read(descriptor: dict[str, Any], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from iter_segment_batches(
+            descriptor["path"],
+            descriptor["namespace"],
+            descriptor["shard"],
+            descriptor["base_offset"],
+            size=descriptor["size"],
+            dead=descriptor["dead"],
+            dead_mode=descriptor["dead_mode"],
+            batch_rows=batch_rows,
+        )
+    except FileNotFoundError:
+        return  # deleted by retention between listing and reading: nothing left to read
+
+
 class _SegmentReader(DataSourceReader):
     """Input partitions are segment descriptors (see :func:`_descriptors`): one file, one partition."""
 
-    def __init__(self, descriptors: list[dict[str, Any]]) -> None:
+    def __init__(self, descriptors: list[dict[str, Any]], batch_rows: int) -> None:
         self._partitions = [InputPartition(descriptor) for descriptor in descriptors]
+        self._batch_rows = batch_rows
 
     def partitions(self) -> Sequence[InputPartition]:
         return self._partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        d = partition.value
-        try:
-            yield from iter_segment_batches(
-                d["path"],
-                d["namespace"],
-                d["shard"],
-                d["base_offset"],
-                batch_rows=d["batch_rows"],
-                tolerate_torn_tail=d["tolerate_torn_tail"],
-            )
-        except FileNotFoundError:
-            return  # deleted by retention between listing and reading: nothing left to read
+        yield from _read(partition.value, self._batch_rows)
 
 
 class SegmentDataSource(DataSource):
-    """A Python data source over a list of segment files (option ``segments``: JSON list of descriptors).
+    """A Python data source over a list of segment files (option ``segments``: JSON list of descriptors;
+    option ``dead``: ``drop`` or ``mark``).
 
     Each segment file is one input partition, decoded on an executor into Arrow batches, which Spark takes
     as they are (no per-row pickling, and no pandas needed, unlike ``mapInArrow``).
@@ -324,15 +306,14 @@ class SegmentDataSource(DataSource):
         return DATA_SOURCE_NAME
 
     def schema(self) -> StructType:
-        return SEGMENT_RECORD_SCHEMA
+        return MARKED_SEGMENT_RECORD_SCHEMA if self.options.get("dead") == DEAD_MARK else SEGMENT_RECORD_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         descriptors = json.loads(self.options["segments"])
-        batch_rows = int(self.options.get("batch_rows", DEFAULT_BATCH_ROWS))
-        return _SegmentReader([{**d, "batch_rows": batch_rows} for d in descriptors])
+        return _SegmentReader(descriptors, int(self.options.get("batch_rows", DEFAULT_BATCH_ROWS)))
 
 
-def _descriptors(segments: Sequence[SegmentFile]) -> list[dict[str, Any]]:
+def _descriptors(segments: Sequence[SegmentFile], dead_mode: str) -> list[dict[str, Any]]:
     # Largest first, so that the longest tasks start first and the tail of the stage is short.
     ordered = sorted(segments, key=lambda s: (-s.size, s.key))
     return [
@@ -341,71 +322,72 @@ def _descriptors(segments: Sequence[SegmentFile]) -> list[dict[str, Any]]:
             "namespace": s.namespace,
             "shard": s.shard,
             "base_offset": s.base_offset,
-            "tolerate_torn_tail": not s.sealed,
+            "size": s.size,
+            "dead": [list(r) for r in s.dead],
+            "dead_mode": dead_mode,
         }
         for s in ordered
     ]
 
 
 def _decode_rows(descriptor: dict[str, Any], batch_rows: int) -> Iterator[tuple[Any, ...]]:
-    try:
-        for batch in iter_segment_batches(
-            descriptor["path"],
-            descriptor["namespace"],
-            descriptor["shard"],
-            descriptor["base_offset"],
-            batch_rows=batch_rows,
-            tolerate_torn_tail=descriptor["tolerate_torn_tail"],
-        ):
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            headers = ARROW_SCHEMA.get_field_index("headers")
-            columns[headers] = [dict(pairs) for pairs in columns[headers]]
-            yield from zip(*columns, strict=True)
-    except FileNotFoundError:
-        return
+    headers = ARROW_SCHEMA.get_field_index("headers")
+    for batch in _read(descriptor, batch_rows):
+        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        columns[headers] = [dict(pairs) for pairs in columns[headers]]
+        yield from zip(*columns, strict=True)
 
 
 def segment_records(
     spark: SparkSession,
     segments: Sequence[SegmentFile],
     *,
+    dead: str = DEAD_DROP,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     reader: str = "arrow",
 ) -> DataFrame:
-    """The records of ``segments`` as a DataFrame in :data:`~spark_jobs.schema.SEGMENT_RECORD_SCHEMA`.
+    """The records of ``segments`` as a DataFrame in :data:`~spark_jobs.schema.SEGMENT_RECORD_SCHEMA`
+    (``dead="drop"``: records the node marked dead are left out) or
+    :data:`~spark_jobs.schema.MARKED_SEGMENT_RECORD_SCHEMA` (``dead="mark"``: kept, with ``dead`` true).
 
     The list of segment files is parallelized, one file per partition, largest first, and each executor
-    decodes its file with the engine's codec. ``reader="arrow"`` (default) does it in a Python data source
-    whose partitions are the files, handing Arrow batches to the JVM; ``reader="rows"`` is the plain RDD
-    ``flatMap`` (rows pickled to the JVM; slower, kept for comparison). No shuffle either way, and rows keep
-    offset order per segment. Active segments (``sealed=False``) are read up to their last complete batch.
+    reads exactly the listed bytes of its file with the engine's reader. ``reader="arrow"`` (default) does it
+    in a Python data source whose partitions are the files, handing Arrow batches to the JVM;
+    ``reader="rows"`` is the plain RDD ``flatMap`` (rows pickled to the JVM; slower, kept for comparison).
+    No shuffle either way, and rows keep offset order per segment.
     """
     if reader not in READERS:
         raise ValueError(f"reader must be one of {READERS}, got {reader!r}")
+    if dead not in DEAD_MODES:
+        raise ValueError(f"dead must be one of {DEAD_MODES}, got {dead!r}")
+    schema = MARKED_SEGMENT_RECORD_SCHEMA if dead == DEAD_MARK else SEGMENT_RECORD_SCHEMA
     if not segments:
-        return spark.createDataFrame([], SEGMENT_RECORD_SCHEMA)
-    descriptors = _descriptors(segments)
+        return spark.createDataFrame([], schema)
+    descriptors = _descriptors(segments, dead)
     if reader == "rows":
         rdd = spark.sparkContext.parallelize(descriptors, numSlices=len(descriptors))
         rows = rdd.flatMap(functools.partial(_decode_rows, batch_rows=batch_rows))
-        return spark.createDataFrame(rows, SEGMENT_RECORD_SCHEMA, verifySchema=False)
+        return spark.createDataFrame(rows, schema, verifySchema=False)
     spark.dataSource.register(SegmentDataSource)
     return (
         spark.read.format(DATA_SOURCE_NAME)
         .option("segments", json.dumps(descriptors))
+        .option("dead", dead)
         .option("batch_rows", str(batch_rows))
         .load()
     )
 
 
 __all__ = [
+    "ARROW_MARKED_SCHEMA",
     "ARROW_SCHEMA",
+    "DEAD_DROP",
+    "DEAD_MARK",
     "CorruptSegmentError",
     "SegmentDataSource",
     "SegmentFile",
     "decode_segment_table",
     "iter_segment_batches",
-    "list_segment_files",
     "sample_hash",
     "segment_records",
 ]

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.schema import (
     DATE,
+    DEAD,
     EXPIRE_AT,
     HEADERS,
     KEY,
@@ -132,6 +133,11 @@ def with_superseded(df: DataFrame) -> DataFrame:
     return df.withColumn(SUPERSEDED, F.coalesce(F.col(KEY).isNotNull() & (F.col(OFFSET) < latest), F.lit(False)))
 
 
+def _expired_or_dead(expired: Column, has_dead: bool) -> Column:
+    flag = F.coalesce(expired, F.lit(False))
+    return flag | F.coalesce(F.col(DEAD), F.lit(False)) if has_dead else flag
+
+
 def _ratio(part: Column, whole: Column) -> Column:
     return F.when(whole > 0, part.cast("double") / whole.cast("double"))
 
@@ -151,6 +157,10 @@ def lifecycle_aggregates(df: DataFrame, group_by: Sequence[str], now_ms: int, tt
     outlived their expiry (now − expiry) as p50/p90/p99/max; ``keyed_records``, ``superseded_records`` and
     ``superseded_bytes`` (not the latest for their key in their shard: what compaction would reclaim) and
     ``duplicate_key_ratio`` = superseded ÷ keyed. Ratios and percentiles are null for an empty base.
+
+    Records with ``dead`` true (segment records read with ``dead="mark"``: marked dead by the node, not yet
+    reclaimed) count as expired, as in the engine's figures, whatever their own fields say; lifetimes and
+    the time past expiry come from the fields alone (a dead record not expired by its fields has none).
     """
     if DATE not in df.columns:
         df = with_partition_columns(df)
@@ -161,8 +171,8 @@ def lifecycle_aggregates(df: DataFrame, group_by: Sequence[str], now_ms: int, tt
         *group_by,
         encoded_record_bytes(with_headers=HEADERS in df.columns).alias("_bytes"),
         (expiry - F.col(TIMESTAMP)).alias("_lifetime"),
-        F.coalesce(expiry <= F.lit(now_ms), F.lit(False)).alias("_expired"),
-        (F.lit(now_ms) - expiry).alias("_overdue"),
+        _expired_or_dead(expiry <= F.lit(now_ms), DEAD in df.columns).alias("_expired"),
+        F.when(expiry <= F.lit(now_ms), F.lit(now_ms) - expiry).alias("_overdue"),  # expired by its fields
         F.col(KEY).isNotNull().alias("_keyed"),
         F.col(SUPERSEDED).alias("_superseded"),
     )
@@ -188,8 +198,8 @@ def lifecycle_aggregates(df: DataFrame, group_by: Sequence[str], now_ms: int, tt
         F.count_if(lifetime.isNull()).cast("long").alias("unbounded_records"),
         *_percentiles(lifetime, "lifetime"),
         F.struct(*buckets).alias("lifetime_histogram"),
-        *_percentiles(F.when(expired, F.col("_overdue")), "overdue"),
-        F.max(F.when(expired, F.col("_overdue"))).alias("overdue_max_ms"),
+        *_percentiles(F.col("_overdue"), "overdue"),
+        F.max(F.col("_overdue")).alias("overdue_max_ms"),
         F.count_if(F.col("_keyed")).cast("long").alias("keyed_records"),
         F.count_if(F.col("_superseded")).cast("long").alias("superseded_records"),
         F.coalesce(F.sum(F.when(F.col("_superseded"), size)), zero).alias("superseded_bytes"),
@@ -236,14 +246,18 @@ def with_compaction_keep(df: DataFrame, now_ms: int, ttl_ms: int | None = None) 
     record, judged over every record of ``df`` (all the sealed segments of the shards it holds).
 
     A record is kept iff it is not expired at ``now_ms`` (effective expiry with the namespace
-    ``ttl_ms``) and it is the latest for its key in its shard (records without a key are always the
-    latest). A latest tombstone is kept: its delete horizon starts at the time the node first cleans
-    it, which the segment files do not say, so the node's own compaction drops it later. Never null:
-    a row without an offset is not kept.
+    ``ttl_ms``), not marked dead by the node (the ``dead`` column, when ``df`` has it: a dead record
+    still counts as its key's latest, as in the engine's key map, but is never kept) and it is the
+    latest for its key in its shard (records without a key are always the latest). A latest tombstone
+    is kept: its delete horizon starts at the time the node first cleans it, which the segment files do
+    not say, so the node's own compaction drops it later. Never null: a row without an offset is not
+    kept.
     """
     if SUPERSEDED not in df.columns:
         df = with_superseded(df)
     keep = ~is_expired(now_ms, ttl_ms) & ~F.col(SUPERSEDED) & F.col(OFFSET).isNotNull()
+    if DEAD in df.columns:
+        keep = keep & ~F.coalesce(F.col(DEAD), F.lit(False))
     return df.withColumn(KEEP, F.coalesce(keep, F.lit(False)))
 
 

@@ -29,6 +29,7 @@ from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, St
 from storage_engine.framing import MEDIA_TYPE, decode_fetch, encode_produce
 from storage_engine.policy import NamespacePolicy
 from storage_engine.protocol import StepRequest, operation_of, result_from
+from storage_engine.segment_files import SegmentFileInfo, SegmentFilePage
 from storage_engine.wire import (
     error_from_body,
     namespace_from_json,
@@ -358,6 +359,24 @@ class NodeClient:
         params = {} if subscription is None else {"subscription": subscription}
         body = self._call("GET", f"/v1/namespaces/{namespace}/backlog", idempotent=True, params=params).json()
         return list(body["backlog"])
+
+    def segment_files(
+        self, namespace: str, shard: int, *, state: str = "sealed", dead: bool = True, page_size: int = 100
+    ) -> list[SegmentFileInfo]:
+        """A shard's segment files for a reader of the node's data directory (``GET
+        .../segment-files``): sealed ones (``state="all"``: the active one too, with its
+        committed size), each with its file relative to the data directory, the bytes to read
+        and, with ``dead``, the offsets marked dead still in it; every page followed."""
+        found: list[SegmentFileInfo] = []
+        after = -1
+        while True:
+            params = {"state": state, "dead": "true" if dead else "false", "after": after, "limit": page_size}
+            path = f"/v1/namespaces/{namespace}/shards/{shard}/segment-files"
+            page = SegmentFilePage.from_dict(self._call("GET", path, idempotent=True, params=params).json())
+            found += page.segments
+            if page.next_after is None:
+                return found
+            after = page.next_after
 
 
 __all__ = ["NodeClient", "StorageError"]

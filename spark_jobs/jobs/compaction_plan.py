@@ -1,13 +1,17 @@
 """``compaction-plan``: key compaction of a namespace computed in Spark, for namespaces whose key map does
 not fit one node's memory; the node then rewrites its segments by the plan without building a map.
 
-Input: the namespace's sealed segment files in ``--data-dir`` (decoded on the executors with the engine's
-codec, :mod:`spark_jobs.segments`); the active segment is never part of a plan. Spark computes key →
-latest offset per shard over all of them (a window over ``(namespace, shard, key)``, i.e. a shuffle by
-key, not a map on one machine) and applies the engine's keep rule
+Input: the namespace's sealed segments as the node lists them (``--node-url``, or ``--offline`` on a
+directory no node runs on: :mod:`spark_jobs.source`), their files read from ``--data-dir`` on the executors
+with the engine's own reader (:mod:`spark_jobs.segments`); the active segment is never part of a plan.
+Records the node marks dead are read too, marked: the engine's key map counts every stored record, so a
+dead record still supersedes its key's earlier ones, but it is never kept. Spark computes key → latest
+offset per shard over all of them (a window over ``(namespace, shard, key)``, i.e. a shuffle by key, not a
+map on one machine) and applies the engine's keep rule
 (:func:`spark_jobs.transforms.with_compaction_keep`):
 
 - the latest record of a key is kept, earlier ones are dropped; records without a key are kept;
+- dead records are dropped;
 - expired records are dropped: effective expiry ``min(expire_at, timestamp + ttl)`` ≤ ``--now-ms``, with
   the namespace TTL from ``--ttl-ms`` (or, with ``--node-url``, the namespace's policy on the node);
 - tombstones: a latest tombstone is **kept**. Its delete horizon starts when the node first cleans it
@@ -29,8 +33,9 @@ rows ``namespace, shard, segment_base, keep_offsets, records, kept`` and ``_plan
 Every sealed segment is in the plan, those with nothing to drop too (so the node's cleaner checkpoint
 covers the whole range), and a segment with nothing to keep has an empty list (the node drops it whole).
 With ``--node-url`` the plan is submitted per shard (``NodeClient.compact_with_plan``, bearer token from
-``$NODE_TOKEN``), and the node's results are in the summary printed on stdout (exit code 3 when the
-node refuses a shard's plan; the shards before it are compacted, and a rerun computes a fresh plan).
+``$NODE_TOKEN``) unless ``--plan-only``, and the node's results are in the summary printed on stdout (exit
+code 3 when the node refuses a shard's plan; the shards before it are compacted, and a rerun computes a
+fresh plan).
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -53,12 +57,12 @@ from spark_jobs.config import (
     add_common_arguments,
     node_token,
 )
-from spark_jobs.jobs.lake_export import add_data_dir_argument, segments_dir
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
 from spark_jobs.registry import register
 from spark_jobs.schema import SEGMENT_BASE, SHARD
-from spark_jobs.segments import list_segment_files, segment_records
+from spark_jobs.segments import DEAD_MARK, SegmentFile, segment_records
 from spark_jobs.session import session_for
+from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
 from spark_jobs.transforms import KEPT_OFFSETS, compaction_plan
 from storage_engine.errors import StorageError
 
@@ -70,10 +74,12 @@ NODE_TIMEOUT_S = 600.0  # a plan rewrites segments: far longer than an ordinary 
 Plan = dict[int, dict[int, list[int]]]  # shard → segment base → offsets to keep
 
 
-def build_plan(spark: SparkSession, data_dir: str | Path, namespace: str, now_ms: int, ttl_ms: int | None) -> DataFrame:
-    """The plan rows of ``namespace``'s sealed segments in ``data_dir`` (lazy; no segment: empty)."""
-    segments = [s for s in list_segment_files(data_dir) if s.namespace == namespace]
-    return compaction_plan(segment_records(spark, segments), now_ms, ttl_ms)
+def build_plan(
+    spark: SparkSession, segments: Sequence[SegmentFile], namespace: str, now_ms: int, ttl_ms: int | None
+) -> DataFrame:
+    """The plan rows of ``namespace``'s sealed ``segments`` (lazy; no segment: empty)."""
+    sealed = [s for s in segments if s.namespace == namespace and s.sealed]
+    return compaction_plan(segment_records(spark, sealed, dead=DEAD_MARK), now_ms, ttl_ms)
 
 
 def plan_from_rows(rows: Sequence[Any]) -> Plan:
@@ -126,11 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
         "submit it so the node rewrites the segments without building its own key map.",
     )
     parser.add_argument("--namespace", required=True, help="the namespace to plan")
-    add_data_dir_argument(parser)
+    add_source_arguments(
+        parser,
+        node_url_help="the node that lists the sealed segments and dead records, and that the plan is submitted "
+        f"to unless --plan-only (token from env {ENV_NODE_TOKEN})",
+    )
+    parser.add_argument(
+        "--plan-only", action="store_true", help="with --node-url: write the plan, do not submit it to the node"
+    )
     parser.add_argument("--now-ms", type=int, help="'now' for expiry, ms since the epoch (default: the clock)")
     parser.add_argument("--ttl-ms", type=int, help="the namespace TTL (default: none, or the node's policy)")
     parser.add_argument("--output", help="plan directory or URI (default <lake path>/compaction-plans/<namespace>)")
-    parser.add_argument("--node-url", help=f"submit the plan to this node (token from env {ENV_NODE_TOKEN})")
     add_common_arguments(parser)
     return parser
 
@@ -142,9 +154,12 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     token = node_token(args.node_url)
     if args.ttl_ms is not None and args.ttl_ms < 1:
         raise ConfigError(f"--ttl-ms must be a positive integer, got {args.ttl_ms}")
-    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    if args.plan_only and not args.node_url:
+        raise ConfigError("--plan-only goes with --node-url (without a node nothing is submitted anyway)")
+    data_dir = data_dir_of(JOB_NAME, args.data_dir)
     if data_dir is None:
         return 2
+    source = source_from_args(args, data_dir)
     output = resolve_output(args.output or config.lake_path / "compaction-plans" / args.namespace)
     check_overwrite_target(output, config.lake_path)
     now_ms = int(time.time() * 1000) if args.now_ms is None else args.now_ms
@@ -153,8 +168,9 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         ttl_ms = namespace_ttl_from_node(args.node_url, token, args.namespace)
 
     started = time.perf_counter()
+    segments = source.segments(namespaces=[args.namespace])
     with session_for(config, spark) as session:
-        plan_df = build_plan(session, data_dir, args.namespace, now_ms, ttl_ms).orderBy(SHARD, SEGMENT_BASE)
+        plan_df = build_plan(session, segments, args.namespace, now_ms, ttl_ms).orderBy(SHARD, SEGMENT_BASE)
         plan_df.coalesce(1).write.mode("overwrite").parquet(output)
         rows = session.read.parquet(output).orderBy(SHARD, SEGMENT_BASE).collect()
         body = plan_to_json(args.namespace, now_ms, ttl_ms, rows)
@@ -172,7 +188,7 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         "applied": None,
     }
     exit_code = 0
-    if args.node_url and rows:
+    if args.node_url and rows and not args.plan_only:
         try:
             applied = submit_plan(args.node_url, token, args.namespace, plan_from_rows(rows))
         except StorageError as exc:

@@ -1,9 +1,11 @@
 """``lake-export``: sealed segment files → the Parquet lake, incrementally and idempotently.
 
-Spark reads the node's segment files directly (never the node's API or its RocksDB): the driver lists the
-sealed segments of the data directory and fingerprints them, the manifest says which were already exported,
-and the rest are decoded on the executors with the engine's own codec (:mod:`spark_jobs.segments`) and
-written with Spark's Parquet writer.
+The driver asks the node for its sealed segments and the records in them it counts dead (``--node-url``,
+or ``--offline`` on a directory no node runs on: :mod:`spark_jobs.source`) and fingerprints them, the
+manifest says which were already exported, and the rest are read on the executors straight from the files
+under ``--data-dir`` with the engine's own reader (:mod:`spark_jobs.segments`), dead records left out, and
+written with Spark's Parquet writer. Record data never goes through the node's API, and Spark never opens
+its RocksDB.
 
 Layout (under ``--output``, default ``<lake path>/records``)::
 
@@ -12,12 +14,13 @@ Layout (under ``--output``, default ``<lake path>/records``)::
 
 Why the segment is part of the layout: a sealed segment changes only by a whole-file swap (compaction
 rewrites it without its dead, expired and superseded records), and the lake must then hold the new rows and
-none of the old. With the segment in the path, its rows are exactly the directories
-``namespace=<ns>/date=*/shard=<n>/segment_base=<base>``: a replacement deletes those and writes the new ones,
-touching no other segment's rows and no other file. (Per-run files under ``namespace/date`` would mix many
-segments in one file, so replacing one segment would mean rewriting its neighbours.) Readers still get
-``namespace`` and ``date`` as the leading partition columns, prune on them, and see ``shard`` and
-``segment_base`` as ordinary columns.
+none of the old; likewise when the TTL scan marks more of its records dead (the manifest's fingerprint
+counts them), so the lake never keeps a record the engine counts dead. With the segment in the path, its
+rows are exactly the directories ``namespace=<ns>/date=*/shard=<n>/segment_base=<base>``: a replacement
+deletes those and writes the new ones, touching no other segment's rows and no other file. (Per-run files
+under ``namespace/date`` would mix many segments in one file, so replacing one segment would mean rewriting
+its neighbours.) Readers still get ``namespace`` and ``date`` as the leading partition columns, prune on
+them, and see ``shard`` and ``segment_base`` as ordinary columns.
 
 File sizes: each task decodes one whole segment and writes one file per UTC day it spans, so a file is as
 large as a segment's rows for one day: with the default 1 GiB segments, hundreds of MiB; smaller only when
@@ -34,12 +37,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -56,39 +57,12 @@ from spark_jobs.manifest import (
 )
 from spark_jobs.registry import register
 from spark_jobs.schema import EXPORT_PARTITION_COLUMNS, NAMESPACE, SEGMENT_BASE, SHARD
-from spark_jobs.segments import (
-    READERS,
-    SegmentFile,
-    count_records,
-    list_segment_files,
-    sample_hash,
-    segment_records,
-)
+from spark_jobs.segments import DEAD_DROP, READERS, SegmentFile, sample_hash, segment_records
 from spark_jobs.session import session_for
+from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
 from spark_jobs.transforms import with_partition_columns
 
 JOB_NAME = "lake-export"
-DEFAULT_DATA_DIR = "var/data/node"
-ENV_DATA_DIR = "NODE_DATA_DIR"
-
-
-def segments_dir(job: str, raw: str) -> Path | None:
-    """``--data-dir`` resolved, or ``None`` (after saying why on stderr) when it holds no ``segments/``."""
-    data_dir = Path(raw).expanduser().resolve()
-    if (data_dir / "segments").is_dir():
-        return data_dir
-    print(f"python -m spark_jobs {job}: error: {data_dir} holds no segments/ directory", file=sys.stderr)
-    return None
-
-
-def add_data_dir_argument(parser: argparse.ArgumentParser, what: str = "the node's data directory") -> None:
-    """``--data-dir``, the same for every job that reads segment files."""
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR,
-        help=f"{what} (env {ENV_DATA_DIR}, default {DEFAULT_DATA_DIR})",
-    )
-
 
 DATASET = "records"
 # Snappy: cheap to write and read everywhere. Values and keys are rarely repeated: no dictionary for them.
@@ -190,30 +164,28 @@ def segment_directories(lake: LakeFileSystem, segments: Sequence[SegmentFile]) -
     return found
 
 
-def _count_records(segment: SegmentFile) -> int:
-    try:
-        return count_records(segment.path)
-    except FileNotFoundError:  # deleted by retention since the listing
-        return 0
-
-
 def fingerprint(segment: SegmentFile) -> Fingerprint:
-    return Fingerprint(segment.size, segment.mtime_ns, sample_hash(segment.path, segment.size))
+    """The segment's size as listed, its file's mtime and sampled content, and its dead records."""
+    mtime_ns = os.stat(segment.path).st_mtime_ns
+    return Fingerprint(segment.size, mtime_ns, sample_hash(segment.path, segment.size), segment.dead_records)
 
 
 def run_export(
     spark: SparkSession,
-    data_dir: str | Path,
+    segments: Sequence[SegmentFile],
     output: str,
     *,
-    namespaces: Sequence[str] = (),
     now_ms: int | None = None,
     reader: str = "arrow",
 ) -> ExportResult:
-    """Export the sealed segments of ``data_dir`` not yet in the lake at ``output`` (or changed since)."""
+    """Export the sealed ``segments`` (as the node listed them, :mod:`spark_jobs.source`) not yet in the lake
+    at ``output``, or changed since (rewritten, or more of their records dead); dead records are left out."""
     started = time.perf_counter()
     lake = LakeFileSystem(spark, output)
-    sealed = [s for s in list_segment_files(data_dir) if not namespaces or s.namespace in namespaces]
+    active = [s.key for s in segments if not s.sealed]
+    if active:
+        raise ValueError(f"only sealed segments are exported; active: {', '.join(active)}")
+    sealed = list(segments)
     fingerprints: dict[SegmentFile, Fingerprint] = {}
     for segment in sealed:
         try:
@@ -231,12 +203,12 @@ def run_export(
     )
     todo = plan.to_export
     if todo:
-        counts = {segment: _count_records(segment) for segment in todo}
+        counts = {segment: segment.live_records for segment in todo}
         # Exactly these segments' rows are replaced: whatever an earlier (maybe interrupted) run left of
         # them goes first, so that appending their rows below never duplicates one.
         for directory in segment_directories(lake, todo):
             lake.delete(directory)
-        records = with_partition_columns(segment_records(spark, todo, reader=reader))
+        records = with_partition_columns(segment_records(spark, todo, dead=DEAD_DROP, reader=reader))
         with sql_conf(spark, WRITE_SQL_CONF):
             (
                 records.write.mode("append")
@@ -258,6 +230,7 @@ def run_export(
                 exported_at_ms=exported_at,
                 run=run,
                 source_path=s.path,
+                dead_records=fingerprints[s].dead_records,
             )
             for s in todo
         ]
@@ -275,10 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m spark_jobs {JOB_NAME}",
         description="Export the sealed segment files of a storage node's data directory to the Parquet lake, "
-        "partitioned by namespace and UTC date (then shard and segment). Incremental: segments already "
-        "exported are skipped, segments rewritten since (compaction) are replaced. Prints a JSON summary.",
+        "partitioned by namespace and UTC date (then shard and segment), without the records the node counts "
+        "dead. Which segments are sealed and which records are dead comes from the node (--node-url), or "
+        "from the engine opened here with --offline. Incremental: segments already exported are skipped, "
+        "segments rewritten since (compaction) or with more dead records are replaced. Prints a JSON summary.",
     )
-    add_data_dir_argument(parser, "the node's data directory, readable at the same path by every executor")
+    add_source_arguments(parser)
     parser.add_argument("--output", help=f"dataset directory or Hadoop URI (default <lake path>/{DATASET})")
     parser.add_argument(
         "--namespace",
@@ -303,10 +278,12 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
     output = resolve_output(args.output or config.lake_path / DATASET)
     check_overwrite_target(output, config.lake_path)
-    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    data_dir = data_dir_of(JOB_NAME, args.data_dir)
     if data_dir is None:
         return 2
+    source = source_from_args(args, data_dir)
+    segments = source.segments(namespaces=args.namespace)
     with session_for(config, spark) as session:
-        result = run_export(session, data_dir, output, namespaces=args.namespace, reader=args.reader)
+        result = run_export(session, segments, output, reader=args.reader)
     print(json.dumps(result.to_dict(), sort_keys=True), flush=True)
     return 0

@@ -2,8 +2,10 @@
 free, per namespace and UTC day, as of a given "now".
 
 Input: the exported lake (``--source lake``, default) or the node's segment files read directly
-(``--source segments``, sealed and active segments, the active one up to its last complete batch). The
-figures are those of :func:`spark_jobs.transforms.lifecycle_aggregates`; namespace TTLs come from
+(``--source segments``: sealed and active segments as the node lists them, ``--node-url`` or ``--offline``,
+:mod:`spark_jobs.source`; the active one up to the bytes the node has committed; records the node marks dead
+count as expired, not yet reclaimed, as in the engine's figures). The figures are those of
+:func:`spark_jobs.transforms.lifecycle_aggregates`; namespace TTLs come from
 ``--ttl NS=MS`` (repeatable) and/or a JSON policies file (``--policies``: ``{"orders": 3600000}`` or
 ``{"orders": {"ttl_ms": 3600000, ...}}``; ``--ttl`` wins).
 
@@ -29,12 +31,13 @@ import httpx
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments
-from spark_jobs.jobs.lake_export import DATASET, add_data_dir_argument
+from spark_jobs.jobs.lake_export import DATASET
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
 from spark_jobs.registry import register
 from spark_jobs.schema import DATE, EXPORT_LAKE_SCHEMA, NAMESPACE
-from spark_jobs.segments import list_segment_files, segment_records
+from spark_jobs.segments import DEAD_MARK, segment_records
 from spark_jobs.session import session_for
+from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
 from spark_jobs.transforms import lifecycle_namespace_totals, lifecycle_report
 
 JOB_NAME = "lifecycle-report"
@@ -136,7 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--source", choices=SOURCES, default="lake", help="read the lake (default) or segments")
     parser.add_argument("--input", help=f"the exported lake dataset (default <lake path>/{DATASET})")
-    add_data_dir_argument(parser, "the node's data directory for --source segments")
+    add_source_arguments(
+        parser,
+        data_dir_help="the node's data directory for --source segments, readable at the same path by every executor",
+    )
     parser.add_argument("--now-ms", type=int, help="'now' for expiry, ms since the epoch (default: the clock)")
     parser.add_argument("--ttl", action="append", default=[], metavar="NS=MS", help="namespace TTL (repeatable)")
     parser.add_argument(
@@ -163,14 +169,16 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     output = resolve_output(args.output or config.lake_path / "reports" / "lifecycle")
     check_overwrite_target(output, config.lake_path)
     source = resolve_output(args.input or config.lake_path / DATASET)
+    segments = None
+    if args.source == "segments":
+        data_dir = data_dir_of(JOB_NAME, args.data_dir)
+        if data_dir is None:
+            return 2
+        source = str(data_dir)
+        segments = source_from_args(args, data_dir).segments(namespaces=args.namespace, include_active=True)
 
     with session_for(config, spark) as session:
-        if args.source == "lake":
-            records = read_lake(session, source)
-        else:
-            data_dir = Path(args.data_dir).expanduser().resolve()
-            source = str(data_dir)
-            records = segment_records(session, list_segment_files(data_dir, include_active=True))
+        records = read_lake(session, source) if segments is None else segment_records(session, segments, dead=DEAD_MARK)
         if args.namespace:  # a run for some namespaces reports on them only
             records = records.where(records[NAMESPACE].isin(args.namespace))
         report = lifecycle_report(records, now_ms=now_ms, ttls=ttls).orderBy(NAMESPACE, DATE)

@@ -3,11 +3,13 @@ entries into the node, so the next TTL scans expire them.
 
 When a namespace gains per-record TTLs from a rule (``--tag T`` or ``--key-prefix P``, with ``--ttl``:
 ``1h``, ``30m``, ``45s``, ``500ms``, ``2d`` or plain milliseconds) after data was written, Spark reads the
-namespace's sealed segment files from ``--data-dir`` (decoded on the executors with the engine's codec)
-and computes, for every matching record without an earlier effective expiry,
-``expire_at = timestamp + ttl`` (:func:`spark_jobs.transforms.ttl_backfill`: records that carry an
-explicit ``expire_at`` keep their own entry, and nothing is added when the namespace TTL is no longer
-than the rule's). Records of the active segment are not covered: run again once it is sealed.
+namespace's sealed segments as the node lists them (``--node-url``, or ``--offline`` on a directory no node
+runs on: :mod:`spark_jobs.source`), their files read from ``--data-dir`` on the executors with the engine's
+own reader and the records the node counts dead left out (they need no entry), and computes, for every
+matching record without an earlier effective expiry, ``expire_at = timestamp + ttl``
+(:func:`spark_jobs.transforms.ttl_backfill`: records that carry an explicit ``expire_at`` keep their own
+entry, and nothing is added when the namespace TTL is no longer than the rule's). Records of the active
+segment are not covered: run again once it is sealed.
 
 The entries are the TTL index's own keys, encoded by the engine's
 :func:`storage_engine.segment.index_store.ttl_key` (``expire_at u64 | ns_id u32 | shard u16 | offset
@@ -59,11 +61,11 @@ from spark_jobs.config import (
     add_common_arguments,
     node_token,
 )
-from spark_jobs.jobs.lake_export import add_data_dir_argument, segments_dir
 from spark_jobs.registry import register
 from spark_jobs.schema import EXPIRE_AT, OFFSET, SHARD
-from spark_jobs.segments import list_segment_files, segment_records
+from spark_jobs.segments import DEAD_DROP, SegmentFile, segment_records
 from spark_jobs.session import session_for
+from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
 from spark_jobs.transforms import ttl_backfill
 from storage_engine.errors import StorageError
 from storage_engine.segment.index_store import sst_options, ttl_key
@@ -120,7 +122,7 @@ def write_sst(sorted_keys: DataFrame, path: Path) -> int:
 
 def run_backfill(
     spark: SparkSession,
-    data_dir: str | Path,
+    segments: Sequence[SegmentFile],
     namespace: str,
     ns_id: int,
     ttl_ms: int,
@@ -130,11 +132,16 @@ def run_backfill(
     key_prefix: bytes | None = None,
     namespace_ttl_ms: int | None = None,
 ) -> dict[str, Any]:
-    """Compute the entries of ``namespace``'s sealed segments and write the SST file ``output``."""
+    """Compute the entries of ``namespace``'s sealed ``segments`` (dead records left out) and write the
+    SST file ``output``."""
     started = time.perf_counter()
-    segments = [s for s in list_segment_files(data_dir) if s.namespace == namespace]
+    segments = [s for s in segments if s.namespace == namespace and s.sealed]
     entries = ttl_backfill(
-        segment_records(spark, segments), ttl_ms, tag=tag, key_prefix=key_prefix, namespace_ttl_ms=namespace_ttl_ms
+        segment_records(spark, segments, dead=DEAD_DROP),
+        ttl_ms,
+        tag=tag,
+        key_prefix=key_prefix,
+        namespace_ttl_ms=namespace_ttl_ms,
     )
     keyed = ttl_index_entries(entries, ns_id).cache()
     try:
@@ -171,11 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--tag", help="records carrying this tag")
     rule.add_argument("--key-prefix", help="records whose key starts with this (UTF-8) prefix")
     parser.add_argument("--ttl", required=True, help="the rule's TTL: 1h, 30m, 45s, 500ms, 2d or milliseconds")
-    add_data_dir_argument(parser)
+    add_source_arguments(
+        parser,
+        node_url_help="the node that lists the sealed segments and dead records, and that the file is uploaded to "
+        f"for ingestion (token from env {ENV_NODE_TOKEN})",
+    )
     parser.add_argument("--ns-id", type=int, help="the namespace id (default: asked from --node-url)")
     parser.add_argument("--namespace-ttl-ms", type=int, help="the namespace TTL (default: the node's policy)")
     parser.add_argument("--output", help="the SST file (default <lake path>/ttl-backfill/<ns>/ttl-<now>.sst)")
-    parser.add_argument("--node-url", help=f"upload the file to this node to ingest (token from env {ENV_NODE_TOKEN})")
     add_common_arguments(parser)
     return parser
 
@@ -190,9 +200,10 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     token = node_token(args.node_url)
     if not args.node_url and args.ns_id is None:
         raise ConfigError("give --ns-id, or --node-url to ask the node for it")
-    data_dir = segments_dir(JOB_NAME, args.data_dir)
+    data_dir = data_dir_of(JOB_NAME, args.data_dir)
     if data_dir is None:
         return 2
+    source = source_from_args(args, data_dir)
     output_text = str(
         args.output or config.lake_path / "ttl-backfill" / args.namespace / f"ttl-{int(time.time() * 1000)}.sst"
     )
@@ -210,10 +221,11 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
             ns_id = node_id
             if namespace_ttl_ms is None:
                 namespace_ttl_ms = client.get_namespace(args.namespace).policy.ttl_ms
+        segments = source.segments(namespaces=[args.namespace])
         with session_for(config, spark) as session:
             summary = run_backfill(
                 session,
-                data_dir,
+                segments,
                 args.namespace,
                 ns_id,
                 ttl_ms,

@@ -32,6 +32,7 @@ from storage_engine.node.metrics import NodeMetrics, render_prometheus
 from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
 from storage_engine.node.routes import RouteTable
 from storage_engine.node.schedule import add_schedule_routes
+from storage_engine.node.segment_files import add_segment_file_routes
 from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
@@ -315,6 +316,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
     add_subscription_routes(table, engine)
     add_ttl_index_routes(table, engine)
     add_schedule_routes(table, engine)
+    add_segment_file_routes(table, engine)
     with contextlib.suppress(InvalidArgumentError):  # a memory engine may have no data dir (no import dir)
         engine.ttl_import_dir()  # created now, so a caller sharing the data dir can place files in it
 

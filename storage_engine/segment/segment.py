@@ -22,15 +22,16 @@ Other names a segment file takes during its life (Kafka's suffixes):
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from storage_engine.api import SegmentState
-from storage_engine.codec import HEADER_SIZE, BatchHeader, decode_header
-from storage_engine.errors import CorruptSegmentError, SegmentDeletedError
+from storage_engine.api import Record, SegmentState
+from storage_engine.codec import HEADER_SIZE, BatchHeader, decode_header, iter_records
+from storage_engine.errors import CorruptSegmentError, SegmentDeletedError, StorageError
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 
@@ -229,3 +230,85 @@ class Segment:
 
     def __repr__(self) -> str:
         return f"Segment({self.path}, size={self.size}, state={self.meta.state})"
+
+
+# -- reading a segment file from outside the node (Spark executors, tools) -------------------------------
+
+
+class SegmentFileChangedError(StorageError):
+    """A segment file holds fewer bytes than the size it was listed with: a sealed segment
+    changes only by a whole-file swap (compaction, reclaim), so it was rewritten since."""
+
+    code = "segment_changed"
+
+    def __init__(self, path: str, size: int, expected: int) -> None:
+        self.path = path
+        self.size = size
+        self.expected = expected
+        super().__init__(
+            f"segment file {path} holds {size} bytes, fewer than the {expected} it was listed with: "
+            "rewritten (or cut) since it was listed"
+        )
+
+
+def iter_file_batches(
+    path: str | Path, size: int | None = None, *, tolerate_torn_tail: bool = False, verify: bool = True
+) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """``(position, header, buffer)`` of each batch in bytes ``[0, size)`` of the segment file at
+    ``path`` (the whole file when ``size`` is ``None``), in file order.
+
+    For readers outside the node process: nothing but the file is opened (no index, no RocksDB).
+    ``buffer`` maps those bytes read-only (pages are read as the walk reaches them) and stays valid
+    until the walk ends; decode a batch's records with
+    ``storage_engine.codec.iter_records(buffer, position, header)`` (or use :func:`iter_file_records`).
+    The file is opened once, so a file swapped by a rewrite while it is walked is read whole from the
+    old inode.
+
+    Bytes past ``size`` are never looked at: give the size the node listed (a sealed segment's whole
+    file; the active one's committed bytes, which never end in a partial batch). A file now shorter
+    than ``size`` raises :class:`SegmentFileChangedError` before anything is yielded. Every batch is
+    checked (header, and the CRC with ``verify``); damage raises
+    :class:`~storage_engine.errors.CorruptSegmentError` with the path and byte position.
+    ``tolerate_torn_tail`` stops quietly at a batch that runs past ``size`` (a write still in flight
+    when no committed size is known) instead of raising.
+    """
+    name = str(path)
+    with open(path, "rb") as f:
+        actual = os.fstat(f.fileno()).st_size
+        if size is None:
+            size = actual
+        elif actual < size:
+            raise SegmentFileChangedError(name, actual, size)
+        if size <= 0:
+            return
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+            buf = memoryview(mapped)
+            try:
+                pos = 0
+                while pos < size:
+                    if tolerate_torn_tail and _runs_past(buf, pos, size):
+                        return
+                    header = decode_header(buf, pos, path=name, verify=verify)
+                    yield pos, header, buf
+                    pos += header.length
+            finally:
+                buf.release()
+
+
+def iter_file_records(
+    path: str | Path, size: int | None = None, *, tolerate_torn_tail: bool = False, verify: bool = True
+) -> Iterator[Record]:
+    """Every record in bytes ``[0, size)`` of the segment file at ``path``, in offset order
+    (see :func:`iter_file_batches` for ``size``, ``tolerate_torn_tail`` and ``verify``)."""
+    name = str(path)
+    for pos, header, buf in iter_file_batches(path, size, tolerate_torn_tail=tolerate_torn_tail, verify=verify):
+        yield from iter_records(buf, pos, header, path=name)
+
+
+def _runs_past(buf: memoryview, pos: int, end: int) -> bool:
+    """True when the batch at ``pos`` does not fit before ``end``: a write still in flight."""
+    avail = end - pos
+    if avail < HEADER_SIZE:
+        return True
+    (length,) = _LENGTH.unpack_from(buf, pos)
+    return bool(length > avail)

@@ -3,12 +3,18 @@
 Small segments (``segment_bytes`` = 1 KiB, the minimum) make every shard roll several times, so each
 shard has several sealed segments and one active one. Records carry producer timestamps over two UTC days,
 keys that repeat (some superseded), tombstones, tags, headers and explicit ``expire_at`` values.
+
+:func:`node_on` then serves such a directory with a real node process (system clock: every explicit
+``expire_at`` of the data has passed, so a TTL scan on the node marks those records dead), which is where
+the jobs learn which segments are sealed and which records are dead.
 """
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from storage_engine.codec import encode_batch, iter_records, scan_batches
 from storage_engine.config import EngineConfig
 from storage_engine.policy import NamespacePolicy
 from tests.spark.helpers import DAY_MS, JAN1_MS
+from tests.support.processes import NodeProc, start_node
 
 HOUR_MS = 3_600_000
 START_MS = JAN1_MS - 6 * HOUR_MS  # 2023-12-31T18:00Z: the data spans two UTC days
@@ -98,3 +105,13 @@ def rewrite_segment(path: str | Path, keep: set[int]) -> None:
     cleaned = path.with_name(path.name + ".cleaned")
     cleaned.write_bytes(encode_batch(base, records) if records else b"")
     os.replace(cleaned, path)
+
+
+@contextmanager
+def node_on(data_dir: Path) -> Iterator[NodeProc]:
+    """A real storage node serving ``data_dir`` (written and closed by an in-process engine), stopped after."""
+    node = start_node(data_dir)
+    try:
+        yield node
+    finally:
+        node.stop()

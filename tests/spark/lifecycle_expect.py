@@ -52,8 +52,14 @@ def utc_day(ms: int) -> dt.date:
 
 
 def expected_report(
-    records: Iterable[Rec], now_ms: int, ttls: Mapping[str, int], by_day: bool = True
+    records: Iterable[Rec],
+    now_ms: int,
+    ttls: Mapping[str, int],
+    by_day: bool = True,
+    dead: frozenset[tuple[str, int, int]] = frozenset(),
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """``dead``: (namespace, shard, offset) of records the node marked dead: expired whatever their fields
+    say, with no time past expiry unless their fields have one."""
     records = list(records)
     latest: dict[tuple[str, int, bytes], int] = {}
     for r in records:
@@ -71,8 +77,13 @@ def expected_report(
             sides = [x for x in (r.expire_at, None if ttl is None else r.timestamp + ttl) if x is not None]
             expiries.append(min(sides) if sides else None)
         lifetimes = [e - r.timestamp for r, e in zip(rs, expiries, strict=True) if e is not None]
-        expired = [(r, e) for r, e in zip(rs, expiries, strict=True) if e is not None and e <= now_ms]
-        overdue = [now_ms - e for _, e in expired]
+        by_fields = [(r, e) for r, e in zip(rs, expiries, strict=True) if e is not None and e <= now_ms]
+        overdue = [now_ms - e for _, e in by_fields]
+        expired = [
+            (r, e)
+            for r, e in zip(rs, expiries, strict=True)
+            if (e is not None and e <= now_ms) or (r.namespace, r.shard, r.offset) in dead
+        ]
         superseded = [r for r in rs if r.key is not None and r.offset < latest[(r.namespace, r.shard, r.key)]]
         keyed = sum(1 for r in rs if r.key is not None)
         size = sum(r.size for r in rs)

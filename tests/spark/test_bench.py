@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from spark_jobs.bench import GenSpec, MiB, _tree_cpu_seconds, file_stats, generate_segments
-from spark_jobs.segments import decode_segment_table, list_segment_files
+from spark_jobs.segments import decode_segment_table
+from spark_jobs.source import offline_segment_files
 
 
 def test_generator_writes_sealed_segments_with_the_real_engine(tmp_path: Path) -> None:
@@ -14,7 +15,7 @@ def test_generator_writes_sealed_segments_with_the_real_engine(tmp_path: Path) -
         total_bytes=MiB // 2, namespaces=1, shards=2, segment_bytes=64 * 1024, value_bytes=256, batch_records=20
     )
     figures = generate_segments(tmp_path / "data", spec)
-    files = list_segment_files(tmp_path / "data", include_active=True)
+    files = offline_segment_files(tmp_path / "data", include_active=True)
     assert figures["segment_files"] == len(files) and figures["sealed_segments"] >= 4
     assert figures["bytes"] == sum(f.size for f in files) >= MiB // 4
     decoded = sum(decode_segment_table(f).num_rows for f in files)

@@ -80,6 +80,22 @@ class TestInProcess:
         assert cli_main(["demo-parquet"]) == 2
         assert "SPARK_SHUFFLE_PARTITIONS" in capsys.readouterr().err
 
+    @pytest.mark.parametrize("job", ["lake-export", "compaction-plan", "ttl-backfill", "lifecycle-report"])
+    def test_segment_jobs_need_the_node_or_offline(
+        self, job: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Which segments are sealed is the node's to say: no silent guess from file names."""
+        (tmp_path / "data" / "segments").mkdir(parents=True)
+        monkeypatch.setenv("LAKE_PATH", str(tmp_path / "lake"))
+        extra = {
+            "compaction-plan": ["--namespace", "ns"],
+            "ttl-backfill": ["--namespace", "ns", "--tag", "t", "--ttl", "1h", "--ns-id", "1"],
+            "lifecycle-report": ["--source", "segments"],
+        }.get(job, [])
+        assert cli_main([job, "--data-dir", str(tmp_path / "data"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "give --node-url" in err and "--offline" in err
+
     def test_refuses_to_overwrite_the_lake_root(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -1,23 +1,26 @@
-"""compaction-plan: the keep rule on small in-memory DataFrames (nulls, empty input), and end to end on
-segments written by the real engine: the plan applied through ``compact_with_plan`` leaves exactly what
-the engine's own ``compact()`` leaves on an identical copy of the data."""
+"""compaction-plan: the keep rule on small in-memory DataFrames (nulls, empty input, dead records), and end
+to end on segments written by the real engine: the plan applied through ``compact_with_plan`` leaves exactly
+what the engine's own ``compact()`` leaves on an identical copy of the data (listed ``--offline``), and
+through a real node that lists the segments, marks a key's latest record dead, and applies the plan."""
 
 from __future__ import annotations
 
 import json
 import random
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from spark_jobs.config import ConfigError
 from spark_jobs.jobs.compaction_plan import main
-from spark_jobs.segments import decode_segment_table, list_segment_files
+from spark_jobs.segments import SegmentFile, decode_segment_table
+from spark_jobs.source import node_segment_files, offline_segment_files
 from spark_jobs.transforms import compaction_plan, with_compaction_keep
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
@@ -29,6 +32,7 @@ from tests.spark.helpers import JAN1_MS, record
 
 NOW = JAN1_MS + 10_000
 PLAN_SCHEMA = StructType([*NULLABLE_RECORD_SCHEMA.fields, StructField("segment_base", LongType(), True)])
+MARKED_PLAN_SCHEMA = StructType([*PLAN_SCHEMA.fields, StructField("dead", BooleanType(), True)])
 
 
 def frame(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
@@ -90,6 +94,17 @@ class TestKeepRule:
             (True, None, False),
         ]
 
+    def test_a_dead_record_supersedes_but_is_never_kept(self, spark: SparkSession) -> None:
+        rows = [
+            (*seg(0, offset=0, key=b"a"), False),
+            (*seg(0, offset=1, key=b"a"), True),  # dead: still a's latest, as in the engine's key map
+            (*seg(0, offset=2, key=None), True),  # dead without a key
+            (*seg(0, offset=3, key=b"b"), False),
+            (*seg(0, offset=4, key=b"c"), None),  # no mark: not dead
+        ]
+        kept = with_compaction_keep(spark.createDataFrame(rows, MARKED_PLAN_SCHEMA), NOW).collect()
+        assert {r["offset"]: r["keep"] for r in kept} == {0: False, 1: False, 2: False, 3: True, 4: True}
+
     def test_plan_lists_every_segment_even_empty_ones(self, spark: SparkSession) -> None:
         rows = [
             seg(0, offset=0, key=b"a"),
@@ -135,13 +150,17 @@ def write_kv(data_dir: Path, seed: int = 11) -> None:
         engine.close()
 
 
-def stored(data_dir: Path) -> dict[int, list[int]]:
-    """Offsets stored in the namespace's segment files (active included), per shard."""
+def stored(segments: list[SegmentFile]) -> dict[int, list[int]]:
+    """Offsets stored in the namespace's segment files (list them with the active ones), per shard."""
     out: dict[int, list[int]] = {}
-    for s in list_segment_files(data_dir, include_active=True):
+    for s in segments:
         if s.namespace == NS:
             out.setdefault(s.shard, []).extend(decode_segment_table(s).column("offset").to_pylist())
     return out
+
+
+def stored_offline(data_dir: Path) -> dict[int, list[int]]:
+    return stored(offline_segment_files(data_dir, include_active=True))
 
 
 def open_at(data_dir: Path, now: int) -> StorageAdapter:
@@ -162,7 +181,7 @@ def test_plan_applied_equals_the_engines_own_compaction(
     spark: SparkSession, copies: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     by_engine, by_plan = copies
-    before = stored(by_plan)
+    before = stored_offline(by_plan)
 
     engine = open_at(by_engine, COMPACT_AT)
     try:
@@ -174,13 +193,14 @@ def test_plan_applied_equals_the_engines_own_compaction(
 
     out = tmp_path / "plan-out"
     argv = ["--namespace", NS, "--data-dir", str(by_plan), "--now-ms", str(COMPACT_AT), "--output", str(out)]
-    assert main([*argv, "--lake-path", str(tmp_path)], spark=spark) == 0
+    assert main([*argv, "--offline", "--lake-path", str(tmp_path)], spark=spark) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     body = json.loads((out / "_plan.json").read_text())
-    sealed = [s for s in list_segment_files(by_plan) if s.namespace == NS]
+    listed = offline_segment_files(by_plan, include_active=True)
+    sealed = [s for s in listed if s.namespace == NS and s.sealed]
     assert summary["segments"] == body["segments"] == len(sealed)
     assert summary["records"] == sum(len(v) for v in before.values()) - sum(
-        len(decode_segment_table(s)) for s in list_segment_files(by_plan, include_active=True) if not s.sealed
+        len(decode_segment_table(s)) for s in listed if s.namespace == NS and not s.sealed
     )
 
     engine = open_at(by_plan, COMPACT_AT)
@@ -195,9 +215,9 @@ def test_plan_applied_equals_the_engines_own_compaction(
         engine.close()
 
     assert removed == own.records_removed
-    assert stored(by_plan) == stored(by_engine)
+    assert stored_offline(by_plan) == stored_offline(by_engine)
     assert plan_segments == own_segments
-    assert stored(by_plan) != before  # something was compacted away
+    assert stored_offline(by_plan) != before  # something was compacted away
     assert all(r["first_dirty"] == r["first_uncleanable"] for r in ranges)  # the checkpoint moved over it all
 
 
@@ -211,9 +231,18 @@ def test_missing_data_dir_is_a_usage_error(tmp_path: Path, spark: SparkSession) 
     assert main(["--namespace", NS, "--data-dir", str(tmp_path / "nope")], spark=spark) == 2
 
 
+def test_plan_only_goes_with_a_node(tmp_path: Path, spark: SparkSession) -> None:
+    with pytest.raises(ConfigError, match="--plan-only"):
+        main(["--namespace", NS, "--data-dir", str(tmp_path), "--offline", "--plan-only"], spark=spark)
+
+
 def test_plan_submitted_to_a_real_node(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The node lists the sealed segments and the dead records: ``gone``'s latest record is dead (the TTL
+    scan marked it), so it supersedes ``gone``'s earlier record and goes itself, as in the node's own
+    compaction, even at a "now" its own expire_at has not reached. ``--plan-only`` writes the plan and
+    leaves the node alone."""
     from storage_engine.client import NodeClient
     from tests.support.processes import start_node
 
@@ -223,22 +252,37 @@ def test_plan_submitted_to_a_real_node(
             client.create_namespace(
                 NS, 1, NamespacePolicy(cleanup_policy="compact", segment_bytes=1024, retention_ms=None)
             )
+            past = int(time.time() * 1000) - 3_600_000
             written: list[tuple[int, bytes]] = []
             for i in range(60):
-                key = f"k{i % 7}".encode()
-                offset = client.append(NS, 0, [NewRecord(value=b"v" * 40, key=key)]).base_offset
-                written.append((offset, key))
-            active_base = client.list_segments(NS, 0)[-1].base_offset
+                key = b"gone" if i in (10, 20) else f"k{i % 7}".encode()
+                record = NewRecord(value=b"v" * 40, key=key, expire_at=past if i == 20 else None)
+                written.append((client.append(NS, 0, [record]).base_offset, key))
+            assert client.lifecycle_step(NS, "expire-scan", manual=True).expired_records == 1
+            listed = node_segment_files(client, node.data_dir, include_active=True)
+            dead = {o for s in listed for first, last in s.dead for o in range(first, last + 1)}
+            assert dead == {written[20][0]}
+            active_base = listed[-1].base_offset
             sealed = [(o, k) for o, k in written if o < active_base]
+            assert written[20][0] < active_base
             latest = {k: o for o, k in sealed}
-            expected = sorted({o for o, k in sealed if latest[k] == o} | {o for o, _ in written if o >= active_base})
+            kept = {o for o, k in sealed if latest[k] == o and o not in dead}
+            expected = sorted(kept | {o for o, _ in written if o >= active_base})
 
             monkeypatch.setenv("NODE_TOKEN", node.token)
             argv = ["--namespace", NS, "--data-dir", str(node.data_dir), "--node-url", node.url]
-            assert main([*argv, "--output", str(tmp_path / "plan"), "--lake-path", str(tmp_path)], spark=spark) == 0
+            # A "now" before gone's expire_at: by its fields alone its latest record would be kept.
+            argv += ["--now-ms", str(past - 1), "--output", str(tmp_path / "plan"), "--lake-path", str(tmp_path)]
+            before = stored(listed)
+            assert main([*argv, "--plan-only"], spark=spark) == 0
             summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-            assert summary["applied"]["0"]["records_removed"] == len(sealed) - len(latest)
-            assert sorted(stored(node.data_dir)[0]) == expected
+            assert summary["applied"] is None and summary["kept"] == len(kept)
+            assert stored(node_segment_files(client, node.data_dir, include_active=True)) == before
+
+            assert main(argv, spark=spark) == 0
+            summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+            assert summary["applied"]["0"]["records_removed"] == len(sealed) - len(kept)
+            assert sorted(stored(node_segment_files(client, node.data_dir, include_active=True))[0]) == expected
             start = client.shard_stats(NS, 0)["log_start_offset"]
             assert [r.offset for r in client.read(NS, 0, start, max_records=1000).records] == expected
     finally:

@@ -1,11 +1,14 @@
-"""lake-export end to end on segment files written by the real engine: read back with Spark SQL and pyarrow,
-incremental re-runs, a segment rewritten by compaction replaced exactly, and an interrupted run repaired."""
+"""lake-export end to end on segment files written by the real engine and served by a real node, which says
+which segments are sealed and which records are dead: read back with Spark SQL and pyarrow, incremental
+re-runs, a segment rewritten by compaction replaced exactly, records the node marks dead taken out of the
+lake, idle active segments sealed by the node exported, and an interrupted run repaired."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -13,22 +16,23 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from spark_jobs.config import ConfigError
 from spark_jobs.jobs.lake_export import main, pyarrow_partitioning, run_export
 from spark_jobs.manifest import MANIFEST_DIR
-from spark_jobs.segments import decode_segment_table, list_segment_files
-from storage_engine import open_engine
+from spark_jobs.segments import SegmentFile, decode_segment_table
+from spark_jobs.source import node_segment_files, offline_segment_files
 from storage_engine.api import NewRecord
-from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
-from tests.spark.engine_data import Appended, rewrite_segment, write_segments
+from storage_engine.client import NodeClient
+from tests.spark.engine_data import Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import utc_day
+from tests.support.processes import NodeProc
 
 pytestmark = pytest.mark.spark
 
 Row = tuple[object, ...]
 
 
-def _expected(appended: list[Appended], sealed_keys: set[tuple[str, int, int]]) -> set[Row]:
+def _expected(appended: list[Appended], keys: set[tuple[str, int, int]]) -> set[Row]:
     return {
         (
             a.namespace,
@@ -42,14 +46,15 @@ def _expected(appended: list[Appended], sealed_keys: set[tuple[str, int, int]]) 
             a.expire_at,
         )
         for a in appended
-        if (a.namespace, a.shard, a.offset) in sealed_keys
+        if (a.namespace, a.shard, a.offset) in keys
     }
 
 
-def _sealed_offsets(data_dir: Path) -> dict[tuple[str, int, int], int]:
-    """(namespace, shard, offset) → segment base, for every record in a sealed segment."""
+def _live_offsets(segments: list[SegmentFile]) -> dict[tuple[str, int, int], int]:
+    """(namespace, shard, offset) → segment base, for every record of these segments the node does not
+    count dead (read with the engine's reader, as an executor does)."""
     out = {}
-    for segment in list_segment_files(data_dir):
+    for segment in segments:
         for offset in decode_segment_table(segment).column("offset").to_pylist():
             out[(segment.namespace, segment.shard, offset)] = segment.base_offset
     return out
@@ -86,24 +91,34 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Appende
     return data_dir, write_segments(data_dir)
 
 
-def _copy(source: tuple[Path, list[Appended]], tmp_path: Path) -> Path:
+@pytest.fixture
+def served(source: tuple[Path, list[Appended]], tmp_path: Path) -> Iterator[tuple[NodeProc, NodeClient, Path]]:
+    """A real node on a copy of the written data directory (the node may change it)."""
     data_dir = tmp_path / "data"
     shutil.copytree(source[0], data_dir)
-    (data_dir / "LOCK").unlink(missing_ok=True)
-    return data_dir
+    with node_on(data_dir) as node, NodeClient(node.url, node.token) as client:
+        yield node, client, data_dir
 
 
 def test_export_reads_back_in_spark_sql_and_pyarrow_and_reruns_export_nothing(
-    spark: SparkSession, source: tuple[Path, list[Appended]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: SparkSession,
+    source: tuple[Path, list[Appended]],
+    served: tuple[NodeProc, NodeClient, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    data_dir, appended = source
+    appended = source[1]
+    node, client, data_dir = served
     lake = tmp_path / "lake" / "records"
-    sealed = _sealed_offsets(data_dir)
-    segments = list_segment_files(data_dir)
+    segments = node_segment_files(client, data_dir)
+    sealed = _live_offsets(segments)
     active_offsets = {(a.namespace, a.shard, a.offset) for a in appended} - set(sealed)
     assert active_offsets, "the active segments hold records that are not exported"
 
-    assert main(["--data-dir", str(data_dir), "--output", str(lake)], spark=spark) == 0
+    monkeypatch.setenv("NODE_TOKEN", node.token)
+    argv = ["--data-dir", str(data_dir), "--node-url", node.url, "--output", str(lake)]
+    assert main(argv, spark=spark) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["segments_new"] == summary["segments_sealed"] == len(segments)
     assert summary["records_written"] == len(sealed)
@@ -147,7 +162,7 @@ def test_export_reads_back_in_spark_sql_and_pyarrow_and_reruns_export_nothing(
 
     # Re-run: nothing to export, no new manifest, same files.
     before = sorted(p.name for p in lake.rglob("*.parquet"))
-    assert main(["--data-dir", str(data_dir), "--output", str(lake)], spark=spark) == 0
+    assert main(argv, spark=spark) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["segments_exported"] == 0 and again["segments_unchanged"] == len(segments)
     assert again["manifest"] is None and again["run"] == 1
@@ -155,50 +170,94 @@ def test_export_reads_back_in_spark_sql_and_pyarrow_and_reruns_export_nothing(
     assert len(list((lake / MANIFEST_DIR).glob("manifest-*.json"))) == 1
 
 
-def test_rewritten_segment_is_replaced_new_ones_added_deleted_ones_kept(
-    spark: SparkSession, source: tuple[Path, list[Appended]], tmp_path: Path
+def test_dead_records_leave_the_lake_and_idle_segments_sealed_by_the_node_join_it(
+    spark: SparkSession, source: tuple[Path, list[Appended]], served: tuple[NodeProc, NodeClient, Path], tmp_path: Path
 ) -> None:
-    data_dir = _copy(source, tmp_path)
-    appended = list(source[1])
+    """What file names cannot say. The node's TTL scan marks every record with an explicit expire_at dead
+    (its clock is past them all) and first seals the idle active segments: the next export replaces the
+    segments that gained dead records (their rows leave the lake, though the files did not change) and
+    exports the newly sealed ones without their dead records."""
+    appended = source[1]
+    _, client, data_dir = served
     lake = str(tmp_path / "lake")
-    first = run_export(spark, data_dir, lake)
-    segments = list_segment_files(data_dir)
-    victim, gone, untouched = segments[1], segments[2], segments[0]
+    first = run_export(spark, node_segment_files(client, data_dir), lake)
+    assert first.records_written == len(_live_offsets(node_segment_files(client, data_dir)))
+
+    for ns in ("orders", "audit"):
+        while client.lifecycle_step(ns, "expire-scan", manual=True).more:
+            pass
+    segments = node_segment_files(client, data_dir)
+    with_dead = [s for s in segments if s.dead]
+    assert with_dead and len(segments) > first.segments_sealed  # dead records; idle actives sealed
+
+    second = run_export(spark, segments, lake)
+    assert set(second.replaced) == {s.key for s in with_dead if s.key in first.exported}
+    assert set(second.exported) == {s.key for s in segments} - set(first.exported)
+    dead = {(a.namespace, a.shard, a.offset) for a in appended if a.expire_at is not None}
+    live = {(a.namespace, a.shard, a.offset) for a in appended} - dead
+    rows = _spark_rows(spark, Path(lake))
+    assert {(r[0], r[1], r[2]) for r in rows} == live  # every record, the formerly active ones too
+    assert {_normalise(r) for r in rows} == _expected(appended, live)
+    todo = set(second.exported) | set(second.replaced)
+    assert second.records_written == sum(s.live_records for s in segments if s.key in todo)
+
+    manifest = json.loads(sorted((Path(lake) / MANIFEST_DIR).glob("manifest-*.json"))[-1].read_text())
+    assert manifest["version"] == 2
+    entries = {(e["namespace"], e["shard"], e["base_offset"]): e for e in manifest["segments"]}
+    for s in segments:
+        entry = entries[(s.namespace, s.shard, s.base_offset)]
+        assert (entry["dead_records"], entry["records"]) == (s.dead_records, s.live_records)
+
+    third = run_export(spark, node_segment_files(client, data_dir), lake)
+    assert third.exported == [] and third.replaced == [] and third.manifest is None
+
+
+def test_rewritten_segment_is_replaced_new_ones_added_deleted_ones_kept(
+    spark: SparkSession, source: tuple[Path, list[Appended]], served: tuple[NodeProc, NodeClient, Path], tmp_path: Path
+) -> None:
+    appended = list(source[1])
+    _, client, data_dir = served
+    lake = str(tmp_path / "lake")
+    first = run_export(spark, node_segment_files(client, data_dir), lake)
+    segments = [s for s in node_segment_files(client, data_dir) if (s.namespace, s.shard) == ("orders", 1)]
+    untouched = segments[0]
+    # Compaction keeps every other record of the victim; records whose explicit expire_at has passed on the
+    # node's clock go too, so the victim keeps at least one record without one.
+    unbounded = {a.offset for a in appended if (a.namespace, a.shard) == ("orders", 1) and a.expire_at is None}
+    halves = {s.key: set(decode_segment_table(s).column("offset").to_pylist()[::2]) for s in segments}
+    victim = next(s for s in segments[1:] if halves[s.key] & unbounded)
+    gone = next(s for s in segments[1:] if s != victim)
     untouched_files = {
-        p: p.stat().st_mtime_ns for p in Path(lake).rglob(f"segment_base={untouched.base_offset}/*.parquet")
+        p: p.stat().st_mtime_ns
+        for p in Path(lake).rglob(f"namespace=orders/*/shard=1/segment_base={untouched.base_offset}/*.parquet")
     }
 
-    # More appends: the active segments roll, so new sealed segments appear.
-    engine = open_engine(EngineConfig(data_dir=data_dir, adapter="segment"), clock=ManualClock(1_704_100_000_000))
-    try:
-        for _ in range(8):
-            result = engine.append("audit", 0, [NewRecord(value=b"z" * 200, key=b"late", timestamp=1_704_100_000_000)])
-            appended.append(
-                Appended("audit", 0, result.base_offset, 1_704_100_000_000, b"late", (), {}, b"z" * 200, None)
-            )
-    finally:
-        engine.close()
-    # Compaction rewrites one sealed segment with half its records; retention deletes another.
-    victim_offsets = decode_segment_table(victim).column("offset").to_pylist()
-    kept = set(victim_offsets[::2])
-    rewrite_segment(victim.path, kept)
-    Path(gone.path).rename(gone.path + ".deleted")
+    # More appends through the node: the active segment rolls, so new sealed segments appear.
+    for _ in range(8):
+        result = client.append("audit", 0, [NewRecord(value=b"z" * 200, key=b"late", timestamp=1_704_100_000_000)])
+        appended.append(Appended("audit", 0, result.base_offset, 1_704_100_000_000, b"late", (), {}, b"z" * 200, None))
+    # The node compacts one sealed segment down to half its records (a whole-file swap) and drops another.
+    kept = halves[victim.key]
+    client.compact_with_plan("orders", 1, {victim.base_offset: sorted(kept), gone.base_offset: []})
 
-    second = run_export(spark, data_dir, lake)
+    listed = node_segment_files(client, data_dir)
+    rewritten = next(s for s in listed if s.key == victim.key)
+    assert rewritten.size < victim.size and gone.key not in {s.key for s in listed}
+    second = run_export(spark, listed, lake)
     assert second.replaced == [victim.key]
     assert second.gone == [gone.key]
     assert second.exported and all(k.startswith("audit/0/") for k in second.exported)
     assert second.run == first.run + 1
 
     rows = _spark_rows(spark, Path(lake))
-    victim_rows = sorted(
-        r[2] for r in rows if (r[0], r[1], r[9]) == (victim.namespace, victim.shard, victim.base_offset)
-    )
-    assert victim_rows == sorted(kept)  # the old rows are gone, the kept ones are there once
-    assert sum(1 for r in rows if (r[0], r[1], r[9]) == (gone.namespace, gone.shard, gone.base_offset)) > 0
+    victim_rows = sorted(r[2] for r in rows if (r[0], r[1], r[9]) == ("orders", 1, victim.base_offset))
+    # The old rows are gone; what the new file holds is there once (the swap also left out records whose
+    # explicit expire_at had passed on the node's clock).
+    assert victim_rows == decode_segment_table(rewritten).column("offset").to_pylist()
+    assert set(victim_rows) <= kept and victim_rows
+    assert sum(1 for r in rows if (r[0], r[1], r[9]) == ("orders", 1, gone.base_offset)) > 0  # the lake keeps it
     counts = Counter((r[0], r[1], r[2]) for r in rows)
     assert set(counts.values()) == {1}  # nothing duplicated
-    # Rows are what was appended, for whatever the lake now holds.
     assert {_normalise(r) for r in rows} == _expected(appended, set(counts))
     # Other segments' files were not rewritten.
     assert {p: p.stat().st_mtime_ns for p in untouched_files} == untouched_files
@@ -207,27 +266,52 @@ def test_rewritten_segment_is_replaced_new_ones_added_deleted_ones_kept(
     entry = next(
         e
         for e in manifest["segments"]
-        if (e["namespace"], e["shard"], e["base_offset"]) == (victim.namespace, victim.shard, victim.base_offset)
+        if (e["namespace"], e["shard"], e["base_offset"]) == ("orders", 1, victim.base_offset)
     )
-    assert entry["size"] == Path(victim.path).stat().st_size and entry["records"] == len(kept) and entry["run"] == 2
+    assert entry["size"] == Path(victim.path).stat().st_size == rewritten.size
+    assert entry["records"] == len(victim_rows) and entry["run"] == 2
 
-    third = run_export(spark, data_dir, lake)
+    third = run_export(spark, node_segment_files(client, data_dir), lake)
     assert third.exported == [] and third.replaced == [] and third.manifest is None
 
 
 def test_interrupted_run_is_repaired_without_duplicates(
-    spark: SparkSession, source: tuple[Path, list[Appended]], tmp_path: Path
+    spark: SparkSession, served: tuple[NodeProc, NodeClient, Path], tmp_path: Path
 ) -> None:
-    data_dir = source[0]
+    _, client, data_dir = served
     lake = tmp_path / "lake"
-    first = run_export(spark, data_dir, str(lake))
+    first = run_export(spark, node_segment_files(client, data_dir), str(lake))
     # A crash after the data was written but before the manifest: as if the manifest were never written.
     for path in (lake / MANIFEST_DIR).iterdir():
         path.unlink()
-    second = run_export(spark, data_dir, str(lake))
+    second = run_export(spark, node_segment_files(client, data_dir), str(lake))
     assert len(second.exported) == len(first.exported) and second.run == 1
     assert second.records_written == first.records_written
     assert spark.read.parquet(str(lake)).count() == first.records_written
+
+
+def test_offline_on_a_directory_no_node_runs_on(
+    spark: SparkSession, source: tuple[Path, list[Appended]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(source[0], data_dir)
+    argv = ["--data-dir", str(data_dir), "--output", str(tmp_path / "lake"), "--namespace", "audit"]
+    assert main([*argv, "--offline"], spark=spark) == 0
+    summary = json.loads(capsys.readouterr().out)
+    audit = [s for s in offline_segment_files(data_dir) if s.namespace == "audit"]
+    assert summary["segments_new"] == len(audit) and summary["records_written"] == len(_live_offsets(audit))
+    with node_on(data_dir) as node:  # a node holds the directory now: the engine cannot open it here
+        with pytest.raises(ConfigError, match="give --node-url instead"):
+            main([*argv, "--offline"], spark=spark)
+        assert node.popen.poll() is None
+
+
+def test_the_node_or_offline_is_required(tmp_path: Path, source: tuple[Path, list[Appended]]) -> None:
+    argv = ["--data-dir", str(source[0]), "--output", str(tmp_path / "lake")]
+    with pytest.raises(ConfigError, match=r"give --node-url .*, or --offline"):
+        main(argv)
+    with pytest.raises(ConfigError, match="exclude each other"):
+        main([*argv, "--offline", "--node-url", "http://127.0.0.1:9"])
 
 
 def test_missing_data_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,9 +1,11 @@
 """lifecycle-report end to end (lake and segments as input) against a hand computation, its outputs, and the
-POST to the control plane against a tiny loopback HTTP server."""
+POST to the control plane against a tiny loopback HTTP server. Segments as input are listed by a real node:
+records its TTL scan marked dead count as expired."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,8 +25,10 @@ from spark_jobs.jobs.lifecycle_report import (
     parse_ttl_pairs,
     post_report,
 )
-from spark_jobs.segments import decode_segment_table, list_segment_files
-from tests.spark.engine_data import HOUR_MS, START_MS, Appended, write_segments
+from spark_jobs.segments import decode_segment_table
+from spark_jobs.source import offline_segment_files
+from storage_engine.client import NodeClient
+from tests.spark.engine_data import HOUR_MS, START_MS, Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import Rec, expected_report, report_rows_to_dict
 
 NOW = START_MS + 9 * HOUR_MS  # part of the data expired, part not, part in the future
@@ -90,12 +94,9 @@ def test_report_from_the_lake_matches_a_hand_computation(
 ) -> None:
     data_dir, appended = source
     lake = tmp_path / "lake"
-    run_export(spark, data_dir, str(lake / "records"))
-    sealed = {
-        (s.namespace, s.shard, o)
-        for s in list_segment_files(data_dir)
-        for o in decode_segment_table(s).column("offset").to_pylist()
-    }
+    segments = offline_segment_files(data_dir)  # no node runs on it: the engine lists it here
+    run_export(spark, segments, str(lake / "records"))
+    sealed = {(s.namespace, s.shard, o) for s in segments for o in decode_segment_table(s).column("offset").to_pylist()}
     policies = tmp_path / "policies.json"
     policies.write_text(json.dumps({"audit": {"ttl_ms": 999, "retention_ms": None}, "orders": {"ttl_ms": None}}))
     out = tmp_path / "lake" / "reports" / "lifecycle"
@@ -138,11 +139,27 @@ def test_report_from_segments_posted_to_the_control_plane(
     monkeypatch: pytest.MonkeyPatch,
     server: tuple[str, type[_Recorder]],
 ) -> None:
-    data_dir, appended = source
+    appended = source[1]
+    data_dir = tmp_path / "data"
+    shutil.copytree(source[0], data_dir)
     url, handler = server
     monkeypatch.setenv("CONTROL_PLANE_TOKEN", "s3cret")
-    argv = ["--source", "segments", "--data-dir", str(data_dir), "--output", str(tmp_path / "report")]
-    argv += ["--now-ms", str(NOW), "--ttl", f"audit={TTLS['audit']}", "--post-url", url]
+    with node_on(data_dir) as node:
+        monkeypatch.setenv("NODE_TOKEN", node.token)
+        argv = ["--source", "segments", "--data-dir", str(data_dir), "--output", str(tmp_path / "report")]
+        argv += ["--node-url", node.url, "--now-ms", str(NOW), "--ttl", f"audit={TTLS['audit']}", "--post-url", url]
+        _report_from_segments(spark, argv, appended, handler, capsys, node.url, node.token)
+
+
+def _report_from_segments(
+    spark: SparkSession,
+    argv: list[str],
+    appended: list[Appended],
+    handler: type[_Recorder],
+    capsys: pytest.CaptureFixture[str],
+    node_url: str,
+    token: str,
+) -> None:
     assert main(argv, spark=spark) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["posted"] == 201
@@ -165,6 +182,23 @@ def test_report_from_segments_posted_to_the_control_plane(
     everything = expected_report(_recs(appended), NOW, TTLS)
     assert _rows_from_json(request["body"]["rows"]) == {k: v for k, v in everything.items() if k[0] == "audit"}
     assert {r["namespace"] for r in request["body"]["rows"]} == {"audit"}
+
+    # The node's TTL scan (its clock is past every expire_at of the data) marks records dead that the
+    # report's "now" does not expire yet: still in the files, not reclaimed, so expired in the report.
+    with NodeClient(node_url, token) as client:
+        for ns in ("orders", "audit"):
+            while client.lifecycle_step(ns, "expire-scan", manual=True).more:
+                pass
+    dead = frozenset((a.namespace, a.shard, a.offset) for a in appended if a.expire_at is not None)
+    handler.requests.clear()
+    assert main(argv, spark=spark) == 0
+    capsys.readouterr()
+    (request,) = handler.requests
+    with_dead = expected_report(_recs(appended), NOW, TTLS, dead=dead)
+    assert _rows_from_json(request["body"]["rows"]) == with_dead
+    assert sum(r["expired_records"] for r in with_dead.values()) > sum(
+        r["expired_records"] for r in everything.values()
+    )
 
 
 class TestPost:

@@ -1,7 +1,8 @@
 """ttl-backfill: the rule on small in-memory DataFrames (nulls, empty input), the key encoding, and end to
 end: records written by the real engine without expire_at, the job's SST ingested, a manual clock moved
 past the TTL, and the engine's TTL scan marks exactly the matching records dead (reclaim then removes
-them); and once through a real node with ``--node-url``."""
+them); and once through a real node with ``--node-url``, which lists the segments and dead records (a
+second run finds the matching records dead and writes nothing)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.config import ConfigError
-from spark_jobs.jobs.ttl_backfill import main, parse_duration_ms, ttl_index_entries
+from spark_jobs.jobs.ttl_backfill import main, parse_duration_ms, run_backfill, ttl_index_entries
+from spark_jobs.source import engine_segment_files
 from spark_jobs.transforms import backfill_match, ttl_backfill
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
@@ -184,9 +186,9 @@ def test_backfill_expires_exactly_the_matching_records(
 
     ns_id = int(eng.ttl_index_info(NS)["ns_id"])  # type: ignore[call-overload]
     sst = eng.ttl_import_dir() / "gdpr.sst"  # the engine ingests only files of its import directory
-    argv = ["--namespace", NS, "--tag", "gdpr", "--ttl", "1h", "--data-dir", str(data_dir)]
-    assert main([*argv, "--ns-id", str(ns_id), "--output", str(sst), "--lake-path", str(tmp_path)], spark=spark) == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # The engine is open here (manual clock): it lists its segments itself, as a node would answer.
+    segments = engine_segment_files(eng, data_dir, namespaces=[NS])
+    summary = run_backfill(spark, segments, NS, ns_id, HOUR_MS, sst, tag="gdpr")
     assert summary["entries"] == len(expected) and summary["sst"] == str(sst) and summary["ingested"] is None
     assert summary["min_expire_at"] == min(facts[k]["timestamp"] for k in expected) + HOUR_MS
 
@@ -215,9 +217,10 @@ def test_nothing_to_backfill_writes_no_file(
 ) -> None:
     eng, clock, data_dir = engine
     write_events(eng, clock)
+    eng.close()  # no node and no engine on it now: --offline lists it
     sst = tmp_path / "none.sst"
     argv = ["--namespace", NS, "--tag", "absent", "--ttl", "10m", "--data-dir", str(data_dir), "--ns-id", "1"]
-    assert main([*argv, "--output", str(sst)], spark=spark) == 0
+    assert main([*argv, "--offline", "--output", str(sst)], spark=spark) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["entries"] == 0 and summary["sst"] is None and not sst.exists()
 
@@ -227,6 +230,9 @@ def test_usage_errors(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.M
     base = ["--namespace", NS, "--tag", "t", "--ttl", "1h", "--data-dir", str(tmp_path)]
     with pytest.raises(ConfigError, match="--ns-id"):
         main(base, spark=spark)
+    (tmp_path / "segments").mkdir()
+    with pytest.raises(ConfigError, match="--offline"):
+        main([*base, "--ns-id", "1"], spark=spark)  # neither a node nor --offline
     with pytest.raises(ConfigError, match="NODE_TOKEN"):
         main([*base, "--node-url", "http://127.0.0.1:9"], spark=spark)
     with pytest.raises(SystemExit):
@@ -266,5 +272,11 @@ def test_through_a_real_node(
             assert step.expired_records == len(expected)
             stats = client.shard_stats(NS, 0)
             assert stats["record_count"] - stats["live_count"] == len(expected)
+
+            # The same rule again: the node now counts those records dead, so they get no entry.
+            again = tmp_path / "again.sst"
+            assert main([*argv, "--data-dir", str(node.data_dir), "--output", str(again)], spark=spark) == 0
+            summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+            assert summary["entries"] == 0 and summary["sst"] is None and not again.exists()
     finally:
         node.stop()
