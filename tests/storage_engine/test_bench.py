@@ -48,3 +48,38 @@ def test_expire_bench_prints_each_system(capsys: pytest.CaptureFixture[str]) -> 
     for line in lines[:4]:
         assert {"bench", "system", "stored", "expired", "seconds"} <= line.keys()
     assert [(line["stored"], line["expired"]) for line in lines[:4]] == [(400, 20), (400, 20), (800, 20), (800, 20)]
+
+
+def test_compare_runs_both_checkouts_and_pairs_their_lines(tmp_path, monkeypatch, capsys):
+    """bench.compare pairs the same result line of two checkouts and divides their headline figures."""
+    import json
+
+    from storage_engine.bench import compare
+
+    def fake_run(tree, bench):
+        speed = 100.0 if tree.name == "old" else 150.0
+        return [
+            {"bench": "read", "system": "engine-segment", "records": 10, "msgs_per_s": speed, "p99_ms": 1.0},
+            {"bench": "expire", "system": "ttl-index", "adapter": "segment", "seconds": speed / 1000},
+            {"bench": "read", "system": "ratio"},  # no headline figure: left out
+        ]
+
+    monkeypatch.setattr(compare, "run_once", fake_run)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    assert (
+        compare.main(
+            ["--before", str(tmp_path / "old"), "--after", str(tmp_path / "new"), "--rounds", "2", "--", "read"]
+        )
+        == 0
+    )
+    rows = {r["result"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(rows) == {"read/engine-segment/10", "expire/ttl-index/segment"}
+    read = rows["read/engine-segment/10"]
+    assert (read["metric"], read["before"], read["after"], read["after_vs_before"]) == (
+        "msgs_per_s",
+        [100.0, 100.0],
+        [150.0, 150.0],
+        1.5,
+    )
+    assert rows["expire/ttl-index/segment"]["higher_is_better"] is False
