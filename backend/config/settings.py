@@ -14,6 +14,7 @@ import hashlib
 import os
 import secrets
 from pathlib import Path
+from typing import overload
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -26,6 +27,10 @@ PRODUCTION = APP_ENV == "production"
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
 
 
+@overload
+def env(name: str, default: str) -> str: ...
+@overload
+def env(name: str, default: None = None) -> str | None: ...
 def env(name: str, default: str | None = None) -> str | None:
     """A variable; in production, one without a default is required."""
     value = os.environ.get(name)
@@ -54,7 +59,9 @@ def dev_secret(name: str) -> str:
 
 SECRET_KEY = env("SECRET_KEY") or dev_secret("SECRET_KEY")
 DEBUG = env_bool("DEBUG", not PRODUCTION)
-ALLOWED_HOSTS = [h.strip() for h in (env("ALLOWED_HOSTS", None if PRODUCTION else "127.0.0.1,localhost")).split(",")]
+ALLOWED_HOSTS = [
+    h.strip() for h in (env("ALLOWED_HOSTS", None if PRODUCTION else "127.0.0.1,localhost") or "").split(",")
+]
 CSRF_TRUSTED_ORIGINS = [o for o in (env("CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o]
 
 DATA_DIR = Path(env("DATA_DIR", str(VAR_DIR / "data")))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from backend import demo
-from backend.apps.core.management.commands.bootstrap import DEMO_NAMESPACES
-from backend.apps.core.management.commands.demo import ensure_subscription
+from backend.apps.lifecycle.management.commands.bootstrap import DEMO_NAMESPACES
+from backend.apps.lifecycle.management.commands.demo import ensure_subscription
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.services import create_namespace
 from storage_engine.client import NodeClient

@@ -25,6 +25,7 @@ from backend.apps.reports.models import LifecycleReportRow
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import TaskRun
 from tests.spark.engine_data import write_segments
+from tests.support.processes import start_node
 
 
 def alive(pid: int) -> bool:
@@ -108,15 +109,19 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
         post_url="http://cp/api/reports/lifecycle",
         params={},
     )
+    # No node registered: the jobs open the stopped directory themselves, and say so.
     assert jobs.command("lake-export", ctx)[1:] == [
         "-m",
         "spark_jobs",
         "lake-export",
         "--data-dir",
         "/data/node",
+        "--offline",
         "--namespace",
         "orders",
     ]
+    # With a node: it lists the sealed segments and dead records each job reads.
+    ctx = replace(ctx, node_url="http://node:7070")
     report = jobs.command("lifecycle-report", ctx)
     assert report[3:] == [
         "lifecycle-report",
@@ -124,6 +129,8 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
         "segments",
         "--data-dir",
         "/data/node",
+        "--node-url",
+        "http://node:7070",
         "--policies",
         str(tmp_path / "policies.json"),
         "--post-url",
@@ -138,25 +145,28 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
         "orders",
         "--data-dir",
         "/data/node",
+        "--node-url",
+        "http://node:7070",
+        "--plan-only",  # applying a plan is the node's compaction action, not this job's
         "--ttl-ms",
         "60000",
     ]
     assert jobs.command("demo-parquet", ctx)[3:] == ["demo-parquet"]  # a job without an entry: no extra options
     env = jobs.job_environment("secret")
     assert env["CONTROL_PLANE_TOKEN"] == "secret" and "secret" not in " ".join(report)
-    backfill = replace(ctx, params={"key_prefix": "user:", "ttl": "7d"}, node_url="http://node:7070")
+    backfill = replace(ctx, params={"key_prefix": "user:", "ttl": "7d"})
     assert jobs.command("ttl-backfill", backfill)[3:] == [
         "ttl-backfill",
         "--namespace",
         "orders",
         "--data-dir",
         "/data/node",
+        "--node-url",
+        "http://node:7070",
         "--key-prefix",
         "user:",
         "--ttl",
         "7d",
-        "--node-url",
-        "http://node:7070",
     ]
     assert jobs.job_environment(None, node_token="node-secret")["NODE_TOKEN"] == "node-secret"
 
@@ -227,10 +237,14 @@ def test_cancelling_a_running_spark_run_terminates_its_job(tmp_path, settings):
 
 
 @pytest.mark.spark
-def test_a_lifecycle_report_run_lands_its_rows_in_the_reports_table(live_server, tmp_path, settings, monkeypatch):
+def test_a_lifecycle_report_run_lands_its_rows_in_the_reports_table(
+    live_server, tmp_path, settings, monkeypatch, request
+):
     data_dir = tmp_path / "node-data"
     write_segments(data_dir)
-    node = StorageNode.objects.create(name="node-1", url="http://127.0.0.1:9")
+    proc = start_node(data_dir)  # the node lists the sealed segments and dead records the job reads
+    request.addfinalizer(proc.stop)
+    node = StorageNode.objects.create(name="node-1", url=proc.url, token=proc.token)
     Namespace.objects.create(name="orders", node=node, shards=2, policy_overrides={"ttl_ms": 3_600_000})
     Namespace.objects.create(name="audit", node=node, shards=1)
     settings.NODE_DATA_DIR = data_dir

@@ -41,7 +41,7 @@ class AlertListView(ListAPIView):
     pagination_class = cursor_page(("-started_at", "-id"), page_size=50)
     filterset_class = AlertFilter
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return selectors.alert_list()
 
 
@@ -59,7 +59,7 @@ class AlertDetailView(RetrieveAPIView):
 
     serializer_class = AlertDetailOutputSerializer
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return selectors.alert_detail()
 
 

@@ -1,10 +1,15 @@
-"""Writes of the audit log: every policy change, destructive action and login failure."""
+"""Writes of the audit log: every policy change, destructive action, login failure and refused write."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from backend.apps.audit.models import AuditEntry
+from backend.apps.core.roles import role_of
+from backend.apps.core.throttling import client_ip
+
+log = logging.getLogger(__name__)
 
 _MISSING = object()
 
@@ -64,3 +69,28 @@ def record_login_failure(sender: Any, credentials: dict[str, Any], request: Any 
         remote_addr=(client_ip(request) or None) if request is not None else None,
         actor_name=username,
     )
+
+
+def record_denied_write(sender: Any, exc: Any, request: Any, **_: Any) -> None:
+    """A write refused with 403 (a role too low, a CSRF failure) goes to the audit log as ``denied``:
+    who, which method and route, when, and why. Reads are not audited."""
+    user = getattr(request, "user", None)
+    if not getattr(user, "is_authenticated", False) and hasattr(request, "_request"):
+        from django.contrib.auth import get_user
+
+        user = get_user(request._request)  # refused while authenticating (CSRF): the session's user
+    route = getattr(getattr(request, "resolver_match", None), "route", "") or ""
+    try:
+        record(
+            actor=user,
+            action="api.denied",
+            target_type="route",
+            target=f"{request.method} {request.path}"[:300],
+            after={"method": request.method, "path": request.path, "route": route, "role": role_of(user)},
+            result="denied",
+            detail=str(exc.detail)[:2000],
+            remote_addr=client_ip(request) or None,
+            actor_name=getattr(user, "get_username", lambda: "")() or "anonymous",
+        )
+    except Exception:  # the 403 stands even if the audit write fails
+        log.exception("audit: could not record a denied %s %s", request.method, request.path)

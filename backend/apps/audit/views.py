@@ -15,5 +15,5 @@ class AuditEntryListView(ListAPIView):
     pagination_class = cursor_page(("-at", "-id"), page_size=50)
     filterset_class = AuditEntryFilter
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return audit_entries()

@@ -6,13 +6,13 @@ from backend.apps.catalog.models import Segment, ShardStatus
 class ReadOnlyAdmin(admin.ModelAdmin):
     """The data belongs to the nodes: the catalog is a synced copy."""
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request):
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None):
         return False
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

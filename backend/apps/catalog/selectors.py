@@ -9,6 +9,9 @@ from django.db.models.functions import Coalesce
 
 from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.namespaces.selectors import namespace_list
+from backend.apps.runs.models import Kind
+from backend.apps.runs.selectors import last_finished
 
 
 def segment_list() -> QuerySet[Segment]:
@@ -66,3 +69,10 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
         "last_compaction_at": last_run_at(namespace, "compaction"),
         "shards": list(shard_statuses(namespace)),
     }
+
+
+def namespace_list_with_usage() -> QuerySet[Any]:
+    """Namespaces with size, records, segments and last scan/compaction, in a constant number of queries."""
+    return with_usage(namespace_list()).annotate(
+        last_scan_at=last_finished(Kind.EXPIRY_SCAN), last_compaction_at=last_finished(Kind.COMPACTION)
+    )

@@ -1,7 +1,10 @@
 from rest_framework import serializers
 
 from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.catalog.selectors import expired_ratio
 from backend.apps.catalog.services import SYNCED_FIELDS
+from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.serializers import NamespaceOutputSerializer
 
 
 class SegmentOutputSerializer(serializers.ModelSerializer):
@@ -73,3 +76,29 @@ class SyncResultOutputSerializer(serializers.Serializer):
     updated = serializers.IntegerField()
     deleted = serializers.IntegerField()
     unchanged = serializers.IntegerField()
+
+
+class NamespaceListOutputSerializer(NamespaceOutputSerializer):
+    """A list row: the namespace with its usage (see ``catalog.selectors.namespace_list_with_usage``)."""
+
+    stored_bytes = serializers.IntegerField()
+    stored_records = serializers.IntegerField()
+    segment_count = serializers.IntegerField()
+    expired_ratio = serializers.SerializerMethodField()
+    last_scan_at = serializers.DateTimeField(allow_null=True)
+    last_compaction_at = serializers.DateTimeField(allow_null=True)
+
+    class Meta(NamespaceOutputSerializer.Meta):
+        fields = [
+            *NamespaceOutputSerializer.Meta.fields,
+            "stored_bytes",
+            "stored_records",
+            "segment_count",
+            "expired_ratio",
+            "last_scan_at",
+            "last_compaction_at",
+        ]
+        read_only_fields = fields
+
+    def get_expired_ratio(self, namespace: Namespace) -> float:
+        return expired_ratio(namespace.stored_records, namespace.expired_records)

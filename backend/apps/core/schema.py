@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import inline_serializer
@@ -32,7 +32,7 @@ class ApiAutoSchema(AutoSchema):
             schema["additionalProperties"] = False  # unknown fields are refused, not dropped
         return schema
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, Any]:
         bodies: dict[str, Any] = super()._get_response_bodies(direction)
         errors = dict(ERRORS)
         if "{" in self.path:

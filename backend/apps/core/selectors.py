@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -43,22 +42,6 @@ def check_broker() -> ComponentHealth:
         return ComponentHealth(False, f"{transport} broker: {exc}")
 
 
-def check_node() -> ComponentHealth:
-    """The nodes as the metrics collection last found them (the same health the Nodes page shows); the
-    nodes are asked now only when no collection looked at one of them recently (no worker or beat)."""
-    from backend.apps.metrics.selectors import node_health
-    from backend.apps.nodes.selectors import node_health_summary
-
-    found = node_health()
-    if found and all(h["health"] != "unknown" for h in found.values()):
-        down = [f"{name}: {h['error'] or 'unavailable'}" for name, h in found.items() if h["health"] != "healthy"]
-        if down:
-            return ComponentHealth(False, "; ".join(down) + " (at the last metrics collection)")
-        return ComponentHealth(True, "reachable at the last metrics collection: " + ", ".join(found))
-    ok, detail = node_health_summary()
-    return ComponentHealth(ok, detail)
-
-
 def check_worker() -> ComponentHealth:
     try:
         replies = celery_app.control.ping(timeout=1.5)
@@ -77,18 +60,3 @@ def check_beat() -> ComponentHealth:
     ok = age <= settings.BEAT_HEARTBEAT_STALE_S
     detail = f"last heartbeat {age:.0f}s ago" + ("" if ok else f" (stale after {settings.BEAT_HEARTBEAT_STALE_S}s)")
     return ComponentHealth(ok, detail, beat.at)
-
-
-def system_health() -> dict[str, Any]:
-    components = {
-        "database": check_database(),
-        "broker": check_broker(),
-        "node": check_node(),
-        "worker": check_worker(),
-        "beat": check_beat(),
-    }
-    return {
-        "status": "ok" if all(c.ok for c in components.values()) else "degraded",
-        "checked_at": timezone.now(),
-        "components": {name: asdict(c) for name, c in components.items()},
-    }

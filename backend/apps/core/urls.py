@@ -3,7 +3,6 @@ from django.urls import path
 from backend.apps.core import views
 
 urlpatterns = [
-    path("health", views.HealthView.as_view(), name="health"),
     path("auth/csrf", views.CsrfView.as_view(), name="auth-csrf"),
     path("auth/login", views.LoginView.as_view(), name="auth-login"),
     path("auth/logout", views.LogoutView.as_view(), name="auth-logout"),

@@ -15,11 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from backend.apps.core import selectors
 from backend.apps.core.roles import role_of
 from backend.apps.core.serializers import (
     CsrfOutputSerializer,
-    HealthOutputSerializer,
     LoginInputSerializer,
     MeOutputSerializer,
 )
@@ -28,17 +26,6 @@ from backend.apps.core.throttling import LoginRateThrottle, check_login_attempt
 
 def _me(user: Any) -> dict[str, Any]:
     return MeOutputSerializer({"username": user.get_username(), "role": role_of(user)}).data
-
-
-class HealthView(APIView):
-    """Public: the health of database, broker, node, worker and beat."""
-
-    permission_classes = [AllowAny]
-    authentication_classes: list[type] = []
-
-    @extend_schema(responses=HealthOutputSerializer)
-    def get(self, request: Request) -> Response:
-        return Response(HealthOutputSerializer(selectors.system_health()).data)
 
 
 class CsrfView(APIView):

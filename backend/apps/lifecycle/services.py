@@ -31,11 +31,11 @@ from backend.apps.lifecycle.actions import ACTIONS, actions_for
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes.selectors import client_for, queue_for
 from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
-from storage_engine.api import LIFECYCLE_COUNTS, DiskStatus
+from storage_engine.api import LIFECYCLE_COUNTS, DiskStatus, LifecycleResult
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,6 @@ class StepOutcome(enum.StrEnum):
     DONE = "done"  # finished (succeeded, failed or cancelled)
     MORE = "more"  # call again
     BUSY = "busy"  # another job holds the shard: try again later
-
-
-def queue_for(node: StorageNode) -> str:
-    """Tasks for a node go to its own queue, so workers near that node share its load."""
-    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.{node.name}"
 
 
 def active_run(kind: str, namespace: Namespace | None, node: StorageNode | None) -> TaskRun | None:
@@ -164,7 +159,7 @@ def step_targets(run: TaskRun) -> list[tuple[StorageNode, int | None]]:
     (``params["target"]`` is the position), so its counts add up across nodes.
     """
     if run.namespace is None:
-        return [(run.node, None)]  # type: ignore[list-item]
+        return [(run.node, None)]
     if run.shard is not None:
         return [(node_for_shard(run.namespace, run.shard), run.shard)]
     return [(node, None) for node, _shards in hosting_nodes(run.namespace)]
@@ -211,6 +206,7 @@ def run_step(run_id: int) -> StepOutcome:
     runs.mark_running(run)
     try:
         with client_for(node) as client:
+            result: LifecycleResult | DiskStatus
             if run.namespace is None and run.params.get("due"):
                 result = client.sweep_due(action.operation)  # the shards due now only
             else:
@@ -403,6 +399,12 @@ def remove_namespace_schedules(namespace: Namespace) -> int:
     return deleted
 
 
+def remove_node_schedules(node: StorageNode) -> int:
+    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, *SWEPT_KINDS, Kind.DISK_CHECK]]
+    deleted, _ = PeriodicTask.objects.filter(name__in=[*names, due_poll_name(node)]).delete()
+    return deleted
+
+
 MAX_RESUMES = 3
 
 
@@ -521,9 +523,7 @@ def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) 
             node=node, kind=kind, defaults={"due_ms": due_ms, "eta": eta, "token": token, "fired": False}
         )
         queue = queue_for(node)
-        transaction.on_commit(
-            lambda: due_sweep.apply_async((str(kind), node.pk, token), eta=eta, queue=queue)  # type: ignore[attr-defined]
-        )
+        transaction.on_commit(lambda: due_sweep.apply_async((str(kind), node.pk, token), eta=eta, queue=queue))
     return eta
 
 

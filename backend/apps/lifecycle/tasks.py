@@ -17,7 +17,7 @@ BUSY_RETRY_S = 5
 
 
 @shared_task(bind=True, acks_late=True, max_retries=8, soft_time_limit=300, time_limit=360, ignore_result=True)
-def lifecycle_step(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def lifecycle_step(self, run_id: int) -> str:
     try:
         outcome = services.run_step(run_id)
     except NodeUnavailableError as exc:

@@ -241,8 +241,8 @@ def celery_queue_names() -> list[str]:
     tasks, and ``METRICS_CELERY_QUEUES``."""
     from django_celery_beat.models import PeriodicTask
 
-    from backend.apps.lifecycle.services import queue_for
     from backend.apps.nodes.models import StorageNode
+    from backend.apps.nodes.selectors import queue_for
     from backend.config.celery import app
 
     names = {app.conf.task_default_queue or settings.CELERY_TASK_DEFAULT_QUEUE}

@@ -3,14 +3,27 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from backend.apps.core.permissions import IsViewer
-from backend.apps.metrics import selectors
+from backend.apps.core.serializers import HealthOutputSerializer
+from backend.apps.metrics import health, selectors
 from backend.apps.metrics.serializers import SeriesOutputSerializer, SeriesQueryInputSerializer, SummaryOutputSerializer
+
+
+class HealthView(APIView):
+    """Public: the health of database, broker, node, worker and beat."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list[type] = []
+
+    @extend_schema(responses=HealthOutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(HealthOutputSerializer(health.system_health()).data)
 
 
 class SeriesView(APIView):

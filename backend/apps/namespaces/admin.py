@@ -11,7 +11,7 @@ class ShardPlacementInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ("shard", "node")
 
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request, obj=None) -> bool:
         return False
 
 

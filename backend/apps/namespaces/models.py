@@ -1,11 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-
-class SyncState(models.TextChoices):
-    SYNCED = "synced"
-    PENDING = "pending"  # saved here, not yet taken by the node; retried by a periodic task
-    FAILED = "failed"  # the node refused it; sync_error says why
+from backend.apps.core.models import SyncState
 
 
 class Namespace(models.Model):

@@ -2,11 +2,8 @@
 
 from django.db.models import Prefetch, QuerySet
 
-from backend.apps.catalog.selectors import with_usage
 from backend.apps.namespaces.models import Namespace, ShardPlacement
 from backend.apps.nodes.models import StorageNode
-from backend.apps.runs.models import Kind
-from backend.apps.runs.selectors import last_finished
 from storage_engine.errors import InvalidArgumentError
 
 
@@ -44,13 +41,6 @@ def placement_by_node_name() -> dict[tuple[str, int], str]:
     """(namespace name, shard) → node name for every placed shard (one query)."""
     rows = ShardPlacement.objects.values_list("namespace__name", "shard", "node__name")
     return {(ns, shard): node for ns, shard, node in rows}
-
-
-def namespace_list_with_usage() -> QuerySet[Namespace]:
-    """Namespaces with size, records, segments and last scan/compaction, in a constant number of queries."""
-    return with_usage(namespace_list()).annotate(
-        last_scan_at=last_finished(Kind.EXPIRY_SCAN), last_compaction_at=last_finished(Kind.COMPACTION)
-    )
 
 
 def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:

@@ -1,7 +1,6 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from backend.apps.catalog.selectors import expired_ratio
 from backend.apps.core.serializers import StrictSerializer
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import shard_nodes
@@ -77,32 +76,6 @@ class NamespaceOutputSerializer(serializers.ModelSerializer):
     @extend_schema_field(ShardPlacementSerializer(many=True))
     def get_placement(self, namespace: Namespace) -> list[dict]:
         return [{"shard": shard, "node": node.name} for shard, node in shard_nodes(namespace).items()]
-
-
-class NamespaceListOutputSerializer(NamespaceOutputSerializer):
-    """A list row: the namespace with its usage (see ``selectors.namespace_list_with_usage``)."""
-
-    stored_bytes = serializers.IntegerField()
-    stored_records = serializers.IntegerField()
-    segment_count = serializers.IntegerField()
-    expired_ratio = serializers.SerializerMethodField()
-    last_scan_at = serializers.DateTimeField(allow_null=True)
-    last_compaction_at = serializers.DateTimeField(allow_null=True)
-
-    class Meta(NamespaceOutputSerializer.Meta):
-        fields = [
-            *NamespaceOutputSerializer.Meta.fields,
-            "stored_bytes",
-            "stored_records",
-            "segment_count",
-            "expired_ratio",
-            "last_scan_at",
-            "last_compaction_at",
-        ]
-        read_only_fields = fields
-
-    def get_expired_ratio(self, namespace: Namespace) -> float:
-        return expired_ratio(namespace.stored_records, namespace.expired_records)
 
 
 class SubscriptionInputSerializer(StrictSerializer):

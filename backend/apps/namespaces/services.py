@@ -12,18 +12,20 @@ from typing import Any
 from django.db import transaction
 
 from backend.apps.audit import services as audit
-from backend.apps.lifecycle import services as lifecycle
+from backend.apps.core.signals import schedules_changed
 from backend.apps.namespaces import selectors
 from backend.apps.namespaces.models import Namespace, ShardPlacement, SyncState
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
-from backend.apps.policies.selectors import effective_namespace_policy, namespace_layers
+from backend.apps.policies.models import ClusterPolicy
+from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy, namespace_layers
 from backend.apps.policies.services import changed_overrides
 from storage_engine.errors import (
     InvalidArgumentError,
     NamespaceExistsError,
     NodeUnavailableError,
+    PolicyValidationError,
     StorageError,
     UnknownNamespaceError,
 )
@@ -85,7 +87,7 @@ def create_namespace(
                 "placement": [n.name for n in shard_nodes],
             },
         )
-        lifecycle.sync_namespace_schedules(namespace)
+        schedules_changed.send(sender=Namespace, namespace=namespace)
     return push_namespace(namespace)
 
 
@@ -164,10 +166,10 @@ def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
         audit.record(
             actor=actor, action="namespace.delete", target_type="namespace", target=namespace.name, before=before
         )
-        lifecycle.remove_namespace_schedules(namespace)
+        schedules_changed.send(sender=Namespace, namespace=namespace, removed=True)
         namespace.delete()
         for node, _shards in placed:  # their sweeps may slow down, or stop with nothing left to sweep
-            lifecycle.sync_node_schedules(node)
+            schedules_changed.send(sender=Namespace, node=node)
 
 
 def create_subscription(*, namespace: Namespace, name: str, initial: str, actor: Any) -> Any:
@@ -213,3 +215,58 @@ def delete_subscription(*, subscription: Any, actor: Any) -> None:
             before={"initial": subscription.initial},
         )
         subscription.delete()
+
+
+# -- policy writes: a namespace's own, and the cluster defaults every namespace inherits ---------------------
+def update_cluster_policy(*, actor: Any, set_: dict[str, Any], reset: list[str]) -> ClusterPolicy:
+    with transaction.atomic():
+        cluster = ClusterPolicy.objects.select_for_update().get(pk=cluster_policy().pk)
+        before = dict(cluster.overrides)
+        after = changed_overrides(before, set_, reset, NamespacePolicy)
+        resolve_policy(NamespacePolicy, [(CLUSTER, after)])
+        # A cluster default must leave every namespace valid.
+        problems: dict[str, str] = {}
+        for ns in Namespace.objects.only("name", "policy_overrides").iterator():
+            try:
+                resolve_policy(NamespacePolicy, [(CLUSTER, after), ("namespace", ns.policy_overrides)])
+            except PolicyValidationError as exc:
+                for field, rule in exc.errors.items():
+                    problems.setdefault(field, f"would make namespace {ns.name!r} invalid: {rule}")
+        if problems:
+            raise PolicyValidationError(problems)
+        cluster.overrides = after
+        cluster.updated_by = actor if getattr(actor, "is_authenticated", False) else None
+        cluster.save()
+        audit.record(
+            actor=actor,
+            action="policy.cluster.update",
+            target_type="cluster_policy",
+            target="cluster",
+            before=before,
+            after=after,
+        )
+        # Every namespace's effective policy may have changed: the push task re-sends them all.
+        mark_all_pending()
+        schedules_changed.send(sender=ClusterPolicy, everything=True)
+    return cluster
+
+
+def update_namespace_policy(*, actor: Any, namespace: Any, set_: dict[str, Any], reset: list[str]) -> Any:
+    with transaction.atomic():
+        locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
+        before = dict(locked.policy_overrides)
+        after = changed_overrides(before, set_, reset, NamespacePolicy)
+        resolve_policy(NamespacePolicy, namespace_layers(after))
+        locked.policy_overrides = after
+        locked.sync_state = "pending"
+        locked.save(update_fields=["policy_overrides", "sync_state", "updated_at"])
+        audit.record(
+            actor=actor,
+            action="policy.namespace.update",
+            target_type="namespace",
+            target=locked.name,
+            before=before,
+            after=after,
+        )
+        schedules_changed.send(sender=Namespace, namespace=locked)
+    return push_namespace(locked)

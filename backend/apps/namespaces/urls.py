@@ -3,7 +3,8 @@ from django.urls import path
 from backend.apps.namespaces import subscriptions, views
 
 urlpatterns = [
-    path("namespaces/", views.NamespaceListCreateView.as_view(), name="namespace-list"),
+    # The cluster policy is the default layer of every namespace's policy: its writes re-push namespaces.
+    path("policies/cluster", views.ClusterPolicyView.as_view(), name="cluster-policy"),
     path("namespaces/<str:name>/", views.NamespaceDetailView.as_view(), name="namespace-detail"),
     path("namespaces/<str:name>/policy", views.NamespacePolicyView.as_view(), name="namespace-policy"),
     path(

@@ -1,45 +1,19 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.generics import ListAPIView
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from backend.apps.core.pagination import cursor_page
 from backend.apps.core.permissions import IsAdmin
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import (
     NamespaceDeleteInputSerializer,
-    NamespaceInputSerializer,
-    NamespaceListOutputSerializer,
     NamespaceOutputSerializer,
 )
 from backend.apps.policies import selectors as policy_selectors
-from backend.apps.policies import services as policy_services
 from backend.apps.policies.serializers import PolicyChangeInputSerializer, PolicyOutputSerializer
-
-
-@extend_schema(tags=["namespaces"])
-class NamespaceListCreateView(ListAPIView):
-    """Namespaces with their usage (GET, any role); create one (POST, admin)."""
-
-    permission_classes = [IsAdmin]
-    serializer_class = NamespaceListOutputSerializer
-    pagination_class = cursor_page("name")
-    parser_classes = [JSONParser]  # a placement lists up to 1,024 nodes: more fields than a form may carry
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return selectors.namespace_list_with_usage()
-
-    @extend_schema(request=NamespaceInputSerializer, responses={201: NamespaceOutputSerializer}, tags=["namespaces"])
-    def post(self, request: Request) -> Response:
-        serializer = NamespaceInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        namespace = services.create_namespace(actor=request.user, **serializer.validated_data)
-        return Response(NamespaceOutputSerializer(namespace).data, status=status.HTTP_201_CREATED)
 
 
 class NamespaceDetailView(APIView):
@@ -83,10 +57,29 @@ class NamespacePolicyView(APIView):
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
         change = PolicyChangeInputSerializer(data=request.data)
         change.is_valid(raise_exception=True)
-        namespace = policy_services.update_namespace_policy(
+        namespace = services.update_namespace_policy(
             actor=request.user,
             namespace=namespace,
             set_=change.validated_data["set"],
             reset=change.validated_data["reset"],
         )
         return self._answer(namespace)
+
+
+class ClusterPolicyView(APIView):
+    """The cluster default policy: every field's effective value and source."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
+    def get(self, request: Request) -> Response:
+        return Response({"fields": policy_selectors.cluster_policy_view()})
+
+    @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
+    def patch(self, request: Request) -> Response:
+        change = PolicyChangeInputSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        services.update_cluster_policy(
+            actor=request.user, set_=change.validated_data["set"], reset=change.validated_data["reset"]
+        )
+        return Response({"fields": policy_selectors.cluster_policy_view()})

@@ -1,6 +1,6 @@
 from django.db import models
 
-from backend.apps.namespaces.models import SyncState
+from backend.apps.core.models import SyncState
 
 
 class StorageNode(models.Model):

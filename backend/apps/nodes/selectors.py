@@ -14,6 +14,7 @@ from backend.apps.nodes.models import StorageNode
 from storage_engine.client import NodeClient
 from storage_engine.config import ADAPTERS
 from storage_engine.errors import NodeUnavailableError, RemoteError, StorageError
+from storage_engine.policy import NodePolicy, resolve_policy
 
 log = logging.getLogger(__name__)
 
@@ -96,3 +97,17 @@ def node_health_summary() -> tuple[bool, str]:
     if problems:
         return False, "; ".join(problems)
     return True, "reachable: " + ", ".join(fine)
+
+
+def queue_for(node: StorageNode) -> str:
+    """Celery tasks for a node go to its own queue, so workers near that node share its load."""
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.{node.name}"
+
+
+NODE_LAYER = "node"  # the name of a node's own layer of policy overrides
+
+
+def effective_node_policy(node: StorageNode) -> NodePolicy:
+    """The node's policy: its own overrides over the built-in defaults (nodes have no cluster layer)."""
+    policy, _ = resolve_policy(NodePolicy, [(NODE_LAYER, node.policy_overrides)])
+    return policy

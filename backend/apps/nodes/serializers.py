@@ -2,9 +2,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from backend.apps.core.models import SyncState
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import StrictModelSerializer
-from backend.apps.namespaces.models import SyncState
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import TOKEN_REQUIRED
 

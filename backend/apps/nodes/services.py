@@ -21,9 +21,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from backend.apps.audit import services as audit
-from backend.apps.namespaces.models import SyncState
+from backend.apps.core.models import SyncState
+from backend.apps.core.signals import schedules_changed
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes.selectors import client_for, effective_node_policy
 from storage_engine.client import NodePolicyState
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, PolicyValidationError, StorageError
 
@@ -50,9 +51,7 @@ def ensure_default_node() -> StorageNode:
 
 
 def _sync_schedules(node: StorageNode) -> None:
-    from backend.apps.lifecycle.services import sync_node_schedules
-
-    sync_node_schedules(node)
+    schedules_changed.send(sender=StorageNode, node=node)
 
 
 def create_node(*, actor: Any, name: str, url: str, token: str = "") -> StorageNode:
@@ -93,13 +92,7 @@ def delete_node(*, actor: Any, node: StorageNode) -> None:
     if node.namespaces.exists() or node.shard_placements.exists():
         raise PolicyValidationError({"name": "the node still hosts namespaces; move or delete them first"})
     audit.record(actor=actor, action="node.delete", target_type="node", target=node.name, before={"url": node.url})
-    from django_celery_beat.models import PeriodicTask
-
-    from backend.apps.lifecycle.services import NODE_SCHEDULES, SWEPT_KINDS, schedule_name
-    from backend.apps.runs.models import Kind
-
-    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, *SWEPT_KINDS, Kind.DISK_CHECK]]
-    PeriodicTask.objects.filter(name__in=names).delete()
+    schedules_changed.send(sender=StorageNode, node=node, removed=True)
     node.delete()
 
 
@@ -130,8 +123,6 @@ def push_node_policy(node: StorageNode) -> StorageNode:
     when it cannot be reached (the reconcile task retries); ``failed`` when it refuses
     the policy or answers other values (``policy_sync_error`` says which).
     """
-    from backend.apps.policies.selectors import effective_node_policy
-
     wanted = effective_node_policy(node).to_dict()
     with client_for(node) as client:
         try:
@@ -150,8 +141,6 @@ def push_node_policy(node: StorageNode) -> StorageNode:
 
 def policy_drift(node: StorageNode, reported: NodePolicyState) -> str | None:
     """Why a synced node's reported policy is not the one it confirmed (``None``: it is)."""
-    from backend.apps.policies.selectors import effective_node_policy
-
     if reported.version != node.policy_version:
         return f"node reports node policy version {reported.version}, it confirmed {node.policy_version}"
     differences = _differences(effective_node_policy(node).to_dict(), reported.policy)

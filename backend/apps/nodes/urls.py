@@ -5,5 +5,4 @@ from backend.apps.nodes import views
 urlpatterns = [
     path("nodes/", views.NodeListCreateView.as_view(), name="node-list"),
     path("nodes/<str:name>/", views.NodeDetailView.as_view(), name="node-detail"),
-    path("nodes/<str:name>/policy", views.NodePolicyView.as_view(), name="node-policy"),
 ]

@@ -9,9 +9,6 @@ from backend.apps.core.permissions import IsAdmin
 from backend.apps.nodes import services
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.serializers import NodeInputSerializer, NodeOutputSerializer
-from backend.apps.policies import selectors as policy_selectors
-from backend.apps.policies import services as policy_services
-from backend.apps.policies.serializers import PolicyChangeInputSerializer, PolicyOutputSerializer
 
 
 class NodeListCreateView(APIView):
@@ -48,31 +45,3 @@ class NodeDetailView(APIView):
     def delete(self, request: Request, name: str) -> Response:
         services.delete_node(actor=request.user, node=get_object_or_404(StorageNode, name=name))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class NodePolicyView(APIView):
-    permission_classes = [IsAdmin]
-
-    @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
-    def get(self, request: Request, name: str) -> Response:
-        return Response(_node_policy_answer(get_object_or_404(StorageNode, name=name)))
-
-    @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
-    def patch(self, request: Request, name: str) -> Response:
-        node = get_object_or_404(StorageNode, name=name)
-        change = PolicyChangeInputSerializer(data=request.data)
-        change.is_valid(raise_exception=True)
-        node = policy_services.update_node_policy(
-            actor=request.user, node=node, set_=change.validated_data["set"], reset=change.validated_data["reset"]
-        )
-        return Response(_node_policy_answer(node))
-
-
-def _node_policy_answer(node: StorageNode) -> dict[str, object]:
-    """The effective node policy per field, and whether the node enforces it (and at which version)."""
-    return {
-        "fields": policy_selectors.node_policy_view(node),
-        "sync_state": node.policy_sync_state,
-        "sync_error": node.policy_sync_error,
-        "version": node.policy_version,
-    }

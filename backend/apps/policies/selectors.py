@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.apps.nodes.selectors import NODE_LAYER, effective_node_policy
 from backend.apps.policies.models import ClusterPolicy
 from storage_engine.policy import (
     FIELDS,
@@ -13,7 +14,7 @@ from storage_engine.policy import (
     resolve_policy,
 )
 
-CLUSTER, NAMESPACE, NODE, BUILTIN = "cluster", "namespace", "node", "builtin"
+CLUSTER, NAMESPACE, NODE, BUILTIN = "cluster", "namespace", NODE_LAYER, "builtin"
 
 
 def cluster_policy() -> ClusterPolicy:
@@ -65,6 +66,4 @@ def node_policy_view(node: Any) -> dict[str, dict[str, Any]]:
     return describe(resolved, NODE, NodePolicy())
 
 
-def effective_node_policy(node: Any) -> NodePolicy:
-    policy, _ = resolve_policy(NodePolicy, [(NODE, node.policy_overrides)])
-    return policy
+__all__ = ["effective_node_policy"]  # resolved by the node registry; read here with the other layers

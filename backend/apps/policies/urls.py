@@ -1,5 +1,5 @@
 from django.urls import path
 
-from backend.apps.policies.views import ClusterPolicyView
+from backend.apps.policies.views import NodePolicyView
 
-urlpatterns = [path("policies/cluster", ClusterPolicyView.as_view(), name="cluster-policy")]
+urlpatterns = [path("nodes/<str:name>/policy", NodePolicyView.as_view(), name="node-policy")]

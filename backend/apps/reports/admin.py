@@ -12,11 +12,11 @@ class LifecycleReportRowAdmin(admin.ModelAdmin):
     search_fields = ("namespace__name",)
     readonly_fields = [f.name for f in LifecycleReportRow._meta.fields]
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request):
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None):
         return False
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request, obj=None):
         return False

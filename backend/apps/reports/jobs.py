@@ -44,11 +44,18 @@ class JobContext:
     ttls: Mapping[str, int]  # namespace → effective TTL (ms) for namespaces that have one
     post_url: str  # the control plane's report endpoint
     params: Mapping[str, Any]
-    node_url: str = ""  # the namespace's node, for jobs that hand their result to it (token in the environment)
+    # The node that lists the sealed segments and dead records a job reads (and takes a job's result); its
+    # token goes in the environment. Without one (no node registered) a job reads the directory --offline.
+    node_url: str = ""
+
+
+def _source(ctx: JobContext) -> list[str]:
+    """Where a job learns which segments to read: the node, or the stopped directory itself."""
+    return ["--data-dir", str(ctx.node_data_dir), *(["--node-url", ctx.node_url] if ctx.node_url else ["--offline"])]
 
 
 def _lake_export_args(ctx: JobContext) -> list[str]:
-    args = ["--data-dir", str(ctx.node_data_dir)]
+    args = _source(ctx)
     return [*args, "--namespace", ctx.namespace] if ctx.namespace else args
 
 
@@ -59,8 +66,7 @@ def _lifecycle_report_args(ctx: JobContext) -> list[str]:
     return [
         "--source",
         source,
-        "--data-dir",
-        str(ctx.node_data_dir),
+        *_source(ctx),
         "--policies",
         str(policies),
         "--post-url",
@@ -70,8 +76,8 @@ def _lifecycle_report_args(ctx: JobContext) -> list[str]:
 
 
 def _compaction_plan_args(ctx: JobContext) -> list[str]:
-    # Plans only: applying a plan (--node-url) compacts, which is the node's COMPACTION action's business.
-    args = ["--namespace", str(ctx.namespace), "--data-dir", str(ctx.node_data_dir)]
+    # Plans only (--plan-only): applying a plan compacts, which is the node's COMPACTION action's business.
+    args = ["--namespace", str(ctx.namespace), *_source(ctx), "--plan-only"]
     ttl = ctx.ttls.get(str(ctx.namespace))
     return [*args, "--ttl-ms", str(ttl)] if ttl else args
 
@@ -83,16 +89,7 @@ def _ttl_backfill_args(ctx: JobContext) -> list[str]:
     rule = (
         ["--tag", str(ctx.params["tag"])] if ctx.params.get("tag") else ["--key-prefix", str(ctx.params["key_prefix"])]
     )
-    args = [
-        "--namespace",
-        str(ctx.namespace),
-        "--data-dir",
-        str(ctx.node_data_dir),
-        *rule,
-        "--ttl",
-        str(ctx.params["ttl"]),
-    ]
-    return [*args, "--node-url", ctx.node_url] if ctx.node_url else args
+    return ["--namespace", str(ctx.namespace), *_source(ctx), *rule, "--ttl", str(ctx.params["ttl"])]
 
 
 def check_params(job: str, params: Mapping[str, Any]) -> dict[str, list[str]]:

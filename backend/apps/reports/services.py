@@ -236,6 +236,9 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
         return JobOutcome.BUSY
     try:
         runs.mark_running(run)
+        # The node that lists the segments to read (and takes a job's result): the namespace's, or for a
+        # cluster-wide job the default node, whose data directory is NODE_DATA_DIR.
+        node = run.namespace.node if run.namespace else StorageNode.objects.filter(name=DEFAULT_NODE_NAME).first()
         with tempfile.TemporaryDirectory(prefix=f"spark-run-{run.pk}-") as tmp:
             ctx = jobs.JobContext(
                 namespace=run.namespace.name if run.namespace else None,
@@ -244,7 +247,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
                 ttls=_ttls(),
                 post_url=settings.CONTROL_PLANE_URL.rstrip("/") + REPORT_PATH,
                 params=run.params,
-                node_url=run.namespace.node.url if run.namespace else "",
+                node_url=node.url if node is not None else "",
             )
             argv = jobs.command(job, ctx)
             shown = ["python", *argv[1:]]
@@ -259,7 +262,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
 
             outcome = jobs.supervise(
                 argv,
-                env=jobs.job_environment(token, node_token=run.namespace.node.token if run.namespace else None),
+                env=jobs.job_environment(token, node_token=node.token if node is not None else None),
                 workdir=Path(tmp),
                 time_limit_s=settings.SPARK_JOB_TIME_LIMIT_S,
                 should_cancel=lambda: runs.cancel_requested(run),

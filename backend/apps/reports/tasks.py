@@ -16,7 +16,7 @@ _LIMIT = settings.SPARK_JOB_TIME_LIMIT_S
 
 
 @shared_task(bind=True, acks_late=True, soft_time_limit=_LIMIT + 60, time_limit=_LIMIT + 120, ignore_result=True)
-def spark_job(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def spark_job(self, run_id: int) -> str:
     outcome = services.run_spark_job(run_id)
     if outcome is services.JobOutcome.BUSY:
         self.apply_async((run_id,), countdown=BUSY_RETRY_S, queue=self.request.delivery_info.get("routing_key"))

@@ -19,9 +19,9 @@ class TaskRunFilter(django_filters.FilterSet):
         model = TaskRun
         fields = ["kind", "state", "shard"]
 
-    def filter_active(self, queryset, name, value):  # type: ignore[no-untyped-def]
+    def filter_active(self, queryset, name, value):
         active = queryset.filter(state__in=["queued", "running"])
         return active if value else queryset.exclude(pk__in=active.values("pk"))
 
-    def filter_origin(self, queryset, name, value):  # type: ignore[no-untyped-def]
+    def filter_origin(self, queryset, name, value):
         return queryset.filter(schedule="") if value == "manual" else queryset.exclude(schedule="")

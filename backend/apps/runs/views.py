@@ -19,7 +19,7 @@ class TaskRunListView(ListAPIView):
     pagination_class = cursor_page(("-created_at", "-id"), page_size=50)
     filterset_class = TaskRunFilter
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return selectors.run_list()
 
 
@@ -27,7 +27,7 @@ class TaskRunListView(ListAPIView):
 class TaskRunDetailView(RetrieveAPIView):
     serializer_class = TaskRunOutputSerializer
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self):
         return selectors.run_list()
 
 
