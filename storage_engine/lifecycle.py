@@ -60,7 +60,7 @@ from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_pol
 from storage_engine.retention import RetentionPlan, deletable_segments
 from storage_engine.rolling import idle_segment_due, sealed_view
 from storage_engine.segment.counters import Counters
-from storage_engine.validation import check_shard
+from storage_engine.validation import select_shards
 from storage_engine.work import ShardWork, after_freeing, sum_work, would_drop, would_expire, would_rewrite
 
 log = logging.getLogger(__name__)
@@ -581,9 +581,7 @@ class LifecycleMixin(abc.ABC):
 
     def _select(self, namespace: str, shard: int | None) -> tuple[NamespacePolicy, list[LifecycleShard]]:
         policy, shards = self._lc_namespace(namespace)
-        if shard is None:
-            return policy, list(shards)
-        return policy, [shards[check_shard(namespace, shard, len(shards))]]
+        return policy, select_shards(namespace, shards, shard)
 
     @staticmethod
     def _check_limit(limit: int | None) -> None:

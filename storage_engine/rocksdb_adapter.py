@@ -117,8 +117,10 @@ class RocksShard(ShardBase):
         active = self._metas[-1]
         dirty: dict[int, SegmentMeta] = {}
         offsets: list[int] = []
+        appended_bytes = 0
         for body in bodies:
             nbytes = len(body.data) + _KEY_BYTES * body.count
+            appended_bytes += nbytes
             if active.should_roll(policy, nbytes, body.max_timestamp):
                 active.state = SegmentState.SEALED
                 dirty[active.base_offset] = active
@@ -136,8 +138,13 @@ class RocksShard(ShardBase):
         if sync:
             self._synced()
         self._publish()
-        self.counters.add_many(
-            {"append_groups_total": 1, "append_batches_total": len(bodies), "appended_records_total": len(offsets)}
+        self.counters.add_many(  # the same counters, in the same units, as the segment adapter's
+            {
+                "append_groups_total": 1,
+                "append_batches_total": len(bodies),
+                "appended_records_total": sum(b.count for b in bodies),
+                "appended_bytes_total": appended_bytes,
+            }
         )
         return offsets
 

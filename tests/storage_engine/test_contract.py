@@ -732,3 +732,15 @@ def test_offset_for_timestamp_matches_a_linear_scan(adapter: StorageAdapter, sta
         adapter.append(ns, 0, [rec(b"x" * 200, timestamp=ts)])
     expected = next((o for o, ts in enumerate(stamps) if ts >= target), None)
     assert adapter.offset_for_timestamp(ns, 0, target) == expected
+
+
+def test_append_counters_count_records_and_bytes(adapter: StorageAdapter, adapter_name: str) -> None:
+    """Every adapter that counts appends counts them in the same units: records, not batches."""
+    adapter.create_namespace("counted", 1, NamespacePolicy(retention_ms=None))
+    adapter.append("counted", 0, [NewRecord(b"a" * 10)] * 3)
+    adapter.append("counted", 0, [NewRecord(b"b" * 10)] * 4)
+    counters = adapter.stats().counters
+    if "appended_records_total" not in counters:
+        pytest.skip(f"the {adapter_name} adapter keeps no append counters")
+    assert counters["appended_records_total"] == 7
+    assert counters["appended_bytes_total"] >= 70
