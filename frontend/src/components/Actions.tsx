@@ -32,9 +32,7 @@ export function dryRunSummary(run: TaskRun): { records: number; segments: number
   };
 }
 
-function DryRunReport({ id }: { id: number }) {
-  const { data: run } = useRun(id);
-  if (!run) return null;
+function DryRunReport({ run }: { run: TaskRun }) {
   if (run.state !== "succeeded") {
     return run.state === "failed" || run.state === "cancelled" ? (
       <p className="error-text small">Dry run {run.state}{run.error ? `: ${run.error}` : ""}.</p>
@@ -52,18 +50,20 @@ function DryRunReport({ id }: { id: number }) {
   );
 }
 
-function StartedRun({ run }: { run: TaskRun }) {
+function StartedRun({ run: started }: { run: TaskRun }) {
+  const { data: live } = useRun(started.id); // polled while active, so the state shown is the current one
+  const run = live ?? started;
   return (
-    <p className="form-success" role="status" data-testid="action-result">
+    <div className="form-success" role="status" data-testid="action-result">
       Started run{" "}
       <Link to={`/tasks?run=${run.id}`} data-testid="action-run-link">
         <strong>#{run.id}</strong>
       </Link>{" "}
       ({runKindLabel(run.kind)}
-      {run.dry_run ? ", dry run" : ""}) — state {run.state}.{" "}
+      {run.dry_run ? ", dry run" : ""}) — state <span data-testid="action-run-state">{run.state}</span>.{" "}
       <Link to={`/tasks?run=${run.id}`}>Follow it on Tasks</Link>.
-      {run.dry_run && <DryRunReport id={run.id} />}
-    </p>
+      {run.dry_run && <DryRunReport run={run} />}
+    </div>
   );
 }
 
