@@ -95,17 +95,23 @@ export function SegmentsTable({ segments }: { segments: Segment[] }) {
                 <span className="mono">{s.namespace}</span>
                 <div className="muted small">shard {s.shard} · #{s.id}</div>
               </th>
-              <td className="mono small">
+              <td className="mono small" data-testid={`segment-offsets-${s.id}`}>
                 {formatCount(s.base_offset)} – {formatCount(s.last_offset)}
               </td>
               <td>
-                <Badge tone={STATE_TONE[s.state] ?? "neutral"}>{s.state}</Badge>
+                <Badge tone={STATE_TONE[s.state] ?? "neutral"} testId={`segment-state-${s.id}`}>
+                  {s.state}
+                </Badge>
               </td>
-              <td className="num">{formatBytes(s.size_bytes)}</td>
-              <td className="num">
+              <td className="num" data-testid={`segment-size-${s.id}`}>
+                {formatBytes(s.size_bytes)}
+              </td>
+              <td className="num" data-testid={`segment-records-${s.id}`}>
                 {formatCount(s.record_count)} <span className="muted small">({formatCount(s.live_count)})</span>
               </td>
-              <td className="num">{formatPercent(s.expired_ratio)}</td>
+              <td className="num" data-testid={`segment-expired-${s.id}`}>
+                {formatPercent(s.expired_ratio)}
+              </td>
               <td>
                 <MsTime value={s.max_timestamp} now={now} />
               </td>

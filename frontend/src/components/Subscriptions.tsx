@@ -209,10 +209,18 @@ function ShardBacklogTable({ sub }: { sub: SubscriptionRow }) {
         {(sub.backlog ?? []).map((b) => (
           <tr key={b.shard} data-testid={`subscription-shard-${sub.name}-${b.shard}`}>
             <th scope="row">{b.shard}</th>
-            <td className="num mono">{b.cursor}</td>
-            <td className="num mono">{b.end_offset}</td>
-            <td className="num">{formatCount(b.messages)}</td>
-            <td className="num">{formatCount(b.live_messages)}</td>
+            <td className="num mono" data-testid={`subscription-shard-cursor-${sub.name}-${b.shard}`}>
+              {b.cursor}
+            </td>
+            <td className="num mono" data-testid={`subscription-shard-end-${sub.name}-${b.shard}`}>
+              {b.end_offset}
+            </td>
+            <td className="num" data-testid={`subscription-shard-messages-${sub.name}-${b.shard}`}>
+              {formatCount(b.messages)}
+            </td>
+            <td className="num" data-testid={`subscription-shard-live-${sub.name}-${b.shard}`}>
+              {formatCount(b.live_messages)}
+            </td>
             <td className="num">{formatBytes(b.bytes)}</td>
             <td className="num">{age(b.age_ms)}</td>
           </tr>

@@ -281,9 +281,13 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   <td className="mono" data-testid={`shard-node-${sh.shard}`}>
                     {nodeOf.get(sh.shard) ?? "—"}
                   </td>
-                  <td className="num">{formatCount(sh.log_start_offset)}</td>
-                  <td className="num">{formatCount(sh.end_offset)}</td>
-                  <td className="num">
+                  <td className="num" data-testid={`shard-log-start-${sh.shard}`}>
+                    {formatCount(sh.log_start_offset)}
+                  </td>
+                  <td className="num" data-testid={`shard-end-offset-${sh.shard}`}>
+                    {formatCount(sh.end_offset)}
+                  </td>
+                  <td className="num" data-testid={`shard-records-${sh.shard}`}>
                     {formatCount(sh.record_count)} <span className="muted small">({formatCount(sh.live_count)})</span>
                   </td>
                   <td className="num" data-testid={`shard-expired-${sh.shard}`}>
@@ -293,8 +297,12 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   <td className="num" data-testid={`shard-backlog-${sh.shard}`}>
                     {sh.backlog_messages == null || !sh.collected_at ? "—" : formatCount(sh.backlog_messages)}
                   </td>
-                  <td className="num">{formatBytes(sh.size_bytes)}</td>
-                  <td className="num">{formatCount(sh.segment_count)}</td>
+                  <td className="num" data-testid={`shard-size-${sh.shard}`}>
+                    {formatBytes(sh.size_bytes)}
+                  </td>
+                  <td className="num" data-testid={`shard-segments-${sh.shard}`}>
+                    {formatCount(sh.segment_count)}
+                  </td>
                   <td>
                     <TimeCell value={sh.updated_at} now={now} />
                   </td>

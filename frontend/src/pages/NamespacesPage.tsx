@@ -182,14 +182,20 @@ function NamespaceTable({ items, now }: { items: Namespace[]; now: number }) {
                     <div className="muted small">{placedOn(ns)}</div>
                   </th>
                   <td className="num">{ns.shards}</td>
-                  <td className="num">{formatBytes(ns.stored_bytes)}</td>
-                  <td className="num">{formatCount(ns.stored_records)}</td>
-                  <td className="num">
+                  <td className="num" data-testid={`namespace-size-${ns.name}`}>
+                    {formatBytes(ns.stored_bytes)}
+                  </td>
+                  <td className="num" data-testid={`namespace-records-${ns.name}`}>
+                    {formatCount(ns.stored_records)}
+                  </td>
+                  <td className="num" data-testid={`namespace-expired-${ns.name}`}>
                     <span className={(ns.expired_ratio ?? 0) > 0.2 ? "fail-text" : undefined}>
                       {formatPercent(ns.expired_ratio)}
                     </span>
                   </td>
-                  <td className="num">{formatCount(ns.segment_count)}</td>
+                  <td className="num" data-testid={`namespace-segments-${ns.name}`}>
+                    {formatCount(ns.segment_count)}
+                  </td>
                   <td>
                     <TimeCell value={ns.last_scan_at} now={now} never="never" />
                   </td>
