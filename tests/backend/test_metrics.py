@@ -289,3 +289,27 @@ def test_prometheus_exposition_needs_a_viewer(db, api_as):
     assert 'lcs_node_delete_queue_drops_total{node="node-1"} 7' in text
     assert 'lcs_celery_queue_messages{queue="celery"} 3' in text
     assert api_as("viewer").get("/metrics").status_code == 200  # a session works too
+
+
+def test_a_deleted_namespace_leaves_the_totals_at_once(api_as, db, fixed_now):
+    """Issue 16 (found by the story test): the Overview's totals kept a deleted namespace's last figures
+    until its series went stale (5 min). Fresh series are those of namespaces and nodes that exist."""
+    from backend.apps.namespaces.models import Namespace
+
+    node = StorageNode.objects.create(name="n1", url="http://127.0.0.1:9")
+    for name in ("kept", "gone"):
+        Namespace.objects.create(name=name, node=node, shards=1)
+    fixed_now(T0)
+    write_points(
+        T0_MS,
+        {
+            ("stored_records", "", "kept", None, ""): 80.0,
+            ("stored_records", "", "gone", None, ""): 13.0,
+            ("disk_used_ratio", "n1", "", None, ""): 0.5,
+        },
+    )
+    viewer = api_as("viewer")
+    assert viewer.get("/api/metrics/summary").json()["stored_records"] == 93
+    Namespace.objects.filter(name="gone").delete()
+    assert viewer.get("/api/metrics/summary").json()["stored_records"] == 80
+    assert 'namespace="gone"' not in viewer.get("/api/metrics").content.decode()

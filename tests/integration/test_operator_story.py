@@ -649,13 +649,6 @@ def test_13_the_operator_deletes_a_namespace_and_its_pages_follow(page: Page, sy
     shot(page, 13, "namespace-deleted", "namespaces-table")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: the Overview's cluster totals (metrics summary) keep a deleted namespace's last figures "
-    "for metrics.selectors.STALE_MS (5 min): fresh_series() keeps every series reported within 5 minutes "
-    "of the latest collection, and nothing drops a deleted namespace's series",
-)
 def test_14_the_overview_forgets_the_deleted_namespace(page: Page, system: System, day: Day):
     def truth(t: int) -> dict[str, Any]:
         return day.model.at(t).figures(t)

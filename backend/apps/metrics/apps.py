@@ -1,6 +1,28 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_delete
 
 
 class MetricsConfig(AppConfig):
     name = "backend.apps.metrics"
     label = "metrics"
+
+    def ready(self) -> None:
+        from backend.apps.namespaces.models import Namespace
+        from backend.apps.nodes.models import StorageNode
+
+        post_delete.connect(_namespace_deleted, sender=Namespace, dispatch_uid="metrics-namespace-deleted")
+        post_delete.connect(_node_deleted, sender=StorageNode, dispatch_uid="metrics-node-deleted")
+
+
+def _namespace_deleted(sender: Any, instance: Any, **_: Any) -> None:
+    from backend.apps.metrics.services import forget_series
+
+    forget_series(namespace=instance.name)
+
+
+def _node_deleted(sender: Any, instance: Any, **_: Any) -> None:
+    from backend.apps.metrics.services import forget_series
+
+    forget_series(node=instance.name)

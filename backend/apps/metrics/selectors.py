@@ -64,7 +64,9 @@ def latest_ts() -> int | None:
 
 
 def fresh_series(names: list[str] | None = None) -> QuerySet[MetricSeries]:
-    """Series reported by recent collections (those of deleted namespaces or nodes drop out)."""
+    """Series reported by recent collections: a series stops being fresh ``STALE_MS`` after its last
+    report, and at once when its namespace or node is deleted (``services.forget_series``), so the
+    Overview's totals, the exposition and the alert rules never count what is gone."""
     latest = latest_ts()
     rows = MetricSeries.objects.filter(last_ts__gte=(latest or 0) - STALE_MS, last_value__isnull=False)
     return rows.filter(name__in=names) if names is not None else rows

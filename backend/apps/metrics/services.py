@@ -450,3 +450,10 @@ def downsample(now: datetime | None = None) -> DownsampleResult:
     result.series_deleted, more_series = _delete_in_batches(gone.order_by("pk"), MetricSeries)
     result.more = result.more or more_raw or more_rollups or more_series
     return result
+
+
+def forget_series(*, namespace: str = "", node: str = "") -> int:
+    """A deleted namespace's (or node's) series stop being current at once: their latest value is
+    cleared, so no total, exposition or alert rule counts them; their samples stay for the charts."""
+    rows = MetricSeries.objects.filter(namespace=namespace) if namespace else MetricSeries.objects.filter(node=node)
+    return rows.exclude(last_value__isnull=True).update(last_value=None)
