@@ -385,3 +385,16 @@ def test_list_query_counts_are_bounded(quiet, api_as, django_assert_max_num_quer
         assert len(admin.get("/api/alert-rules/").json()) >= count
     with django_assert_max_num_queries(8):
         admin.get("/api/alert-channels/")
+
+
+def test_alert_summaries_read_in_the_metrics_units():
+    """A disk alert says "90.3% > 90.0%", not "0.902549 > 0.9"; bytes read in binary units."""
+    from backend.apps.alerts.models import AlertRule
+    from backend.apps.alerts.services import _summary
+
+    disk = AlertRule(name="Disk above the warning watermark", metric="disk_used_ratio", comparator=">")
+    assert _summary(disk, "node=node-1", 0.902549, 0.9) == (
+        "Disk above the warning watermark: disk_used_ratio 90.3% > 90.0% (node=node-1)"
+    )
+    stored = AlertRule(name="Big", metric="stored_bytes", comparator=">")
+    assert _summary(stored, "", 3 * 1024**3, 1024**3) == "Big: stored_bytes 3.0 GiB > 1.0 GiB (cluster)"

@@ -48,6 +48,7 @@ from backend.apps.alerts.selectors import PolicyCache, labels_key, observations
 from backend.apps.audit import services as audit
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.metrics import clock
+from backend.apps.metrics.catalog import SERIES
 from storage_engine.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
@@ -258,13 +259,29 @@ def delete_channel(*, actor: Any, channel: Channel) -> None:
 # -- evaluation ----------------------------------------------------------------------------------
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.6g}"
+def _fmt(value: float | None, unit: str = "") -> str:
+    """A figure as an operator reads it: ratios in percent, bytes in binary units, the rest as is."""
+    if value is None:
+        return "n/a"
+    if unit == "ratio":
+        return f"{value * 100:.1f}%"
+    if unit == "bytes":
+        size = float(value)
+        for suffix in ("B", "KiB", "MiB", "GiB", "TiB"):
+            if abs(size) < 1024 or suffix == "TiB":
+                return f"{size:.0f} {suffix}" if suffix == "B" else f"{size:.1f} {suffix}"
+            size /= 1024
+    if unit == "seconds":
+        return f"{value:.3g} s"
+    return f"{value:.6g}"
 
 
 def _summary(rule: AlertRule, key: str, value: float, threshold: float | None) -> str:
     where = key or "cluster"
-    return f"{rule.name}: {rule.metric} {_fmt(value)} {rule.comparator} {_fmt(threshold)} ({where})"[:500]
+    series = SERIES.get(rule.metric)
+    unit = series.unit if series is not None else ""
+    text = f"{rule.name}: {rule.metric} {_fmt(value, unit)} {rule.comparator} {_fmt(threshold, unit)} ({where})"
+    return text[:500]
 
 
 def _event(alert: Alert, kind: str, at: datetime, value: float | None = None, actor: Any = None, detail: str = ""):
