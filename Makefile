@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install ui up test test-python test-ui lint browser peers clean help
+.PHONY: install ui up test test-python test-ui lint browser peers clean help api-types
 
 help:
 	@echo "make up    - install, build the UI, migrate, seed a demo and start node, web, worker and beat"
@@ -47,6 +47,11 @@ peers: install
 	@test -x $(NATS_SERVER) || { echo "installing nats-server from Debian's packages"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nats-server; }
+
+# The frontend's API types, generated from the control plane's OpenAPI schema (a test fails when stale).
+api-types: install ui
+	mkdir -p var && APP_ENV=test $(BIN)/python manage.py spectacular --format openapi-json --file var/openapi.json
+	cd frontend && npm run --silent api-types
 
 lint: install
 	$(BIN)/ruff check .
