@@ -113,6 +113,12 @@ class NodeClient:
         body = {"policy": policy.to_dict()}
         return namespace_from_json(self._call("PUT", f"/v1/namespaces/{name}", idempotent=True, json=body).json())
 
+    def upsert_namespace(self, name: str, shards: int, policy: NamespacePolicy) -> NamespaceInfo:
+        """Create the namespace with ``shards`` or, when it exists (with that shard count), set its policy:
+        one idempotent call for a control plane pushing its desired state (``PUT`` with ``shards``)."""
+        body = {"shards": shards, "policy": policy.to_dict()}
+        return namespace_from_json(self._call("PUT", f"/v1/namespaces/{name}", idempotent=True, json=body).json())
+
     def delete_namespace(self, name: str) -> None:
         self._call("DELETE", f"/v1/namespaces/{name}", idempotent=True)
 

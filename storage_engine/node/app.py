@@ -21,9 +21,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from storage_engine.api import EngineStats, NewRecord, StorageAdapter
+from storage_engine.api import EngineStats, NamespaceInfo, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
-from storage_engine.errors import InvalidArgumentError
+from storage_engine.errors import InvalidArgumentError, NamespaceExistsError, UnknownNamespaceError
 from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.idempotency import IdempotencyCache
@@ -36,6 +36,7 @@ from storage_engine.node.segment_files import add_segment_file_routes
 from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
+from storage_engine.policy import NamespacePolicy
 from storage_engine.validation import validate_namespace_name, validate_shard_count
 from storage_engine.wire import (
     namespace_to_json,
@@ -128,6 +129,27 @@ def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
     return [new_record_from_json(r, i, now_ms) for i, r in enumerate(records)]
 
 
+def upsert_namespace(
+    engine: StorageAdapter, name: str, shards: int | None, policy: NamespacePolicy
+) -> tuple[NamespaceInfo, bool]:
+    """The namespace with this policy: created with ``shards`` when absent (``True``), else updated. A
+    control plane pushing its desired state calls this, whether or not an earlier push got through."""
+    try:
+        current = engine.get_namespace(name)
+    except UnknownNamespaceError:
+        if shards is None:
+            raise
+        try:
+            return engine.create_namespace(validate_namespace_name(name), shards, policy), True
+        except NamespaceExistsError:  # created by a concurrent push meanwhile: update it instead
+            current = engine.get_namespace(name)
+    if shards is not None and shards != current.shards:
+        raise InvalidArgumentError(
+            "shards", f"is {current.shards} on this node: a namespace's shard count never changes"
+        )
+    return engine.update_namespace(name, policy), False
+
+
 def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:
     """The ASGI app serving ``engine``; ``token=None`` disables authentication."""
     clock = clock or SystemClock()
@@ -195,11 +217,14 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/v1/namespaces/{ns}", "PUT", "update_namespace")
     async def put_namespace(request: Request) -> Response:
+        """Set a namespace's policy; with ``shards``, an idempotent upsert: created when absent (201),
+        updated when present with that shard count (200), refused when its shard count differs."""
         body = await json_body(request)
-        only(body, {"policy"})
+        only(body, {"policy", "shards"})
         policy = policy_from_json(body.get("policy"))
-        info = await run_in_threadpool(engine.update_namespace, request.path_params["ns"], policy)
-        return JSONResponse(namespace_to_json(info))
+        shards = None if body.get("shards") is None else validate_shard_count(body.get("shards"))
+        info, created = await run_in_threadpool(upsert_namespace, engine, request.path_params["ns"], shards, policy)
+        return JSONResponse(namespace_to_json(info), status_code=201 if created else 200)
 
     @route("/v1/namespaces/{ns}", "DELETE", "delete_namespace")
     async def delete_namespace(request: Request) -> Response:

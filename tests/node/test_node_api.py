@@ -23,6 +23,7 @@ from storage_engine.errors import (
     UnknownShardError,
 )
 from storage_engine.placement import shard_for_key
+from storage_engine.policy import NamespacePolicy
 from tests.support.processes import BIN, free_port, start_node
 
 PERSISTENT = os.environ.get("TEST_NODE_ADAPTER", "segment") != "memory"
@@ -276,3 +277,25 @@ def test_binary_client_round_trip_matches_json(node):
         assert list(binary.append("bin", 0, records).offsets) == [0, 1]
         assert binary.read("bin", 0, 0) == plain.read("bin", 0, 0)
         assert binary.read("bin", 0, 2).records == ()
+
+
+def test_put_with_shards_is_an_idempotent_upsert(client):
+    """A control plane pushes its desired namespace with one call, whether it exists there or not."""
+    policy = NamespacePolicy(ttl_ms=60_000)
+    created = client.upsert_namespace("upserted", 3, policy)
+    assert (created.name, created.shards, created.policy.ttl_ms) == ("upserted", 3, 60_000)
+    again = client.upsert_namespace("upserted", 3, NamespacePolicy(ttl_ms=120_000))
+    assert (again.shards, again.policy.ttl_ms) == (3, 120_000)
+    with pytest.raises(InvalidArgumentError) as changed:
+        client.upsert_namespace("upserted", 4, policy)
+    assert changed.value.field == "shards"
+    with pytest.raises(UnknownNamespaceError):
+        client.update_namespace("absent", policy)  # without shards, PUT only updates
+    raw = httpx.put(
+        f"{client.base_url}/v1/namespaces/fresh", json={"shards": 1, "policy": {}}, headers=client._http.headers
+    )
+    assert raw.status_code == 201
+    raw = httpx.put(
+        f"{client.base_url}/v1/namespaces/fresh", json={"shards": 1, "policy": {}}, headers=client._http.headers
+    )
+    assert raw.status_code == 200

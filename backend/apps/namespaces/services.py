@@ -23,7 +23,6 @@ from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_n
 from backend.apps.policies.services import changed_overrides
 from storage_engine.errors import (
     InvalidArgumentError,
-    NamespaceExistsError,
     NodeUnavailableError,
     PolicyValidationError,
     StorageError,
@@ -102,10 +101,7 @@ def push_namespace(namespace: Namespace) -> Namespace:
     for node, _shards in selectors.hosting_nodes(namespace):
         with client_for(node) as client:
             try:
-                try:
-                    client.create_namespace(namespace.name, namespace.shards, policy)
-                except NamespaceExistsError:
-                    client.update_namespace(namespace.name, policy)
+                client.upsert_namespace(namespace.name, namespace.shards, policy)
             except NodeUnavailableError as exc:
                 state = SyncState.FAILED if state == SyncState.FAILED else SyncState.PENDING
                 errors.append(f"{node.name}: {exc}")
