@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes import gateway
 from storage_engine.api import SegmentInfo
 
 SYNCED_FIELDS = [
@@ -193,13 +193,15 @@ def sync_namespace(namespace: Any) -> SyncResult:
     from backend.apps.namespaces.selectors import hosting_nodes
 
     total = SyncResult()
-    for node, shards in hosting_nodes(namespace):
-        with client_for(node) as client:
-            for shard in shards:
-                result = sync_shard(namespace, shard, client.list_segments(namespace.name, shard))
-                changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
-                _mark_synced(namespace, shard, changed or result.inserted + result.updated + result.deleted > 0)
-                total.add(result)
+
+    def sync_hosted(client: Any, shards: list[int]) -> None:
+        for shard in shards:
+            result = sync_shard(namespace, shard, client.list_segments(namespace.name, shard))
+            changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
+            _mark_synced(namespace, shard, changed or result.inserted + result.updated + result.deleted > 0)
+            total.add(result)
+
+    gateway.on_each(hosting_nodes(namespace), sync_hosted)
     return total
 
 

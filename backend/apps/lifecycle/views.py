@@ -11,8 +11,8 @@ from backend.apps.lifecycle.actions import ACTIONS
 from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes
+from backend.apps.nodes import gateway
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
 from backend.apps.runs.serializers import TaskRunOutputSerializer
 
 
@@ -90,9 +90,8 @@ class CompactionEstimateView(APIView):
     def get(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
         total = dict.fromkeys(CompactionEstimateOutputSerializer().fields, 0)
-        for node, _shards in hosting_nodes(namespace):  # each node estimates the shards it holds
-            with client_for(node) as client:
-                estimate = client.compaction_estimate(namespace.name)
+        # Each node estimates the shards it holds; all must answer for the sum to mean anything.
+        for estimate in gateway.on_each(hosting_nodes(namespace), lambda c, _: c.compaction_estimate(namespace.name)):
             for key in total:
-                total[key] += int(estimate[key])
+                total[key] += int(estimate[key])  # type: ignore[index]
         return Response(CompactionEstimateOutputSerializer(total).data)

@@ -5,7 +5,6 @@ with its effective policy; if a node cannot take it now, it stays ``pending`` an
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
@@ -15,6 +14,7 @@ from backend.apps.audit import services as audit
 from backend.apps.core.signals import schedules_changed
 from backend.apps.namespaces import selectors
 from backend.apps.namespaces.models import Namespace, ShardPlacement, SyncState
+from backend.apps.nodes import gateway
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
@@ -98,16 +98,17 @@ def push_namespace(namespace: Namespace) -> Namespace:
     """
     policy = effective_namespace_policy(namespace)
     state, errors = SyncState.SYNCED, []
-    for node, _shards in selectors.hosting_nodes(namespace):
-        with client_for(node) as client:
-            try:
-                client.upsert_namespace(namespace.name, namespace.shards, policy)
-            except NodeUnavailableError as exc:
-                state = SyncState.FAILED if state == SyncState.FAILED else SyncState.PENDING
-                errors.append(f"{node.name}: {exc}")
-            except StorageError as exc:
-                state = SyncState.FAILED
-                errors.append(f"{node.name}: {exc}")
+    answers = gateway.on_each_collect(
+        selectors.hosting_nodes(namespace),
+        lambda client, _shards: client.upsert_namespace(namespace.name, namespace.shards, policy),
+    )
+    for answer in answers:
+        if isinstance(answer.error, NodeUnavailableError):
+            state = SyncState.FAILED if state == SyncState.FAILED else SyncState.PENDING
+        elif answer.error is not None:
+            state = SyncState.FAILED
+        if answer.error is not None:
+            errors.append(f"{answer.node.name}: {answer.error}")
     error = "; ".join(errors)
     Namespace.objects.filter(pk=namespace.pk).update(sync_state=state, sync_error=error)
     namespace.sync_state, namespace.sync_error = state, error
@@ -174,9 +175,11 @@ def create_subscription(*, namespace: Namespace, name: str, initial: str, actor:
     from storage_engine.errors import SubscriptionExistsError
 
     # Created on a node before (a retry): the row below records it.
-    for node, _shards in selectors.hosting_nodes(namespace):
-        with client_for(node) as client, contextlib.suppress(SubscriptionExistsError):
-            client.create_subscription(namespace.name, name, initial)
+    gateway.on_each(
+        selectors.hosting_nodes(namespace),
+        lambda client, _shards: client.create_subscription(namespace.name, name, initial),
+        ignore=(SubscriptionExistsError,),
+    )
     with transaction.atomic():
         subscription = Subscription.objects.create(
             namespace=namespace,
@@ -199,9 +202,11 @@ def delete_subscription(*, subscription: Any, actor: Any) -> None:
     from storage_engine.errors import UnknownSubscriptionError
 
     namespace = subscription.namespace
-    for node, _shards in selectors.hosting_nodes(namespace):
-        with client_for(node) as client, contextlib.suppress(UnknownSubscriptionError):
-            client.delete_subscription(namespace.name, subscription.name)
+    gateway.on_each(
+        selectors.hosting_nodes(namespace),
+        lambda client, _shards: client.delete_subscription(namespace.name, subscription.name),
+        ignore=(UnknownSubscriptionError,),
+    )
     with transaction.atomic():
         audit.record(
             actor=actor,
@@ -266,3 +271,35 @@ def update_namespace_policy(*, actor: Any, namespace: Any, set_: dict[str, Any],
         )
         schedules_changed.send(sender=Namespace, namespace=locked)
     return push_namespace(locked)
+
+
+def subscriptions_with_backlog(namespace: Namespace) -> tuple[list[dict], str]:
+    """The namespace's subscriptions with their live backlog per shard from the nodes hosting them (a
+    read of the nodes, so here rather than in the selectors, which read only the database).
+
+    Each shard's backlog comes from the node it is placed on. When a node cannot
+    be reached the subscriptions are still listed, without that node's shards
+    (``backlog`` null if none answered), and the reason is returned beside them.
+    """
+    rows = {
+        s.name: {"name": s.name, "initial": s.initial, "created_at": s.created_at, "backlog": None}
+        for s in namespace.subscriptions.order_by("name")
+    }
+    errors = []
+    for answer in gateway.on_each_collect(selectors.hosting_nodes(namespace), lambda c, _: c.backlog(namespace.name)):
+        if answer.error is not None:
+            errors.append(f"{answer.node.name}: {answer.error}")
+            continue
+        for row in answer.value or []:
+            if row["subscription"] in rows and row["shard"] in answer.shards:
+                entry = rows[row["subscription"]]
+                entry["backlog"] = [*(entry["backlog"] or []), row]
+    for entry in rows.values():
+        shards_backlog = entry["backlog"] or []
+        shards_backlog.sort(key=lambda row: row["shard"])
+        # A subscription's backlog is the sum over its shards (DESIGN §3 "Figures"); null when no node answered.
+        for figure in ("messages", "live_messages", "bytes"):
+            entry[figure] = sum(row[figure] for row in shards_backlog) if entry["backlog"] else None
+        # Its age is that of its oldest unacknowledged record, on whichever shard.
+        entry["age_ms"] = max(row["age_ms"] for row in shards_backlog) if entry["backlog"] else None
+    return list(rows.values()), "; ".join(errors)

@@ -115,7 +115,7 @@ class NodeRefusalSerializer(serializers.Serializer):
 
 # -- reads and writes -----------------------------------------------------------------------------
 def subscription_rows(namespace: Namespace, name: str | None = None) -> tuple[list[dict[str, Any]], str]:
-    rows, error = selectors.subscriptions_with_backlog(namespace)
+    rows, error = services.subscriptions_with_backlog(namespace)
     return ([r for r in rows if name is None or r["name"] == name]), error
 
 
