@@ -19,7 +19,7 @@ from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from storage_engine.errors import DiskFullError
 from tests.support import browser
-from tests.support.system import ADMIN_PASSWORD, System, launch
+from tests.support.system import ADMIN_PASSWORD, System, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PAGES = ["overview", "alerts", "namespaces", "segments", "tasks", "messages", "policies", "nodes", "audit"]
@@ -37,12 +37,7 @@ OVERVIEW = "?range=1h&refresh=5"
 
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
-    try:
-        running = launch(tmp_path_factory.mktemp("console"), **FAST)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield running
-    running.proc.kill_group()
+    yield from running(tmp_path_factory.mktemp("console"), **FAST)
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ from tests.support.story import (
     shot,
     sizes_add_up,
 )
-from tests.support.system import ADMIN_PASSWORD, System, launch
+from tests.support.system import ADMIN_PASSWORD, System, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -113,12 +113,7 @@ class Day:
 
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
-    try:
-        running = launch(tmp_path_factory.mktemp("story"), **ENV)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield running
-    running.proc.kill_group()
+    yield from running(tmp_path_factory.mktemp("story"), **ENV)
 
 
 @pytest.fixture(scope="module")

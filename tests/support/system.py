@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.processes import Proc, free_port, spawn, wait_until
 
@@ -67,3 +69,14 @@ def launch(var_dir: Path, **extra_env: str) -> System:
     if proc.popen.poll() is not None:
         raise RuntimeError(f"launcher exited {proc.popen.returncode}\n{proc.log()[-6000:]}")
     return System(proc, url, node_port, var_dir)
+
+
+def running(directory: Path, **env: str) -> Iterator[System]:
+    """A module fixture's body: the system launched in ``directory`` (a failed start fails the test,
+    naming why), yielded, and its whole process group killed afterwards."""
+    try:
+        system = launch(directory, **env)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield system
+    system.proc.kill_group()
