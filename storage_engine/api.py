@@ -311,6 +311,8 @@ LIFECYCLE_COUNTS = (
     "forced_deletes",
     "rolled",
 )
+# The further counts of a compaction result that add up the same way.
+COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,7 +802,7 @@ class StorageAdapter(abc.ABC):
         """Flush and fsync everything, stop workers, release files. Idempotent."""
 
     # -- subscriptions (Pulsar semantics, DESIGN §2 and §3) ------------------------------------
-    # Implemented once for every adapter by storage_engine.subscriptions.SubscriptionMixin.
+    # Implemented once for every store by storage_engine.subscriptions.Subscriptions (a part of the Engine).
 
     @abc.abstractmethod
     def create_subscription(self, namespace: str, name: str, *, initial: str = "earliest") -> SubscriptionInfo:

@@ -5,8 +5,8 @@ Segments are logical (DESIGN §2): they roll by :func:`record_size` and age by
 the same rule as the file adapter (:func:`should_roll`), so the catalog looks
 the same whichever adapter a node runs.
 
-Lifecycle (DESIGN §3) through the shared driver
-(:class:`~storage_engine.lifecycle.LifecycleMixin`): the TTL index is a heap
+Lifecycle (DESIGN §3) through the engine's parts
+(:class:`~storage_engine.engine.Engine`): the TTL index is a heap
 per namespace over a dict per shard (the dict is the index, the heap orders
 it; entries leave the heap lazily), dead records are a set per segment, a
 rewrite frees the slots of dead records (offsets stay positional), and whole
@@ -36,14 +36,13 @@ from storage_engine.api import (
     SegmentInfo,
     SegmentState,
     ShardStats,
-    StorageAdapter,
     shard_stats_of,
 )
 from storage_engine.clock import Clock
 from storage_engine.codec import RecordColumns
-from storage_engine.compaction import CompactionMixin
 from storage_engine.compaction_io import CompactableShard, RecordCompactionReads
 from storage_engine.config import EngineConfig
+from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
     NamespaceExistsError,
@@ -53,7 +52,6 @@ from storage_engine.expiry import is_expired
 from storage_engine.figures import ExpiredFigures, FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import (
     KEEP,
-    LifecycleMixin,
     LifecycleShard,
     Removal,
     ShardWork,
@@ -63,7 +61,6 @@ from storage_engine.lifecycle import (
 )
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.rolling import should_roll
-from storage_engine.subscriptions import SubscriptionMixin
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
     check_key,
@@ -459,7 +456,7 @@ class _Shard(RecordCompactionReads):
 MEMORY_NS_ID = 0  # the namespace id TTL-index keys carry for this adapter (it has no ids)
 
 
-class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
+class MemoryAdapter(Engine):
     name = "memory"
 
     def __init__(self, config: EngineConfig, clock: Clock) -> None:
@@ -473,8 +470,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             ("append_batches_total", "append_records_total", "append_bytes_total", "read_requests_total"), 0
         )
         self._closed = False
-        self._init_lifecycle(config, clock)
-        self._init_subscriptions()
+        self._compose(config, clock)
 
     # -- helpers ----------------------------------------------------------------
     def _check_open(self) -> None:
@@ -529,8 +525,8 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         for s in ns.shards:
             with s.lock:
                 s.deleted = True
-        self._forget_read_checks(name)
-        self._subs_forget(name)
+        self.lifecycle.read_checks.forget(name)
+        self.subscriptions.forget(name)
 
     def list_namespaces(self) -> list[NamespaceInfo]:
         self._check_open()
@@ -552,10 +548,10 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         sizes = validate_records(records, policy)  # before the lock: the batch is all-or-nothing
         batch_bytes = sum(sizes)
         if records:
-            self._guard_disk(batch_bytes)
+            self.lifecycle.runtime.disk.guard(batch_bytes)
             if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
                 with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
-                    self._check_backlog_quota(namespace, policy)
+                    self.subscriptions.check_quota(namespace, policy)
         expiring: list[tuple[int, int, int]] = []
         with s.lock:
             self._check_live(s)
@@ -615,7 +611,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
                 out.append(record)
                 total += size
         for o in hidden:
-            self._enqueue_read_check(namespace, shard, o, policy.read_check_queue_size)
+            self.lifecycle.read_checks.enqueue(namespace, shard, o, policy.read_check_queue_size)
         self._count(read_requests_total=1)
         # Nothing returned means nothing is stored at or after offset: resume at the end.
         next_offset = out[-1].offset + 1 if out else end
@@ -641,7 +637,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             r = None if offset is None else s.record_at(offset)
         now = self._clock.now_ms()
         if r is not None and policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
-            self._enqueue_read_check(namespace, shard, r.offset, policy.read_check_queue_size)
+            self.lifecycle.read_checks.enqueue(namespace, shard, r.offset, policy.read_check_queue_size)
             return None
         return r
 
@@ -669,7 +665,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
                 else:
                     out.append(r)
         for o in hidden:
-            self._enqueue_read_check(namespace, shard, o, policy.read_check_queue_size)
+            self.lifecycle.read_checks.enqueue(namespace, shard, o, policy.read_check_queue_size)
         records = tuple(out)
         return ReadResult(records, records[-1].offset + 1 if records else end, start, end)
 
@@ -691,7 +687,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         with self._lock:
             namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
             counters = dict(self._counters)
-        counters.update(self._lifecycle_counters())
+        counters.update(self.lifecycle.counters())
         shards = []
         for ns in namespaces:
             for s in ns.shards:
@@ -699,21 +695,21 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
                     shards.append(s.stats())
         return EngineStats(self.name, len(namespaces), tuple(shards), counters)
 
-    # -- lifecycle hooks (LifecycleMixin) -------------------------------------------------------
-    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[_Shard]]:
+    # -- lifecycle hooks (ShardSource) -------------------------------------------------------
+    def lifecycle_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[_Shard]]:
         ns = self._namespace(name)
         return ns.policy, ns.shards
 
-    def _compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
-        return self._lc_namespace(name)
+    def compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
+        return self.lifecycle_namespace(name)
 
-    def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
+    def lifecycle_namespaces(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
         self._check_open()
         with self._lock:
             namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
         return [(ns.policy, ns.shards) for ns in namespaces]
 
-    def _ttl_candidates(
+    def ttl_candidates(
         self, namespace: str | None, shard: int | None, now: int, scanned: list[int]
     ) -> Iterator[TTLEntry]:
         """Due entries in deadline order (each namespace keeps its own heap; a node-wide
@@ -727,7 +723,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             *(self._ns_ttl_candidates(ns, None, now, scanned) for ns in everything), key=attrgetter("expire_at")
         )
 
-    def _ttl_first(self) -> int | None:
+    def ttl_first(self) -> int | None:
         """The smallest live heap top over the namespaces (stale tops dropped on the way)."""
         with self._lock:
             everything = list(self._namespaces.values())
@@ -811,7 +807,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
         t0 = time.perf_counter()
         ns = self._namespace(namespace)
         path = import_file(self.ttl_import_dir(), file)
-        with self._lifecycle_ops, open_sst(path, Path(tempfile.gettempdir())) as db:
+        with self.lifecycle.runtime.ops, open_sst(path, Path(tempfile.gettempdir())) as db:
             ends = [s.end_offset for s in ns.shards]
             entries = list(validated_ttl_entries(db, path, MEMORY_NS_ID, ends))  # all checked before any goes in
             added: list[tuple[int, int, int]] = []
@@ -838,7 +834,7 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
         }
 
-    def _measure_disk(self) -> tuple[int, int, str]:
+    def measure_disk(self) -> tuple[int, int, str]:
         with self._lock:
             namespaces = list(self._namespaces.values())
         used = sum(seg.size_bytes for ns in namespaces for s in ns.shards for seg in s.segments)
@@ -849,6 +845,6 @@ class MemoryAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageA
             if self._closed:
                 return
             self._closed = True
-        self._stop_lifecycle()
+        self._stop_parts()
         with self._lock:
             self._namespaces.clear()  # release the memory; nothing outlives close

@@ -1,13 +1,13 @@
 """Subscriptions, message TTL and backlog quotas (Pulsar semantics, DESIGN §2 and §3).
 
-:class:`SubscriptionMixin` implements the subscription half of the
-:class:`~storage_engine.api.StorageAdapter` contract once, for every adapter,
-on top of the adapter's own public calls (``shard_stats``, ``list_segments``,
-``read``, ``offset_for_timestamp``). An adapter only says how cursors persist
-(:meth:`SubscriptionMixin._subs_persist` / :meth:`_subs_restore`; the memory
-adapter keeps them in memory) and calls two hooks: the quota check on its
-append path (only when the namespace has a quota, so an append without one
-pays nothing) and :meth:`_subs_forget` when a namespace is deleted.
+:class:`Subscriptions` (a part of :class:`storage_engine.engine.Engine`)
+implements the subscription half of the :class:`~storage_engine.api.StorageAdapter`
+contract once, for every store, on top of the engine's own public reads
+(:class:`SubscriptionReads`). A store only says how cursors persist (a
+:data:`CursorWriter` and the subscriptions it restored; the memory store keeps
+them in memory); the engine calls :meth:`Subscriptions.check_quota` on its append
+path (only when the namespace has a quota, so an append without one pays
+nothing) and :meth:`Subscriptions.forget` when a namespace is deleted.
 
 The cursor math:
 
@@ -28,14 +28,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from storage_engine.api import (
     BacklogInfo,
     LifecycleResult,
+    NamespaceInfo,
     ReadResult,
     SegmentInfo,
     SegmentState,
+    ShardStats,
     SubscriptionInfo,
 )
 from storage_engine.errors import (
@@ -48,14 +50,11 @@ from storage_engine.errors import (
     UnknownSubscriptionError,
 )
 from storage_engine.expiry import is_expired, segment_expired
+from storage_engine.lifecycle.runtime import LifecycleRuntime
+from storage_engine.lifecycle.sweeps import NodeSweep
 from storage_engine.policy import NamespacePolicy
 from storage_engine.retention import RetentionPlan
 from storage_engine.validation import check_int, check_shard, check_timestamp
-
-if TYPE_CHECKING:
-    from storage_engine.api import NamespaceInfo, ShardStats
-    from storage_engine.clock import Clock
-    from storage_engine.segment.counters import Counters
 
 SUBSCRIPTION_COUNTERS = (
     "subscription_ttl_expired_total",
@@ -141,48 +140,66 @@ class QuotaBreach:
     current: int
 
 
-class SubscriptionMixin:
-    """The subscription calls of the contract, for any adapter (see the module docstring)."""
+class SubscriptionReads(Protocol):
+    """The contract's reads subscriptions are built on (the engine provides them)."""
 
-    clock: Clock
-    lifecycle_counters: Counters
-    sleep: Callable[[float], None]
+    def get_namespace(self, name: str) -> NamespaceInfo: ...
+    def shard_stats(self, namespace: str, shard: int) -> ShardStats: ...
+    def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]: ...
+    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None: ...
+    def read(
+        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult: ...
 
-    if TYPE_CHECKING:  # provided by the adapter (StorageAdapter)
 
-        def get_namespace(self, name: str) -> NamespaceInfo: ...
-        def shard_stats(self, namespace: str, shard: int) -> ShardStats: ...
-        def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]: ...
-        def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None: ...
-        def read(
-            self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
-        ) -> ReadResult: ...
+CursorWriter = Callable[[str, "Subscription", bool], None]
+"""Write (``False``) or delete (``True``) one subscription's cursors durably; called under the lock."""
 
-    # -- persistence hooks (the memory adapter keeps the defaults) --------------------------------
-    def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:
-        """Write (or delete) one subscription durably; called under ``_subs_lock``."""
 
-    def _subs_restore(self) -> list[tuple[str, Subscription]]:
-        """(namespace, subscription) of every persisted subscription, on open."""
-        return []
+def keep_in_memory(namespace: str, sub: Subscription, deleted: bool) -> None:
+    """The cursor writer of a store without durability (memory): nothing to write."""
 
-    # -- setup -------------------------------------------------------------------------------------------
-    def _init_subscriptions(self) -> None:
+
+class Subscriptions:
+    """The subscription calls of the contract, for any store (see the module docstring).
+
+    ``persist`` writes cursors durably; ``restored`` are the (namespace, subscription)
+    pairs persisted earlier, read by the store when it opens.
+    """
+
+    def __init__(
+        self,
+        rt: LifecycleRuntime,
+        sweep: NodeSweep,
+        reads: SubscriptionReads,
+        persist: CursorWriter = keep_in_memory,
+        restored: Sequence[tuple[str, Subscription]] = (),
+    ) -> None:
+        self._rt = rt
+        self._sweep = sweep
+        self._reads = reads
+        self._persist_cursors = persist
         self._subs_lock = threading.RLock()
         self._subs: dict[str, dict[str, Subscription]] = {}
         self._subs_running: set[tuple[str, str]] = set()
-        self.lifecycle_counters.set_many(dict.fromkeys(SUBSCRIPTION_COUNTERS, 0))
-        for namespace, sub in self._subs_restore():
+        rt.counters.set_many(dict.fromkeys(SUBSCRIPTION_COUNTERS, 0))
+        for namespace, sub in restored:
             self._subs.setdefault(namespace, {})[sub.name] = sub
 
-    def _subs_forget(self, namespace: str) -> None:
+    def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:
+        self._persist_cursors(namespace, sub, deleted)
+
+    def forget(self, namespace: str) -> None:
         """The namespace was deleted: its subscriptions go with it."""
         with self._subs_lock:
             self._subs.pop(namespace, None)
 
+    def has_subscriptions(self, namespace: str) -> bool:
+        return bool(self._subs.get(namespace))
+
     # -- helpers ---------------------------------------------------------------------------------------------
     def _sub(self, namespace: str, name: str) -> tuple[NamespaceInfo, Subscription]:
-        info = self.get_namespace(namespace)  # raises for an unknown namespace or a closed engine
+        info = self._reads.get_namespace(namespace)  # raises for an unknown namespace or a closed engine
         with self._subs_lock:
             sub = self._subs.get(namespace, {}).get(name) if isinstance(name, str) else None
         if sub is None:
@@ -193,7 +210,7 @@ class SubscriptionMixin:
         if name is not None:
             info, sub = self._sub(namespace, name)
             return info, [sub]
-        info = self.get_namespace(namespace)
+        info = self._reads.get_namespace(namespace)
         with self._subs_lock:
             subs = sorted(self._subs.get(namespace, {}).values(), key=lambda s: s.name)
         return info, subs
@@ -203,7 +220,9 @@ class SubscriptionMixin:
         return check_shard(info.name, shard, info.shards)
 
     def _views(self, namespace: str, shards: int) -> dict[int, tuple[ShardStats, list[SegmentInfo]]]:
-        return {s: (self.shard_stats(namespace, s), self.list_segments(namespace, s)) for s in range(shards)}
+        return {
+            s: (self._reads.shard_stats(namespace, s), self._reads.list_segments(namespace, s)) for s in range(shards)
+        }
 
     def _info(self, namespace: str, sub: Subscription) -> SubscriptionInfo:
         with self._subs_lock:
@@ -225,16 +244,16 @@ class SubscriptionMixin:
             raise InvalidArgumentError("name", "must match [A-Za-z0-9._-]{1,200}")
         if initial not in INITIAL_POSITIONS:
             raise InvalidArgumentError("initial", f"must be one of {', '.join(INITIAL_POSITIONS)}")
-        info = self.get_namespace(namespace)
+        info = self._reads.get_namespace(namespace)
         with self._subs_lock:
             subs = self._subs.setdefault(namespace, {})
             if name in subs:
                 raise SubscriptionExistsError(namespace, name)
             if initial == "latest":
-                cursors = [self.shard_stats(namespace, s).end_offset - 1 for s in range(info.shards)]
+                cursors = [self._reads.shard_stats(namespace, s).end_offset - 1 for s in range(info.shards)]
             else:
                 cursors = [-1] * info.shards
-            sub = Subscription(name, self.clock.now_ms(), cursors)
+            sub = Subscription(name, self._rt.clock.now_ms(), cursors)
             self._subs_persist(namespace, sub)
             subs[name] = sub
         return self._info(namespace, sub)
@@ -258,21 +277,21 @@ class SubscriptionMixin:
         info, sub = self._sub(namespace, name)
         shard = self._check_shard(info, shard)
         for _ in range(3):  # retention may move the log start between the two calls
-            stats = self.shard_stats(namespace, shard)
+            stats = self._reads.shard_stats(namespace, shard)
             start = min(first_unacked(sub.cursors[shard], stats.log_start_offset), stats.end_offset)
             try:
-                return self.read(namespace, shard, start, max_records, max_bytes)
+                return self._reads.read(namespace, shard, start, max_records, max_bytes)
             except OffsetOutOfRangeError:
                 continue
-        stats = self.shard_stats(namespace, shard)
-        return self.read(namespace, shard, stats.log_start_offset, max_records, max_bytes)
+        stats = self._reads.shard_stats(namespace, shard)
+        return self._reads.read(namespace, shard, stats.log_start_offset, max_records, max_bytes)
 
     def acknowledge(self, namespace: str, name: str, shard: int, offset: int) -> int:
         info, sub = self._sub(namespace, name)
         shard = self._check_shard(info, shard)
         if isinstance(offset, bool) or not isinstance(offset, int):
             raise InvalidArgumentError("offset", "must be an integer")
-        end = self.shard_stats(namespace, shard).end_offset
+        end = self._reads.shard_stats(namespace, shard).end_offset
         if offset >= end:
             raise InvalidArgumentError(
                 "offset", f"{offset} is past the end of {namespace}/{shard} (last offset {end - 1})"
@@ -297,10 +316,10 @@ class SubscriptionMixin:
         shard = self._check_shard(info, shard)
         if (position is None) == (timestamp is None):
             raise InvalidArgumentError("position", "give exactly one of position and timestamp")
-        end = self.shard_stats(namespace, shard).end_offset
+        end = self._reads.shard_stats(namespace, shard).end_offset
         if timestamp is not None:
             check_timestamp(timestamp)
-            found = self.offset_for_timestamp(namespace, shard, timestamp)
+            found = self._reads.offset_for_timestamp(namespace, shard, timestamp)
             position = end - 1 if found is None else found - 1
         else:
             position = check_int(position, "position", -1)
@@ -325,7 +344,7 @@ class SubscriptionMixin:
 
     def backlog(self, namespace: str, name: str | None = None) -> list[BacklogInfo]:
         info, subs = self._selected(namespace, name)
-        now = self.clock.now_ms()
+        now = self._rt.clock.now_ms()
         out: list[BacklogInfo] = []
         views = self._views(namespace, info.shards)
         for sub in subs:
@@ -352,7 +371,7 @@ class SubscriptionMixin:
         age = live = 0
         if messages and with_age:
             try:
-                page = self.read(namespace, shard, min(start, stats.end_offset), max_records=1)
+                page = self._reads.read(namespace, shard, min(start, stats.end_offset), max_records=1)
                 live = self._live_from(namespace, shard, segments, start)
             except OffsetOutOfRangeError:  # the log start moved past the cursor meanwhile
                 page = None
@@ -378,7 +397,7 @@ class SubscriptionMixin:
     def _visible_between(self, namespace: str, shard: int, first: int, last: int) -> int:
         count, offset = 0, first
         while offset <= last:
-            page = self.read(namespace, shard, offset, max_records=10_000, max_bytes=64 << 20)
+            page = self._reads.read(namespace, shard, offset, max_records=10_000, max_bytes=64 << 20)
             count += sum(1 for r in page.records if r.offset <= last)
             if not page.records or page.records[-1].offset >= last:
                 break
@@ -392,7 +411,7 @@ class SubscriptionMixin:
         if namespace is None:  # node-wide: every namespace; one already running is left to its run
             if shard is not None or name is not None or position is not None:
                 raise InvalidArgumentError("namespace", "is required with a shard, subscription or position")
-            return self._sweep("subscription_expiry", self._expire_unless_running, None)  # type: ignore[attr-defined]
+            return self._sweep.run("subscription_expiry", self._expire_unless_running, None)
         t0 = time.perf_counter()
         info, subs = self._selected(namespace, name)
         shards = range(info.shards) if shard is None else [self._check_shard(info, shard)]
@@ -414,10 +433,10 @@ class SubscriptionMixin:
                 taken.append(key)
         expired = scanned = 0
         try:
-            now = self.clock.now_ms()
+            now = self._rt.clock.now_ms()
             for s in shards:
-                stats = self.shard_stats(namespace, s)
-                segments = None if position is not None else self.list_segments(namespace, s)
+                stats = self._reads.shard_stats(namespace, s)
+                segments = None if position is not None else self._reads.list_segments(namespace, s)
                 for sub in subs:
                     cursor = sub.cursors[s]
                     if position is not None:
@@ -435,7 +454,7 @@ class SubscriptionMixin:
             with self._subs_lock:
                 for k in taken:
                     self._subs_running.discard(k)
-        self.lifecycle_counters.add("subscription_ttl_expired_total", expired)
+        self._rt.counters.add("subscription_ttl_expired_total", expired)
         return LifecycleResult(
             operation="subscription_expiry",
             namespace=namespace,
@@ -477,7 +496,7 @@ class SubscriptionMixin:
         looked = 0
         while pos + 1 < end:
             try:
-                page = self.read(namespace, shard, pos + 1, max_records=EXPIRY_READ_BATCH)
+                page = self._reads.read(namespace, shard, pos + 1, max_records=EXPIRY_READ_BATCH)
             except OffsetOutOfRangeError as exc:
                 if exc.log_start_offset - 1 > pos:
                     pos = exc.log_start_offset - 1
@@ -503,7 +522,7 @@ class SubscriptionMixin:
         info, subs = self._selected(namespace, None)
         if not subs:
             return None
-        now = self.clock.now_ms()
+        now = self._rt.clock.now_ms()
         with_age = policy.backlog_quota_seconds is not None
         worst_bytes = worst_age = 0
         views = self._views(namespace, info.shards)
@@ -520,8 +539,8 @@ class SubscriptionMixin:
             return QuotaBreach("time", policy.backlog_quota_seconds * 1000, worst_age)
         return None
 
-    def _check_backlog_quota(self, namespace: str, policy: NamespacePolicy) -> None:
-        """The append-path check; adapters call it only when the namespace has a quota."""
+    def check_quota(self, namespace: str, policy: NamespacePolicy) -> None:
+        """The append-path check; stores call it only when the namespace has a quota."""
         if not self._subs.get(namespace):
             return
         breach = self._quota_breach(namespace, policy)
@@ -529,21 +548,21 @@ class SubscriptionMixin:
             return
         mode = policy.backlog_quota_policy
         if mode == "producer_exception":
-            self.lifecycle_counters.add("producer_rejected_total")
+            self._rt.counters.add("producer_rejected_total")
             raise BacklogQuotaExceededError(namespace, breach.kind, breach.limit, breach.current)
         if mode == "consumer_backlog_eviction":
             self._evict(namespace, policy)
             return
-        self.lifecycle_counters.add("producer_held_total")
-        started = self.clock.now_ms()
+        self._rt.counters.add("producer_held_total")
+        started = self._rt.clock.now_ms()
         while True:
-            waited = self.clock.now_ms() - started
+            waited = self._rt.clock.now_ms() - started
             left = policy.backlog_hold_timeout_ms - waited
             if left <= 0:
-                self.lifecycle_counters.add("producer_rejected_total")
+                self._rt.counters.add("producer_rejected_total")
                 raise ProducerHeldTooLongError(namespace, breach.kind, breach.limit, breach.current, waited)
-            self.sleep(min(left, HOLD_POLL_MS) / 1000)
-            current = self.get_namespace(namespace).policy  # the policy may change while held
+            self._rt.sleep(min(left, HOLD_POLL_MS) / 1000)
+            current = self._reads.get_namespace(namespace).policy  # the policy may change while held
             if not self._has_quota(current):
                 return
             policy = replace(current, backlog_hold_timeout_ms=policy.backlog_hold_timeout_ms)
@@ -560,7 +579,7 @@ class SubscriptionMixin:
         if policy.backlog_quota_bytes is not None:
             target = int(policy.backlog_quota_bytes * EVICTION_TARGET)
             for _ in range(100_000):  # every step moves a cursor by ≥ 1
-                now = self.clock.now_ms()
+                now = self._rt.clock.now_ms()
                 views = self._views(namespace, info.shards)
                 rows = [
                     [self._shard_backlog(namespace, sub, s, *views[s], now, with_age=False) for s in range(info.shards)]
@@ -584,11 +603,11 @@ class SubscriptionMixin:
                 moves += 1
         if policy.backlog_quota_seconds is not None:
             limit = policy.backlog_quota_seconds * 1000
-            now = self.clock.now_ms()
+            now = self._rt.clock.now_ms()
             keep_from = now - int(limit * EVICTION_TARGET)
             for s in range(info.shards):
-                stats = self.shard_stats(namespace, s)
-                first_young = self.offset_for_timestamp(namespace, s, keep_from)
+                stats = self._reads.shard_stats(namespace, s)
+                first_young = self._reads.offset_for_timestamp(namespace, s, keep_from)
                 new = stats.end_offset - 1 if first_young is None else first_young - 1
                 for sub in subs:
                     cursor = sub.cursors[s]
@@ -596,7 +615,7 @@ class SubscriptionMixin:
                     if new >= start and self._advance(namespace, sub, s, new):
                         evicted += new - start + 1
                         moves += 1
-        self.lifecycle_counters.add("backlog_evictions_total", moves)
+        self._rt.counters.add("backlog_evictions_total", moves)
         return evicted
 
     def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
@@ -620,7 +639,7 @@ class SubscriptionMixin:
         )
 
     # -- retention hook --------------------------------------------------------------------------------------
-    def _retention_plan(
+    def retention_plan(
         self, namespace: str, shard: int, policy: NamespacePolicy, segments: Sequence[SegmentInfo], plan: RetentionPlan
     ) -> RetentionPlan:
         """With ``retention_respects_subscriptions``, delete only segments every subscription

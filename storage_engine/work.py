@@ -49,7 +49,7 @@ class ShardWork:
     rolled: int = 0
 
     def add(self, other: ShardWork) -> ShardWork:
-        for f in fields(self):
+        for f in fields(other):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self
 

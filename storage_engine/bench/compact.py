@@ -40,8 +40,8 @@ from typing import Any
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
-from storage_engine.compaction import KeyMap
 from storage_engine.config import Durability, EngineConfig
+from storage_engine.keymap import KeyMap
 from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
 
 LOAD_BATCH = 1_000
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
             for k in keys:
                 last[k] = offset
                 offset += 1
-        _, shards = engine._lc_namespace("bench")  # type: ignore[attr-defined]
+        _, shards = engine.lifecycle_namespace("bench")  # type: ignore[attr-defined]
         shards[0].roll_empty(clock.now_ms())  # everything sealed: the whole log is cleanable
         # Let the index settle as it would long before a compaction is due (min_compaction_lag_ms):
         # RocksDB compacts the shard's freshly loaded index ranges now, not inside the timed call.

@@ -21,7 +21,6 @@ from typing import Any
 
 from storage_engine.api import (
     AppendResult,
-    DiskStatus,
     EngineStats,
     NamespaceInfo,
     NewRecord,
@@ -29,13 +28,12 @@ from storage_engine.api import (
     Record,
     SegmentInfo,
     ShardStats,
-    StorageAdapter,
 )
 from storage_engine.clock import Clock
 from storage_engine.codec import encode_records
-from storage_engine.compaction import CompactionMixin
 from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import Durability, EngineConfig
+from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
     InvalidArgumentError,
@@ -44,14 +42,14 @@ from storage_engine.errors import (
     SegmentDeletedError,
 )
 from storage_engine.expiry import is_expired, segment_deadline
-from storage_engine.lifecycle import LifecycleMixin, LifecycleShard, TTLEntry
+from storage_engine.lifecycle import LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file, ttl_bound
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.shard import ShardBase
-from storage_engine.subscriptions import Subscription, SubscriptionMixin
+from storage_engine.subscriptions import Subscription
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
     check_key,
@@ -130,7 +128,7 @@ class _DeadMarks:
         return offset in self._dead
 
 
-class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, StorageAdapter):
+class IndexedLogAdapter(Engine):
     """Base of the log adapters; subclasses provide the shard storage."""
 
     name = "indexed"
@@ -158,8 +156,14 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             self.data_dir.release()
             raise
         self._pool = IOPool(config.io_workers, config.max_requests_per_batch, config.fsync_interval_ms, self.name)
-        self._init_lifecycle(config, clock, stored_policy, self.data_dir.save_node_policy)
-        self._init_subscriptions()
+        self._compose(
+            config,
+            clock,
+            stored_policy=stored_policy,
+            persist_policy=self.data_dir.save_node_policy,
+            persist_cursors=self._persist_cursors,
+            restore_cursors=self._restore_cursors,
+        )
 
     # -- what a subclass provides ----------------------------------------------------
     @abc.abstractmethod
@@ -246,10 +250,10 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             self.store.drop_namespace_entries(wb, ns.record.ns_id)
             self.store.drop_cursors(wb, ns.record.ns_id)
             self.store.write(wb, sync=True)
-            self._subs_forget(name)
+            self.subscriptions.forget(name)
             self._remove_namespace_files(ns.record)
             self.store.compact_namespace(ns.record.ns_id)
-            self._forget_read_checks(name)
+            self.lifecycle.read_checks.forget(name)
             self.counters.add("namespaces_deleted_total")
 
     def list_namespaces(self) -> list[NamespaceInfo]:
@@ -273,9 +277,9 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         policy = log.policy
         if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
             with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
-                self._check_backlog_quota(namespace, policy)
+                self.subscriptions.check_quota(namespace, policy)
         body = encode_records(records, self.clock.now_ms())
-        self._guard_disk(body.batch_length)
+        self.lifecycle.runtime.disk.guard(body.batch_length)
         base = self._pool.submit(log, body).result()
         return AppendResult(base, len(records))
 
@@ -371,7 +375,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
     def _hide(self, namespace: str, shard: int, r: Record, policy: NamespacePolicy) -> None:
         """A read hid an expired record: queue the clean-up of its index entries, if any."""
         if r.key is not None or r.tags or r.expire_at is not None:
-            self._enqueue_read_check(namespace, shard, r.offset, policy.read_check_queue_size)
+            self.lifecycle.read_checks.enqueue(namespace, shard, r.offset, policy.read_check_queue_size)
 
     # -- metadata -------------------------------------------------------------------------
     def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]:
@@ -385,34 +389,34 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         namespaces = [ns for _, ns in sorted(self._namespaces.items())]
         shards = tuple(log.stats() for ns in namespaces for log in ns.shards)
         counters = self.counters.snapshot()
-        counters.update(self._lifecycle_counters())
+        counters.update(self.lifecycle.counters())
         counters["failed_shards"] = sum(1 for ns in namespaces for log in ns.shards if log.failure is not None)
         return EngineStats(adapter=self.name, namespaces=len(namespaces), shards=shards, counters=counters)
 
-    # -- lifecycle hooks (LifecycleMixin) -----------------------------------------------------
-    def _lc_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[ShardBase]]:
+    # -- lifecycle hooks (ShardSource) -----------------------------------------------------
+    def lifecycle_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[ShardBase]]:
         ns = self._namespace(name)
         return ns.record.policy, ns.shards
 
-    def _compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
-        return self._lc_namespace(name)
+    def compaction_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[CompactableShard]]:
+        return self.lifecycle_namespace(name)
 
-    def _lc_all(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
+    def lifecycle_namespaces(self) -> list[tuple[NamespacePolicy, Sequence[LifecycleShard]]]:
         self._check_open()
         return [(ns.record.policy, ns.shards) for _, ns in sorted(self._namespaces.items())]
 
-    def _ttl_candidates(
+    def ttl_candidates(
         self, namespace: str | None, shard: int | None, now: int, scanned: list[int]
     ) -> Iterator[TTLEntry]:
         names = {ns.record.ns_id: name for name, ns in list(self._namespaces.items())}
         wanted = None if namespace is None else self._namespace(namespace).record.ns_id
         yield from self.store.ttl_candidates(now, names, wanted, shard, scanned)
 
-    def _ttl_scan_begin(self, namespaces: Sequence[str]) -> object | None:
+    def ttl_scan_begin(self, namespaces: Sequence[str]) -> object | None:
         known = self._namespaces
         return self.store.ttl_scan_begin([known[name].record.ns_id for name in namespaces if name in known])
 
-    def _ttl_scan_end(self, token: object | None, stop: TTLEntry | None, now: int, ok: bool) -> None:
+    def ttl_scan_end(self, token: object | None, stop: TTLEntry | None, now: int, ok: bool) -> None:
         if not isinstance(token, dict) or not token:
             return
         if not ok:
@@ -440,13 +444,13 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
         ns = self._namespace(namespace)
         path = import_file(self.ttl_import_dir(), file)
-        with self._lifecycle_ops:  # not while a TTL scan or a compaction runs
+        with self.lifecycle.runtime.ops:  # not while a TTL scan or a compaction runs
             bounds = [(s.view.log_start_offset, s.view.end_offset) for s in ns.shards]
             result = ingest_ttl_file(self.store, path, ns.record.ns_id, bounds, self.data_dir.trash_dir)
         return {"namespace": namespace, **result}
 
-    # -- subscription hooks (SubscriptionMixin): cursors live in the ``cursors`` family --------
-    def _subs_persist(self, namespace: str, sub: Subscription, *, deleted: bool = False) -> None:
+    # -- subscription cursors live in the ``cursors`` family -------------------------------------
+    def _persist_cursors(self, namespace: str, sub: Subscription, deleted: bool) -> None:
         ns = self._namespace(namespace)
         wb = self.store.batch()
         if deleted:
@@ -455,7 +459,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
             self.store.put_cursors(wb, ns.record.ns_id, sub.name, sub.pack())
         self.store.write(wb, sync=self.config.durability is Durability.FSYNC)
 
-    def _subs_restore(self) -> list[tuple[str, Subscription]]:
+    def _restore_cursors(self) -> list[tuple[str, Subscription]]:
         names = {ns.record.ns_id: name for name, ns in self._namespaces.items()}
         out: list[tuple[str, Subscription]] = []
         wb = self.store.batch()
@@ -468,7 +472,7 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         self.store.write(wb, sync=True)
         return out
 
-    def _measure_disk(self) -> tuple[int, int, str]:
+    def measure_disk(self) -> tuple[int, int, str]:
         """With a quota: every byte under the data directory (segments, ``.deleted`` files,
         RocksDB's files, checkpoints). Without: the filesystem's used bytes against used +
         what the node may still write (``df``'s ``Use%``: blocks reserved for root are
@@ -479,20 +483,16 @@ class IndexedLogAdapter(SubscriptionMixin, CompactionMixin, LifecycleMixin, Stor
         usage = shutil.disk_usage(root)
         return usage.used, usage.used + usage.free, "filesystem"
 
-    def _pending_delete_bytes(self) -> int:
+    def pending_delete_bytes(self) -> int:
         namespaces = list(self._namespaces.values())  # a snapshot: creates and deletes may run meanwhile
         return sum(log.pending_file_bytes() for ns in namespaces for log in ns.shards)
-
-    def check_disk(self) -> DiskStatus:
-        self._check_open()
-        return super().check_disk()
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._stop_lifecycle()
+        self._stop_parts()
         self._pool.close()  # finishes queued appends first
         for ns in self._namespaces.values():
             for log in ns.shards:

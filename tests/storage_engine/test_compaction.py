@@ -9,7 +9,8 @@ import pytest
 
 from storage_engine.api import NewRecord, Record, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.compaction import CleanerState, KeyMap
+from storage_engine.compaction.checkpoint import CleanerState
+from storage_engine.keymap import KeyMap
 from storage_engine.keymap_size import LOAD_FACTOR, SLOT_BYTES
 from storage_engine.policy import DAY_MS, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all

@@ -9,8 +9,8 @@ import pytest
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
-from storage_engine.compaction import KeyMap
 from storage_engine.errors import InvalidArgumentError, PolicyValidationError
+from storage_engine.keymap import KeyMap
 from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES, SLOT_BYTES
 from storage_engine.policy import NodePolicy, node_policy_from, validate_node_policy
 from tests.storage_engine.lifecycle_util import assert_verified, make_ns, read_all
@@ -38,7 +38,7 @@ def ns(lc_adapter: StorageAdapter, clock: ManualClock) -> str:
     name = make_ns(lc_adapter, "c", cleanup_policy="compact")
     for k in range(KEYS):
         lc_adapter.append(name, 0, [NewRecord(b"v%d" % v, key=b"k%d" % k) for v in range(VERSIONS)])
-    _, shards = lc_adapter._lc_namespace(name)  # type: ignore[attr-defined]
+    _, shards = lc_adapter.lifecycle_namespace(name)  # type: ignore[attr-defined]
     assert shards[0].roll_empty(clock.now_ms())
     return name
 

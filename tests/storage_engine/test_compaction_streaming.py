@@ -22,8 +22,9 @@ from storage_engine.codec import (
     encode_batch,
     rebuild_batch,
 )
-from storage_engine.compaction import MAP_OVERHEAD_BYTES, KeyMap
+from storage_engine.compaction.cleaner import MAP_OVERHEAD_BYTES
 from storage_engine.config import Durability, EngineConfig
+from storage_engine.keymap import KeyMap
 from storage_engine.keymap_size import BITMAP_SHARE, LOAD_FACTOR, SLOT_BYTES
 from storage_engine.policy import MiB, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
@@ -75,7 +76,7 @@ def test_compaction_memory_within_budget_plus_overhead(tmp_path: Path) -> None:
         policy = NamespacePolicy(cleanup_policy="compact", retention_ms=None, segment_bytes=64 * MiB)
         engine.create_namespace("c", 1, policy)
         last = _load(engine, 60_000, 20_000, 7)
-        _, shards = engine._lc_namespace("c")  # type: ignore[attr-defined]
+        _, shards = engine.lifecycle_namespace("c")  # type: ignore[attr-defined]
         shards[0].roll_empty(clock.now_ms())
         budget = 64 * 1024
         tracemalloc.start()

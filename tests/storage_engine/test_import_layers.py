@@ -41,7 +41,14 @@ ADAPTER_MODULES = {
     "storage_engine.segment.log",
     "storage_engine.segment.shard",
 }
-ADAPTER_FREE = {"storage_engine.compaction", "storage_engine.compaction_io", "storage_engine.lifecycle"}
+# The engine and its parts are written against the shard protocols too.
+ADAPTER_FREE = {
+    "storage_engine.engine",
+    "storage_engine.compaction.cleaner",
+    "storage_engine.compaction_io",
+    "storage_engine.lifecycle.parts",
+    "storage_engine.subscriptions",
+}
 
 
 def engine_modules() -> dict[str, Path]:

@@ -127,11 +127,11 @@ def test_a_sweep_defers_rocksdb_compaction_of_dropped_ranges(lc_adapter: Storage
         append_one(lc_adapter, name, b"rolls")
     clock.advance(401)  # the sealed segments are expired; the active ones neither expired nor idle
     assert lc_adapter.reclaim(None, manual=True).segments_deleted == 2
-    waiting = lc_adapter._compaction_due  # type: ignore[attr-defined]
-    assert len(waiting) == 2  # both shards wait for their compaction
+    compactions = lc_adapter.runtime.range_compactions  # type: ignore[attr-defined]
+    assert compactions.waiting() == 2  # both shards wait for their compaction
     assert_verified(lc_adapter)  # range tombstones not yet compacted: reads and indexes are still right
     clock.advance(60_000)
     lc_adapter.reclaim(None, manual=True)
-    assert len(waiting) == 0
+    assert compactions.waiting() == 0
     lc_adapter.reclaim("a", manual=True)  # a per-namespace call compacts at once, as before
-    assert len(waiting) == 0
+    assert compactions.waiting() == 0

@@ -21,7 +21,7 @@ from tests.storage_engine.lifecycle_util import append_one, assert_verified, mak
 
 
 def _shard(adapter: StorageAdapter, ns: str, index: int = 0) -> Any:
-    return adapter._lc_namespace(ns)[1][index]  # type: ignore[attr-defined]
+    return adapter.lifecycle_namespace(ns)[1][index]  # type: ignore[attr-defined]
 
 
 def _spy_chunks(monkeypatch: pytest.MonkeyPatch, shard: Any) -> list[int]:

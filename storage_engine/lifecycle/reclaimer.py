@@ -1,0 +1,122 @@
+"""Layer 3 of TTL (DESIGN §3 "Reclamation"): space of expired and dead records goes back.
+
+Sealed segments whose every record has expired are dropped whole; sealed segments whose
+dead fraction is above ``reclaim_dead_ratio`` are rewritten without their dead and
+expired records (offsets unchanged), paced by ``reclaim_bytes_per_s`` and bounded by a
+segment budget per call (``DEFAULT_RECLAIM_SEGMENTS``; a node-wide sweep shares
+``SWEEP_RECLAIM_SEGMENTS`` over every namespace).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
+from storage_engine.cleaning import in_off_peak
+from storage_engine.expiry import segment_expired
+from storage_engine.lifecycle.runtime import LifecycleRuntime
+from storage_engine.lifecycle.sweeps import NodeSweep
+from storage_engine.policy import NamespacePolicy
+from storage_engine.work import sum_work, would_drop, would_rewrite
+
+DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
+SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
+
+
+class Reclaimer:
+    def __init__(self, rt: LifecycleRuntime, sweep: NodeSweep) -> None:
+        self._rt = rt
+        self._sweep = sweep
+
+    def reclaim(
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        limit: int | None = None,
+        *,
+        manual: bool = False,
+        dry_run: bool = False,
+    ) -> LifecycleResult:
+        self._rt.check_limit(limit)
+        if namespace is None:  # node-wide: one segment budget shared by every namespace
+            return self._sweep.run(
+                "reclaim",
+                lambda name, left: self.reclaim(name, None, left, manual=manual, dry_run=dry_run),
+                None if dry_run else SWEEP_RECLAIM_SEGMENTS if limit is None else limit,
+                lambda result: result.segments_deleted + result.segments_rewritten,
+                dry_run=dry_run,
+            )
+        t0 = time.perf_counter()
+        policy, shards = self._rt.select(namespace, shard)
+        now = self._rt.clock.now_ms()
+        if not manual and not in_off_peak(now, self._rt.node_policy) and not self._rt.urgent(policy, shards):
+            return self._rt.result("reclaim", namespace, shard, t0, skipped="off_peak", more=True)
+        budget = DEFAULT_RECLAIM_SEGMENTS if limit is None else limit
+        totals: dict[str, Any] = {}
+        more = False
+        with self._rt.ops:
+            if not dry_run:
+                self._rt.remove_files(shards, now, totals)
+            for s in shards:
+                segments = self._rt.step_segments(s, policy, now, totals, dry_run)
+                sealed = [seg for seg in segments if seg.state is SegmentState.SEALED]
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                whole = [seg.base_offset for seg in sealed if segment_expired(seg, policy.ttl_ms, now)]
+                if dry_run:  # the whole backlog, with no budget or pacing
+                    dropped = set(whole)
+                    sum_work(totals, would_drop([seg for seg in sealed if seg.base_offset in dropped]))
+                    for seg in sealed:
+                        if seg.base_offset not in dropped and self._worth_rewriting(seg, policy):
+                            sum_work(totals, would_rewrite(seg))
+                    continue
+                if len(whole) > budget:
+                    whole, more = whole[:budget], True
+                touched = False
+                if whole:
+                    work = s.drop_segments(whole, now, self._rt.node_policy.file_delete_delay_ms)
+                    sum_work(totals, work)
+                    budget -= work.segments_deleted
+                    touched = True
+                    self._rt.counters.add_many(
+                        {
+                            "reclaim_segments_deleted_total": work.segments_deleted,
+                            "reclaim_bytes_total": work.bytes_reclaimed,
+                        }
+                    )
+                dropped = set(whole)
+                for seg in sealed:
+                    if seg.base_offset in dropped or not self._worth_rewriting(seg, policy):
+                        continue
+                    if budget <= 0 or not self._rt.reclaim_bucket.take(seg.size_bytes):
+                        more = True
+                        break
+                    work = s.rewrite_segment(seg.base_offset, now)
+                    sum_work(totals, work)
+                    budget -= 1
+                    touched = True
+                    self._rt.counters.add_many(
+                        {
+                            "reclaim_segments_rewritten_total": work.segments_rewritten,
+                            "reclaim_bytes_total": work.bytes_reclaimed,
+                        }
+                    )
+                if touched:
+                    self._rt.range_compactions.after_delete(s)
+                if budget <= 0 and not more:
+                    more = any(
+                        segment_expired(seg, policy.ttl_ms, now)
+                        for seg in s.lifecycle_segments()
+                        if seg.state is SegmentState.SEALED
+                    )
+            if not dry_run:
+                self._rt.remove_files(shards, now, totals)
+        start = shards[0].stats().log_start_offset if shard is not None else None
+        return self._rt.result("reclaim", namespace, shard, t0, more=more, log_start_offset=start, **totals)
+
+    @staticmethod
+    def _worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
+        """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``."""
+        if not segment.record_count:
+            return False
+        return (segment.record_count - segment.live_count) / segment.record_count > policy.reclaim_dead_ratio

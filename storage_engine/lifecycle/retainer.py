@@ -1,0 +1,61 @@
+"""Kafka retention (DESIGN §3 "Retention"): sealed segments past ``retention_ms`` or beyond
+``retention_bytes`` are deleted whole, oldest first (:func:`storage_engine.retention.deletable_segments`),
+never past what a subscription still needs (the runtime's retention hook)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from storage_engine.api import LifecycleResult
+from storage_engine.lifecycle.runtime import LifecycleRuntime
+from storage_engine.lifecycle.sweeps import NodeSweep
+from storage_engine.retention import deletable_segments
+from storage_engine.work import sum_work, would_drop
+
+
+class Retention:
+    def __init__(self, rt: LifecycleRuntime, sweep: NodeSweep) -> None:
+        self._rt = rt
+        self._sweep = sweep
+
+    def apply_retention(
+        self, namespace: str | None, shard: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
+        if namespace is None:  # node-wide
+            return self._sweep.run(
+                "retention", lambda name, _: self.apply_retention(name, dry_run=dry_run), None, dry_run=dry_run
+            )
+        t0 = time.perf_counter()
+        policy, shards = self._rt.select(namespace, shard)
+        now = self._rt.clock.now_ms()
+        totals: dict[str, Any] = {}
+        with self._rt.ops:
+            if not dry_run:
+                self._rt.remove_files(shards, now, totals)
+            for s in shards:
+                segments = self._rt.step_segments(s, policy, now, totals, dry_run)
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                plan = deletable_segments(segments, policy, now)
+                plan = self._rt.retention_plan(namespace, s.shard, policy, segments, plan)
+                if plan.count == 0:
+                    continue
+                if dry_run:
+                    totals["rolled"] = totals.get("rolled", 0) + int(plan.roll)
+                    sum_work(totals, would_drop(segments[: plan.count]))
+                    continue
+                if plan.roll:
+                    totals["rolled"] = totals.get("rolled", 0) + int(s.roll_empty(now))
+                bases = [seg.base_offset for seg in segments[: plan.count]]
+                work = s.drop_segments(bases, now, self._rt.node_policy.file_delete_delay_ms)
+                sum_work(totals, work)
+                self._rt.counters.add_many(
+                    {
+                        "retention_segments_deleted_total": work.segments_deleted,
+                        "retention_bytes_deleted_total": work.bytes_reclaimed,
+                    }
+                )
+            if not dry_run:
+                self._rt.remove_files(shards, now, totals)
+        start = shards[0].stats().log_start_offset if shard is not None else None
+        return self._rt.result("retention", namespace, shard, t0, log_start_offset=start, **totals)
