@@ -22,12 +22,14 @@ import abc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from storage_engine import reads
 from storage_engine.api import (
     BacklogInfo,
     DiskStatus,
     LifecycleResult,
     NextDue,
     ReadResult,
+    Record,
     StorageAdapter,
     SubscriptionInfo,
     VerifyReport,
@@ -43,12 +45,17 @@ from storage_engine.lifecycle.shards import LifecycleShard, TTLEntry
 from storage_engine.lifecycle.verify import verify_shards
 from storage_engine.pacing import Foreground
 from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.reads import ReadableShard
+from storage_engine.segment.counters import Counters
 from storage_engine.subscriptions import CursorWriter, Subscription, Subscriptions, keep_in_memory
+from storage_engine.validation import check_key, check_tag, check_timestamp, validate_read_args
 
 
 class Engine(StorageAdapter):
     """The contract's lifecycle, compaction and subscription calls, once for every store."""
 
+    clock: Clock
+    counters: Counters
     lifecycle: LifecycleParts
     log_cleaner: LogCleaner
     subscriptions: Subscriptions
@@ -125,6 +132,47 @@ class Engine(StorageAdapter):
 
     def _check_open(self) -> None:
         """Raise for a closed engine (stores override)."""
+
+    @abc.abstractmethod
+    def _readable_shard(self, namespace: str, shard: int) -> ReadableShard:
+        """The shard as the reads see it (raises for an unknown namespace or shard)."""
+
+    # -- reads (storage_engine.reads: the semantics, once) ----------------------------------------
+    def read(
+        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
+    ) -> ReadResult:
+        validate_read_args(shard, offset, max_records, max_bytes)
+        s = self._readable_shard(namespace, shard)
+        self.counters.add("read_requests_total")
+        hide = self._hider(namespace, shard, s.policy)
+        return reads.read_records(s, namespace, shard, offset, max_records, max_bytes, self.clock.now_ms(), hide)
+
+    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
+        s = self._readable_shard(namespace, shard)
+        check_timestamp(timestamp)
+        return reads.offset_for_timestamp(s, timestamp)
+
+    def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
+        s = self._readable_shard(namespace, shard)
+        check_key(key)
+        return reads.read_key(s, key, self.clock.now_ms(), self._hider(namespace, shard, s.policy))
+
+    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
+        validate_read_args(shard, offset, max_records)
+        check_tag(tag)
+        s = self._readable_shard(namespace, shard)
+        hide = self._hider(namespace, shard, s.policy)
+        return reads.read_tag(s, namespace, shard, tag, offset, max_records, self.clock.now_ms(), hide)
+
+    def _hider(self, namespace: str, shard: int, policy: NamespacePolicy) -> reads.Hide:
+        """What a read does with an expired record it hid: queue the clean-up of its index entries, if any."""
+        queue = self.lifecycle.read_checks
+
+        def hide(r: Record) -> None:
+            if r.key is not None or r.tags or r.expire_at is not None:
+                queue.enqueue(namespace, shard, r.offset, policy.read_check_queue_size)
+
+        return hide
 
     # -- node policy and disk ----------------------------------------------------------------------------
     def set_node_policy(self, policy: NodePolicy) -> NodePolicy:

@@ -21,6 +21,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
@@ -31,7 +32,6 @@ from storage_engine.api import (
     EngineStats,
     NamespaceInfo,
     NewRecord,
-    ReadResult,
     Record,
     SegmentInfo,
     SegmentState,
@@ -61,18 +61,13 @@ from storage_engine.lifecycle import (
 )
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.rolling import should_roll
+from storage_engine.segment.counters import Counters
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
-    check_key,
     check_policy,
-    check_read_offset,
     check_shard,
-    check_tag,
-    check_tag_offset,
-    check_timestamp,
     find_namespace,
     validate_namespace_name,
-    validate_read_args,
     validate_records,
     validate_shard_count,
 )
@@ -241,6 +236,43 @@ class _Shard(RecordCompactionReads):
                 r = segment.record(i)
                 if r is not None and r.offset not in dead:
                     yield r, sizes[i]
+
+    # -- reads (storage_engine.reads.ReadableShard) --------------------------------------------
+    @property
+    def policy(self) -> NamespacePolicy:
+        return self.namespace.policy
+
+    @contextmanager
+    def reading(self) -> Iterator[_Shard]:
+        with self.lock:
+            if self.deleted:
+                raise UnknownNamespaceError(self.namespace.name)
+            yield self
+
+    def current_bounds(self) -> tuple[int, int]:
+        return self.log_start_offset, self.end_offset
+
+    def scan_live(self, view: object, start: int, expired_before: int | None) -> Iterator[tuple[Record, int]]:
+        # Dead records are gone even when their own fields do not say so (a bulk-loaded TTL fired).
+        return self.scan(start, skip_dead=True)
+
+    def first_at_or_after(self, view: object, timestamp: int) -> int | None:
+        for segment in self.segments:
+            if segment.max_ts_so_far and segment.max_ts_so_far[-1] >= timestamp:
+                return segment.base_offset + bisect_left(segment.max_ts_so_far, timestamp)
+        return None
+
+    def key_offset(self, key: bytes) -> int | None:
+        return self.keys.get(key)
+
+    def tag_offsets(self, tag: str, start: int, end: int, limit: int) -> list[int]:
+        offsets = self.tags.get(tag, [])
+        i = bisect_left(offsets, start)
+        return [o for o in offsets[i : i + limit] if o < end]
+
+    def fetch(self, view: object, offsets: Sequence[int]) -> list[Record]:
+        found = (self.record_at(o) for o in offsets)
+        return [r for r in found if r is not None]
 
     def segment_at(self, offset: int) -> _Segment | None:
         segment = self.segments[max(bisect_right(self.bases, offset) - 1, 0)]
@@ -466,8 +498,11 @@ class MemoryAdapter(Engine):
         self.clock = clock
         self._lock = threading.Lock()  # guards the namespace catalog and counters
         self._namespaces: dict[str, _Namespace] = {}
-        self._counters: dict[str, float] = dict.fromkeys(
-            ("append_batches_total", "append_records_total", "append_bytes_total", "read_requests_total"), 0
+        self.counters = Counters()
+        self.counters.set_many(
+            dict.fromkeys(
+                ("append_batches_total", "append_records_total", "append_bytes_total", "read_requests_total"), 0
+            )
         )
         self._closed = False
         self._compose(config, clock)
@@ -481,6 +516,9 @@ class MemoryAdapter(Engine):
         self._check_open()
         return find_namespace(self._namespaces, name)  # a single dict read is atomic; writers hold _lock
 
+    def _readable_shard(self, namespace: str, shard: int) -> _Shard:
+        return self._shard(namespace, shard)
+
     def _shard(self, namespace: str, shard: int) -> _Shard:
         ns = self._namespace(namespace)
         return ns.shards[check_shard(namespace, shard, len(ns.shards))]
@@ -490,11 +528,6 @@ class MemoryAdapter(Engine):
         """Called under ``s.lock``: the namespace may have been deleted since lookup."""
         if s.deleted:
             raise UnknownNamespaceError(s.namespace.name)
-
-    def _count(self, **deltas: int) -> None:
-        with self._lock:
-            for name, delta in deltas.items():
-                self._counters[name] += delta
 
     # -- namespaces ---------------------------------------------------------------
     def create_namespace(self, name: str, shards: int, policy: NamespacePolicy | None = None) -> NamespaceInfo:
@@ -581,93 +614,10 @@ class MemoryAdapter(Engine):
             with ns.ttl_lock:
                 for item in expiring:
                     heapq.heappush(ns.ttl_heap, item)
-        self._count(append_batches_total=1, append_records_total=len(records), append_bytes_total=batch_bytes)
+        self.counters.add_many(
+            {"append_batches_total": 1, "append_records_total": len(records), "append_bytes_total": batch_bytes}
+        )
         return AppendResult(base, len(records))
-
-    def read(
-        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
-    ) -> ReadResult:
-        validate_read_args(shard, offset, max_records, max_bytes)
-        s = self._shard(namespace, shard)
-        out: list[Record] = []
-        policy = s.namespace.policy
-        check, ttl_ms = policy.read_time_check, policy.ttl_ms
-        now = self._clock.now_ms()
-        hidden: list[int] = []
-        with s.lock:
-            self._check_live(s)
-            start, end = s.log_start_offset, s.end_offset
-            check_read_offset(namespace, shard, offset, start, end)
-            total = 0
-            # Dead records are gone even when their own fields do not say so (a bulk-loaded TTL fired).
-            for record, size in s.scan(offset, skip_dead=True):
-                if check and is_expired(record.timestamp, record.expire_at, ttl_ms, now):
-                    if record.key is not None or record.tags or record.expire_at is not None:
-                        hidden.append(record.offset)
-                    continue
-                # The first record always goes out so that a consumer makes progress.
-                if out and (len(out) >= max_records or total + size > max_bytes):
-                    break
-                out.append(record)
-                total += size
-        for o in hidden:
-            self.lifecycle.read_checks.enqueue(namespace, shard, o, policy.read_check_queue_size)
-        self._count(read_requests_total=1)
-        # Nothing returned means nothing is stored at or after offset: resume at the end.
-        next_offset = out[-1].offset + 1 if out else end
-        return ReadResult(tuple(out), next_offset, start, end)
-
-    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
-        s = self._shard(namespace, shard)
-        check_timestamp(timestamp)
-        with s.lock:
-            self._check_live(s)
-            for segment in s.segments:
-                if segment.max_ts_so_far and segment.max_ts_so_far[-1] >= timestamp:
-                    return segment.base_offset + bisect_left(segment.max_ts_so_far, timestamp)
-        return None
-
-    def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
-        s = self._shard(namespace, shard)
-        check_key(key)
-        policy = s.namespace.policy
-        with s.lock:
-            self._check_live(s)
-            offset = s.keys.get(key)
-            r = None if offset is None else s.record_at(offset)
-        now = self._clock.now_ms()
-        if r is not None and policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
-            self.lifecycle.read_checks.enqueue(namespace, shard, r.offset, policy.read_check_queue_size)
-            return None
-        return r
-
-    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
-        validate_read_args(shard, offset, max_records)
-        check_tag(tag)
-        s = self._shard(namespace, shard)
-        policy = s.namespace.policy
-        now = self._clock.now_ms()
-        out: list[Record] = []
-        hidden: list[int] = []
-        with s.lock:
-            self._check_live(s)
-            start, end = s.log_start_offset, s.end_offset
-            check_tag_offset(namespace, shard, offset, start, end)
-            offsets = s.tags.get(tag, [])
-            i = bisect_left(offsets, max(offset, start))
-            while len(out) < max_records and i < len(offsets):
-                r = s.record_at(offsets[i])
-                i += 1
-                if r is None:
-                    continue
-                if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
-                    hidden.append(r.offset)
-                else:
-                    out.append(r)
-        for o in hidden:
-            self.lifecycle.read_checks.enqueue(namespace, shard, o, policy.read_check_queue_size)
-        records = tuple(out)
-        return ReadResult(records, records[-1].offset + 1 if records else end, start, end)
 
     # -- metadata -----------------------------------------------------------------
     def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]:
@@ -686,7 +636,7 @@ class MemoryAdapter(Engine):
         self._check_open()
         with self._lock:
             namespaces = sorted(self._namespaces.values(), key=attrgetter("name"))
-            counters = dict(self._counters)
+        counters = self.counters.snapshot()
         counters.update(self.lifecycle.counters())
         shards = []
         for ns in namespaces:

@@ -12,20 +12,16 @@ from __future__ import annotations
 import abc
 import shutil
 import threading
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from storage_engine.api import (
     AppendResult,
     EngineStats,
     NamespaceInfo,
     NewRecord,
-    ReadResult,
-    Record,
     SegmentInfo,
     ShardStats,
 )
@@ -38,31 +34,22 @@ from storage_engine.errors import (
     EngineClosedError,
     InvalidArgumentError,
     NamespaceExistsError,
-    OffsetOutOfRangeError,
-    SegmentDeletedError,
 )
-from storage_engine.expiry import is_expired, segment_deadline
 from storage_engine.lifecycle import LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file, ttl_bound
 from storage_engine.segment.iopool import IOPool
+from storage_engine.segment.reads import LogReads
 from storage_engine.segment.shard import ShardBase
 from storage_engine.subscriptions import Subscription
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
-    check_key,
     check_policy,
-    check_read_offset,
     check_shard,
-    check_tag,
-    check_tag_offset,
-    check_timestamp,
     find_namespace,
-    record_size,
     validate_namespace_name,
-    validate_read_args,
     validate_records,
     validate_shard_count,
 )
@@ -77,55 +64,6 @@ class _Namespace:
     def info(self) -> NamespaceInfo:
         r = self.record
         return NamespaceInfo(name=r.name, shards=r.shards, policy=r.policy, created_at=r.created_at)
-
-
-def _first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:
-    """Skip whole segments whose deadline has passed (every record expired) from ``offset``,
-    so a read at the start of a long expired stretch does not decode it record by record."""
-    for m in view.metas():
-        if m.last_offset < offset:
-            continue
-        empty = m.record_count == 0
-        deadline = segment_deadline(
-            m.record_count,
-            None if empty else m.max_timestamp,
-            None if m.max_expire_at < 0 else m.max_expire_at,
-            m.has_unbounded,
-            ttl_ms,
-        )
-        if deadline is None or deadline > now or empty:
-            break
-        offset = m.last_offset + 1
-    return offset
-
-
-class _DeadMarks:
-    """Offsets marked dead in one shard, for :meth:`IndexedLogAdapter.read` to skip.
-
-    A record expired by its own fields is hidden by the read-time check anyway; a
-    dead mark also hides one a bulk-loaded TTL entry expired (``ingest_ttl_index``,
-    the ttl-backfill job), whose fields say nothing. Only segments whose metadata
-    counts dead bytes are looked up, a window of offsets per RocksDB range scan.
-    """
-
-    WINDOW = 4096
-
-    def __init__(self, log: Any, view: Any) -> None:
-        self._store, self._prefix = log.index.store, log.index.prefix
-        marked = [m for m in view.metas() if m.dead_bytes > 0]
-        self._bases = [m.base_offset for m in marked]
-        self._lasts = [m.last_offset for m in marked]
-        self._lo = self._hi = -1
-        self._dead: set[int] = set()
-
-    def __contains__(self, offset: int) -> bool:
-        i = bisect_right(self._bases, offset) - 1
-        if i < 0 or offset > self._lasts[i]:
-            return False
-        if not self._lo <= offset < self._hi:
-            self._lo, self._hi = offset, offset + self.WINDOW
-            self._dead = set(self._store.dead_offsets(self._prefix, self._lo, self._hi))
-        return offset in self._dead
 
 
 class IndexedLogAdapter(Engine):
@@ -207,6 +145,9 @@ class IndexedLogAdapter(Engine):
         ns = self._namespace(namespace)
         return ns.shards[check_shard(namespace, shard, len(ns.shards))]
 
+    def _readable_shard(self, namespace: str, shard: int) -> LogReads:
+        return LogReads(self._shard(namespace, shard))
+
     def create_namespace(self, name: str, shards: int, policy: NamespacePolicy | None = None) -> NamespaceInfo:
         self._check_open()
         validate_namespace_name(name)
@@ -282,100 +223,6 @@ class IndexedLogAdapter(Engine):
         self.lifecycle.runtime.disk.guard(body.batch_length)
         base = self._pool.submit(log, body).result()
         return AppendResult(base, len(records))
-
-    def read(
-        self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
-    ) -> ReadResult:
-        validate_read_args(shard, offset, max_records, max_bytes)
-        log = self._shard(namespace, shard)
-        out: list[Record] = []
-        size = 0
-        policy = log.policy
-        check, ttl_ms = policy.read_time_check, policy.ttl_ms
-        now = self.clock.now_ms()
-        with log.reading() as view:
-            check_read_offset(namespace, shard, offset, view.log_start_offset, view.end_offset)
-            start = _first_visible(view, offset, ttl_ms, now) if check else offset
-            dead = _DeadMarks(log, view)
-            try:
-                for r in log.iter_records(view, start):
-                    if check and is_expired(r.timestamp, r.expire_at, ttl_ms, now):
-                        self._hide(namespace, shard, r, policy)
-                        continue
-                    if r.offset in dead:
-                        continue
-                    n = record_size(r)
-                    if out and size + n > max_bytes:
-                        break
-                    out.append(r)
-                    size += n
-                    if len(out) >= max_records:
-                        break
-            except SegmentDeletedError:  # removed under a slow reader: the log start moved past it
-                current = log.view
-                raise OffsetOutOfRangeError(
-                    namespace, shard, offset, current.log_start_offset, current.end_offset
-                ) from None
-        # Nothing returned means nothing stored up to the end: the consumer is caught up.
-        next_offset = out[-1].offset + 1 if out else view.end_offset
-        return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
-
-    def offset_for_timestamp(self, namespace: str, shard: int, timestamp: int) -> int | None:
-        log = self._shard(namespace, shard)
-        check_timestamp(timestamp)
-        with log.reading() as view:
-            # The time index says every record up to its offset is older than
-            # ``timestamp``; start just after it and skip batches by header.
-            floor = log.index.floor_time(timestamp)
-            start = max(view.log_start_offset, floor + 1 if floor is not None else 0)
-            for r in log.iter_records(view, start, min_timestamp=timestamp):
-                if r.timestamp >= timestamp:
-                    return r.offset
-        return None
-
-    def read_key(self, namespace: str, shard: int, key: bytes) -> Record | None:
-        log = self._shard(namespace, shard)
-        check_key(key)
-        with log.reading() as view:
-            offset = log.index.get_key(key)
-            if offset is None or offset < view.log_start_offset:
-                return None
-            r = log.record_at(offset)
-        if r is None or r.key != key:
-            return None
-        policy = log.policy
-        if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, self.clock.now_ms()):
-            self._hide(namespace, shard, r, policy)
-            return None
-        return r
-
-    def read_tag(self, namespace: str, shard: int, tag: str, offset: int = 0, max_records: int = 500) -> ReadResult:
-        validate_read_args(shard, offset, max_records)
-        check_tag(tag)
-        log = self._shard(namespace, shard)
-        policy = log.policy
-        now = self.clock.now_ms()
-        out: list[Record] = []
-        with log.reading() as view:
-            check_tag_offset(namespace, shard, offset, view.log_start_offset, view.end_offset)
-            cursor = max(offset, view.log_start_offset)
-            while len(out) < max_records:
-                wanted = log.index.tag_offsets(tag, cursor, view.end_offset, max_records - len(out))
-                if not wanted:
-                    break
-                for r in log.fetch(view, wanted):
-                    if policy.read_time_check and is_expired(r.timestamp, r.expire_at, policy.ttl_ms, now):
-                        self._hide(namespace, shard, r, policy)
-                    else:
-                        out.append(r)
-                cursor = wanted[-1] + 1
-        next_offset = out[-1].offset + 1 if out else view.end_offset
-        return ReadResult(tuple(out), next_offset, view.log_start_offset, view.end_offset)
-
-    def _hide(self, namespace: str, shard: int, r: Record, policy: NamespacePolicy) -> None:
-        """A read hid an expired record: queue the clean-up of its index entries, if any."""
-        if r.key is not None or r.tags or r.expire_at is not None:
-            self.lifecycle.read_checks.enqueue(namespace, shard, r.offset, policy.read_check_queue_size)
 
     # -- metadata -------------------------------------------------------------------------
     def list_segments(self, namespace: str, shard: int) -> list[SegmentInfo]:
