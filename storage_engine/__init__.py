@@ -18,7 +18,7 @@ def open_engine(config: EngineConfig, clock: Clock | None = None) -> StorageAdap
     """Open the adapter named by ``config.adapter`` on ``config.data_dir``."""
     clock = clock or SystemClock()
     if config.adapter == "memory":
-        from storage_engine.memory import MemoryAdapter
+        from storage_engine.memory.adapter import MemoryAdapter
 
         return MemoryAdapter(config, clock)
     if config.data_dir is None:

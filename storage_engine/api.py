@@ -34,403 +34,55 @@ Edge cases every adapter honours:
 from __future__ import annotations
 
 import abc
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from storage_engine.model import (
+    COMPACTION_COUNTS,
+    LIFECYCLE_COUNTS,
+    AppendResult,
+    BacklogInfo,
+    DiskStatus,
+    EngineStats,
+    Headers,
+    LifecycleResult,
+    NamespaceInfo,
+    NewRecord,
+    NextDue,
+    ReadResult,
+    Record,
+    SegmentInfo,
+    SegmentState,
+    ShardStats,
+    SubscriptionInfo,
+    VerifyReport,
+    shard_stats_of,
+)
 from storage_engine.policy import NamespacePolicy, NodePolicy
 
-Headers = tuple[tuple[str, bytes], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NewRecord:
-    """A record as a producer hands it to :meth:`StorageAdapter.append`.
-
-    ``timestamp`` is the producer's time in ms; ``None`` means broker time (the
-    engine's clock at append). ``value=None`` is a tombstone. ``expire_at`` is
-    an explicit per-record deadline in ms (a producer-set TTL).
-    """
-
-    value: bytes | None
-    key: bytes | None = None
-    timestamp: int | None = None
-    tags: tuple[str, ...] = ()
-    headers: Headers = ()
-    expire_at: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A stored record: a :class:`NewRecord` with its offset and final timestamp."""
-
-    offset: int
-    timestamp: int
-    value: bytes | None
-    key: bytes | None = None
-    tags: tuple[str, ...] = ()
-    headers: Headers = ()
-    expire_at: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    """Offsets assigned to an appended batch: ``base_offset .. base_offset+count-1``."""
-
-    base_offset: int
-    count: int
-
-    @property
-    def offsets(self) -> range:
-        return range(self.base_offset, self.base_offset + self.count)
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    """Records returned by a read, with the shard's bounds at read time.
-
-    ``next_offset`` is where the next read should start: one past the last
-    returned record, or the requested offset (clamped to the next stored
-    record) when nothing was returned.
-    """
-
-    records: tuple[Record, ...]
-    next_offset: int
-    log_start_offset: int
-    end_offset: int
-
-
-class SegmentState(enum.StrEnum):
-    ACTIVE = "active"
-    SEALED = "sealed"
-    DELETING = "deleting"
-    DELETED = "deleted"
-    OFFLOADED = "offloaded"
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """Metadata and figures of one segment (DESIGN §2, §3 "Figures"). ``last_offset`` is -1 when empty.
-
-    ``record_count`` is the records stored (a rewrite removes some);
-    ``expired_records`` / ``expired_bytes`` the stored records that are
-    expired at the time of the call (effective expiry passed, or marked dead)
-    and their bytes (``size_bytes`` when every record is expired, else the
-    encoded sizes of the expired ones; :mod:`storage_engine.figures`);
-    ``live_count`` = ``record_count − expired_records``, what a reader can
-    still get. ``deadline`` is when every record will have expired, with the
-    namespace's ``ttl_ms`` taken into account (``None``: some record never
-    expires). ``min_expire_at`` / ``max_expire_at`` bound the explicit
-    ``expire_at`` values (``None`` when no record has one); ``has_unbounded``
-    is true when any record lacks one. ``size_bytes`` is the bytes the segment
-    occupies in its store. Adapters without files (``rocksdb``, ``memory``)
-    report logical segments with the same rolling rules so the catalog looks
-    the same.
-    """
-
-    namespace: str
-    shard: int
-    base_offset: int
-    last_offset: int
-    record_count: int
-    live_count: int
-    size_bytes: int
-    min_timestamp: int | None
-    max_timestamp: int | None
-    max_expire_at: int | None
-    has_unbounded: bool
-    state: SegmentState
-    created_at: int
-    modified_at: int
-    expired_records: int = 0
-    expired_bytes: int = 0
-    deadline: int | None = None
-    min_expire_at: int | None = None
-    first_timestamp: int | None = None  # the first record's timestamp: a segment's age for rolling (None when empty)
-
-
-@dataclass(frozen=True, slots=True)
-class ShardStats:
-    """Bounds, sizes and expired figures of one shard: the sums of its segments' figures.
-
-    ``expired_records`` / ``expired_bytes`` count what is expired but not yet
-    reclaimed, exactly as :class:`SegmentInfo` defines them, over every
-    segment (the active one included). ``live_count`` = ``record_count −
-    expired_records`` (what reads return); ``expired_ratio`` is
-    ``expired_records / record_count`` and ``expired_bytes_ratio``
-    ``expired_bytes / size_bytes`` (0 when empty).
-    """
-
-    namespace: str
-    shard: int
-    log_start_offset: int
-    end_offset: int
-    record_count: int
-    live_count: int
-    size_bytes: int
-    segment_count: int
-    expired_records: int = 0
-    expired_bytes: int = 0
-    expired_ratio: float = 0.0
-    expired_bytes_ratio: float = 0.0
-
-
-def shard_stats_of(
-    namespace: str, shard: int, log_start_offset: int, end_offset: int, segments: Sequence[SegmentInfo]
-) -> ShardStats:
-    """A shard's stats from its segments' figures (the one place they are summed)."""
-    records = sum(s.record_count for s in segments)
-    size = sum(s.size_bytes for s in segments)
-    expired = sum(s.expired_records for s in segments)
-    expired_bytes = sum(s.expired_bytes for s in segments)
-    return ShardStats(
-        namespace=namespace,
-        shard=shard,
-        log_start_offset=log_start_offset,
-        end_offset=end_offset,
-        record_count=records,
-        live_count=records - expired,
-        size_bytes=size,
-        segment_count=len(segments),
-        expired_records=expired,
-        expired_bytes=expired_bytes,
-        expired_ratio=expired / records if records else 0.0,
-        expired_bytes_ratio=expired_bytes / size if size else 0.0,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class NamespaceInfo:
-    name: str
-    shards: int
-    policy: NamespacePolicy
-    created_at: int
-
-
-@dataclass(slots=True)
-class EngineStats:
-    """Everything the engine counts, for ``/v1/stats`` and ``/metrics``."""
-
-    adapter: str
-    namespaces: int
-    shards: tuple[ShardStats, ...]
-    counters: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class LifecycleResult:
-    """What one bounded lifecycle call did (every lifecycle call returns one).
-
-    Plain ints, floats and strings only, so it serialises to JSON as is
-    (:meth:`to_dict`). ``more`` is true when the call stopped at its limit
-    (``limit``, ``max_delete_per_scan``, ``delete_batch_max``, a pacing
-    budget) with work left: call again. ``skipped`` names why nothing was
-    attempted (``"off_peak"``, ``"not_due"``, ``"policy"``), else ``None``.
-
-    - ``scanned``: TTL-index entries, records or segments examined;
-    - ``expired_records``: records newly marked dead (layer 2 and read checks);
-    - ``index_entries_deleted``: key, tag and TTL index entries deleted;
-    - ``segments_deleted`` / ``segments_rewritten``: whole segments dropped /
-      rewritten without their dead records; ``records_removed`` and
-      ``bytes_reclaimed`` are what left the store through either;
-    - ``files_removed``: ``.deleted`` files removed for good by this call;
-    - file cleaning (``clean_files``) only: ``bytes_reclaimed`` is the bytes the
-      run actually freed (files removed, or dropped from a store without
-      files), and ``pending_delete_bytes`` the bytes of ``.deleted`` files
-      still on disk after it (held by a reader, or waiting for their delay);
-    - ``forced_deletes``: segments deleted by disk pressure although not expired;
-    - ``rolled``: active segments sealed by this call, so that what they hold
-      could be treated as sealed: an idle one (see the lifecycle calls of
-      :class:`StorageAdapter`), or, for retention, one rolled so every old
-      segment could go; ``log_start_offset``: the shard's new log start when one
-      shard was named, else ``None``;
-    - compaction: ``scanned`` counts records read, ``records_written`` the
-      records kept in rewritten segments, ``bytes_before`` / ``bytes_after``
-      the stored bytes of the shards before and after (estimated by a dry
-      run), ``rounds`` the key-map rounds (one per map fill).
-    """
-
-    operation: str
-    namespace: str | None = None
-    shard: int | None = None
-    scanned: int = 0
-    expired_records: int = 0
-    index_entries_deleted: int = 0
-    segments_deleted: int = 0
-    segments_rewritten: int = 0
-    records_removed: int = 0
-    bytes_reclaimed: int = 0
-    files_removed: int = 0
-    forced_deletes: int = 0
-    rolled: int = 0
-    duration_ms: float = 0.0
-    more: bool = False
-    skipped: str | None = None
-    log_start_offset: int | None = None
-    records_written: int = 0
-    bytes_before: int = 0
-    bytes_after: int = 0
-    rounds: int = 0
-    pending_delete_bytes: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(frozen=True, slots=True)
-class NextDue:
-    """When each kind of node-wide lifecycle sweep next has work (:meth:`StorageAdapter.next_due`).
-
-    ``due`` maps ``expire-scan``, ``reclaim`` and ``retention`` to the earliest due time in ms
-    (at or before ``now``: due now; ``None``: nothing stored makes it due); ``shards`` is how
-    many shards were looked at and ``recomputed`` how many of them had their sealed segments
-    read again (changed since the previous call).
-    """
-
-    now: int
-    due: dict[str, int | None]
-    shards: int = 0
-    recomputed: int = 0
-    duration_ms: float = 0.0
-
-    def to_dict(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-# The counts of a LifecycleResult that add up over steps, namespaces or runs (jobs, sweeps, task runs).
-LIFECYCLE_COUNTS = (
-    "scanned",
-    "expired_records",
-    "index_entries_deleted",
-    "segments_deleted",
-    "segments_rewritten",
-    "records_removed",
-    "bytes_reclaimed",
-    "files_removed",
-    "forced_deletes",
-    "rolled",
-)
-# The further counts of a compaction result that add up the same way.
-COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
-
-
-@dataclass(frozen=True, slots=True)
-class DiskStatus:
-    """Disk use of the data directory against the node policy's watermarks.
-
-    What ``used_bytes`` counts depends on ``source``:
-
-    - ``"quota"`` (``EngineConfig.disk_capacity_bytes`` set): the apparent size
-      of every file under the data directory — segment files, ``.deleted``
-      files waiting for removal, the RocksDB index store (SST, WAL, MANIFEST,
-      its logs), checkpoints, ``trash/`` and the small marker files — against
-      that capacity;
-    - ``"filesystem"``: the used bytes of the filesystem holding the data
-      directory (``statvfs``: every file on it, this node's or not), against
-      used + the bytes available to the node (``df``'s ``Use%``);
-    - ``"memory"``: stored bytes of the memory adapter against the quota
-      (ratio 0 without one).
-
-    ``pending_delete_bytes`` is the part of ``used_bytes`` held by segment
-    files already deleted from the log (renamed ``.deleted``) and waiting for
-    ``file_delete_delay_ms`` or a reader; always 0 for adapters without files.
-    The flags are strict comparisons of ``used_ratio``: ``used_ratio >
-    disk_max_used_ratio`` etc.; ``disk_full`` means appends are rejected with
-    ``DiskFullError``. The file cleaner decides on the use *without* pending
-    files (it purges them first above a watermark), so ``clean_forcibly`` can
-    be true while no live file needs to go.
-    """
-
-    used_bytes: int
-    capacity_bytes: int
-    used_ratio: float
-    source: str
-    over_max_used: bool
-    clean_forcibly: bool
-    disk_full: bool
-    pending_delete_bytes: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """Whether a namespace's indexes and data agree (:meth:`StorageAdapter.verify`).
-
-    ``problems`` lists the first disagreements found (at most 100), each a
-    short text naming shard, index and offset; ``problem_count`` counts all.
-    """
-
-    namespace: str
-    records_checked: int
-    index_entries_checked: int
-    problem_count: int
-    problems: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.problem_count == 0
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "namespace": self.namespace,
-            "ok": self.ok,
-            "records_checked": self.records_checked,
-            "index_entries_checked": self.index_entries_checked,
-            "problem_count": self.problem_count,
-            "problems": list(self.problems),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionInfo:
-    """A named subscription of a namespace (DESIGN §2, Pulsar semantics).
-
-    ``cursors[shard]`` is the shard's mark-delete position: every offset at or
-    below it is acknowledged (-1: nothing acknowledged).
-    """
-
-    namespace: str
-    name: str
-    cursors: tuple[int, ...]
-    created_at: int
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "cursors": list(self.cursors),
-            "created_at": self.created_at,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class BacklogInfo:
-    """A subscription's backlog on one shard (DESIGN §2 and §3 "Figures").
-
-    ``messages`` is the offset distance ``end_offset − cursor − 1`` counting
-    only stored offsets (at or above the log start); ``live_messages`` the
-    records after the cursor that a consumer will actually receive (stored,
-    not removed by compaction, not expired); ``bytes`` the stored bytes of the
-    offsets after the cursor (exact for whole segments, prorated by offset for
-    the segment holding the cursor); ``age_ms`` how old the oldest
-    unacknowledged visible record is (0 when there is none).
-    """
-
-    namespace: str
-    subscription: str
-    shard: int
-    cursor: int
-    end_offset: int
-    messages: int
-    bytes: int
-    age_ms: int
-    live_messages: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+# The contract's vocabulary is importable from here (its definitions live in storage_engine.model).
+__all__ = [
+    "COMPACTION_COUNTS",
+    "LIFECYCLE_COUNTS",
+    "AppendResult",
+    "BacklogInfo",
+    "DiskStatus",
+    "EngineStats",
+    "Headers",
+    "LifecycleResult",
+    "NamespaceInfo",
+    "NewRecord",
+    "NextDue",
+    "ReadResult",
+    "Record",
+    "SegmentInfo",
+    "SegmentState",
+    "ShardStats",
+    "StorageAdapter",
+    "SubscriptionInfo",
+    "VerifyReport",
+    "shard_stats_of",
+]
 
 
 class StorageAdapter(abc.ABC):

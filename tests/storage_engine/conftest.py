@@ -19,7 +19,7 @@ from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 
 ADAPTER_MODULES = {
-    "memory": "storage_engine.memory",
+    "memory": "storage_engine.memory.adapter",
     "segment": "storage_engine.segment.adapter",
     "rocksdb": "storage_engine.rocksdb_adapter",
 }

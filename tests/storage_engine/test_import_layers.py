@@ -34,7 +34,9 @@ ROOT = Path(storage_engine.__file__).resolve().parent
 # Key compaction is written against CompactableShard (storage_engine.compaction_io); each
 # adapter's shard implements it, so the compaction modules never reach an adapter's module.
 ADAPTER_MODULES = {
-    "storage_engine.memory",
+    "storage_engine.memory.adapter",
+    "storage_engine.memory.segment",
+    "storage_engine.memory.shard",
     "storage_engine.rocksdb_adapter",
     "storage_engine.segment.adapter",
     "storage_engine.segment.base_adapter",
