@@ -454,7 +454,7 @@ class StorageAdapter(abc.ABC):
         """Flush and fsync everything, stop workers, release files. Idempotent."""
 
     # -- subscriptions (Pulsar semantics, DESIGN §2 and §3) ------------------------------------
-    # Implemented once for every store by storage_engine.subscriptions.Subscriptions (a part of the Engine).
+    # Implemented once for every store by storage_engine.subscriptions (parts of the Engine).
 
     @abc.abstractmethod
     def create_subscription(self, namespace: str, name: str, *, initial: str = "earliest") -> SubscriptionInfo:

@@ -9,7 +9,9 @@ answers the contract's lifecycle, compaction and subscription calls through them
   queue, retention, file cleaner, reclaimer, node-wide and deadline-driven sweeps, disk
   guard, over one :class:`~storage_engine.lifecycle.runtime.LifecycleRuntime`;
 - :class:`~storage_engine.compaction.cleaner.LogCleaner` — key compaction;
-- :class:`~storage_engine.subscriptions.Subscriptions` — cursors, message TTL, quotas.
+- :class:`~storage_engine.subscriptions.registry.Subscriptions` — cursors, with
+  :class:`~storage_engine.subscriptions.expiry.MessageExpiry` (message TTL) and
+  :class:`~storage_engine.subscriptions.quota.BacklogQuota`.
 
 A store subclass implements the data half of the contract and the
 :class:`~storage_engine.lifecycle.shards.ShardSource` hooks, and calls :meth:`_compose`
@@ -47,7 +49,10 @@ from storage_engine.pacing import Foreground
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.reads import ReadableShard
 from storage_engine.segment.counters import Counters
-from storage_engine.subscriptions import CursorWriter, Subscription, Subscriptions, keep_in_memory
+from storage_engine.subscriptions.cursors import Subscription
+from storage_engine.subscriptions.expiry import MessageExpiry
+from storage_engine.subscriptions.quota import BacklogQuota
+from storage_engine.subscriptions.registry import CursorWriter, Subscriptions, keep_in_memory
 from storage_engine.validation import check_key, check_tag, check_timestamp, validate_read_args
 
 
@@ -59,6 +64,8 @@ class Engine(StorageAdapter):
     lifecycle: LifecycleParts
     log_cleaner: LogCleaner
     subscriptions: Subscriptions
+    message_expiry: MessageExpiry
+    backlog_quota: BacklogQuota
 
     def _compose(
         self,
@@ -74,7 +81,9 @@ class Engine(StorageAdapter):
         self.lifecycle = LifecycleParts(self, config, clock, stored_policy, persist_policy)
         rt = self.lifecycle.runtime
         self.log_cleaner = LogCleaner(rt, self)
-        self.subscriptions = Subscriptions(rt, self.lifecycle.sweep, self, persist_cursors, restore_cursors())
+        self.subscriptions = Subscriptions(rt, self, persist_cursors, restore_cursors())
+        self.message_expiry = MessageExpiry(rt, self.lifecycle.sweep, self.subscriptions, self)
+        self.backlog_quota = BacklogQuota(rt, self.subscriptions, self)
         rt.retention_plan = self.subscriptions.retention_plan
 
     @property
@@ -288,10 +297,10 @@ class Engine(StorageAdapter):
     def expire_subscriptions(
         self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
     ) -> LifecycleResult:
-        return self.subscriptions.expire_subscriptions(namespace, shard, name=name, position=position)
+        return self.message_expiry.expire_subscriptions(namespace, shard, name=name, position=position)
 
     def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
-        return self.subscriptions.enforce_backlog_quota(namespace)
+        return self.backlog_quota.enforce_backlog_quota(namespace)
 
     # -- what the stores share ----------------------------------------------------------------------------
     def _stop_parts(self) -> None:

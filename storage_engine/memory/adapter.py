@@ -144,7 +144,7 @@ class MemoryAdapter(Engine):
             self.lifecycle.runtime.disk.guard(batch_bytes)
             if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
                 with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
-                    self.subscriptions.check_quota(namespace, policy)
+                    self.backlog_quota.check_quota(namespace, policy)
         expiring: list[tuple[int, int, int]] = []
         with s.lock:
             self._check_live(s)

@@ -43,7 +43,7 @@ from storage_engine.segment.index_store import IndexStore, NamespaceRecord, inge
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.reads import LogReads
 from storage_engine.segment.shard import ShardBase
-from storage_engine.subscriptions import Subscription
+from storage_engine.subscriptions.cursors import Subscription
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
     check_policy,
@@ -218,7 +218,7 @@ class IndexedLogAdapter(Engine):
         policy = log.policy
         if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
             with self.foreground.idle():  # a producer held by the quota waits: no scan waits on it
-                self.subscriptions.check_quota(namespace, policy)
+                self.backlog_quota.check_quota(namespace, policy)
         body = encode_records(records, self.clock.now_ms())
         self.lifecycle.runtime.disk.guard(body.batch_length)
         base = self._pool.submit(log, body).result()

@@ -49,7 +49,9 @@ ADAPTER_FREE = {
     "storage_engine.compaction.cleaner",
     "storage_engine.compaction_io",
     "storage_engine.lifecycle.parts",
-    "storage_engine.subscriptions",
+    "storage_engine.subscriptions.registry",
+    "storage_engine.subscriptions.expiry",
+    "storage_engine.subscriptions.quota",
 }
 
 
