@@ -19,6 +19,8 @@ from typing import overload
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from storage_engine.logs import LOG_FORMATS, logging_config
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 APP_ENV = os.environ.get("APP_ENV", "development")
 if APP_ENV not in {"development", "production", "test"}:
@@ -42,7 +44,39 @@ def env(name: str, default: str | None = None) -> str | None:
 
 
 def env_bool(name: str, default: bool) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+    value = os.environ.get(name, "").strip().lower()
+    if value == "":
+        return default
+    if value not in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+        raise ImproperlyConfigured(f"{name} must be true or false (1/0, yes/no, on/off), got {value!r}")
+    return value in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int, minimum: int | None = None) -> int:
+    """An integer variable; a bad value names the variable instead of failing with a bare ValueError."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be ≥ {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float, minimum: float | None = None) -> float:
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be ≥ {minimum}, got {value}")
+    return value
 
 
 def dev_secret(name: str) -> str:
@@ -81,7 +115,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # Storage node (the default node; more are registered through the API).
 NODE_URL = env("NODE_URL", "http://127.0.0.1:7070")
 NODE_TOKEN = env("NODE_TOKEN") or dev_secret("NODE_TOKEN")
-NODE_TIMEOUT_S = float(env("NODE_TIMEOUT_S", "5") or 5)
+NODE_TIMEOUT_S = env_float("NODE_TIMEOUT_S", 5.0, minimum=0.1)
 # Where the control plane may send requests (node URLs, webhook channels): comma-separated host names,
 # *.suffixes, addresses and CIDR networks, or * (default) for any. Link-local and cloud metadata addresses
 # and names are refused whatever this says (backend/apps/core/outgoing.py).
@@ -129,7 +163,7 @@ CACHES: dict[str, dict[str, object]] = {
 LOGIN_THROTTLE_RATE = env("LOGIN_THROTTLE_RATE", "10/min")
 # Reverse proxies in front of the app that append to X-Forwarded-For. 0: the client is REMOTE_ADDR and the
 # header is ignored (it is the client's to forge); N: the client is the Nth address from the right.
-TRUSTED_PROXY_COUNT = int(env("TRUSTED_PROXY_COUNT", "0") or 0)
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Workers consume this queue; separate systems sharing one Redis use separate queues.
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
@@ -137,14 +171,19 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 300
 CELERY_TASK_TIME_LIMIT = 360
+# Task events on, so Flower or celery-exporter can watch the workers.
+CELERY_WORKER_SEND_TASK_EVENTS = True
+CELERY_TASK_SEND_SENT_EVENT = True
+# The worker logs through LOGGING below (one format for every process), not Celery's own handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
-BEAT_HEARTBEAT_INTERVAL_S = int(env("BEAT_HEARTBEAT_INTERVAL_S", "10") or 10)
-BEAT_HEARTBEAT_STALE_S = int(env("BEAT_HEARTBEAT_STALE_S", "60") or 60)
+BEAT_HEARTBEAT_INTERVAL_S = env_int("BEAT_HEARTBEAT_INTERVAL_S", 10, minimum=1)
+BEAT_HEARTBEAT_STALE_S = env_int("BEAT_HEARTBEAT_STALE_S", 60, minimum=1)
 # Seconds between metric collections and between alert evaluations (the e2e test shortens both).
-METRICS_INTERVAL_S = int(env("METRICS_INTERVAL_S", "15") or 15)
-ALERTS_EVAL_INTERVAL_S = int(env("ALERTS_EVAL_INTERVAL_S", "60") or 60)
+METRICS_INTERVAL_S = env_int("METRICS_INTERVAL_S", 15, minimum=1)
+ALERTS_EVAL_INTERVAL_S = env_int("ALERTS_EVAL_INTERVAL_S", 60, minimum=1)
 
 SPARK_MASTER = env("SPARK_MASTER", "local[*]")
 LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))
@@ -152,10 +191,14 @@ LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))
 # back to, their hard time limit, and how often beat starts the lake export and the lifecycle report.
 NODE_DATA_DIR = Path(env("NODE_DATA_DIR", str(DATA_DIR / "node")) or DATA_DIR / "node")
 CONTROL_PLANE_URL = env("CONTROL_PLANE_URL", f"http://127.0.0.1:{os.environ.get('WEB_PORT') or 8000}")
-SPARK_JOB_TIME_LIMIT_S = int(env("SPARK_JOB_TIME_LIMIT_S", "3600") or 3600)
+SPARK_JOB_TIME_LIMIT_S = env_int("SPARK_JOB_TIME_LIMIT_S", 3600, minimum=60)
+# Redis redelivers a task not acknowledged within its visibility timeout (tasks ack late): longer than the
+# longest task may run, so a Spark job is never started twice while the first still runs.
+if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] = max(SPARK_JOB_TIME_LIMIT_S, CELERY_TASK_TIME_LIMIT) + 600
 SPARK_REPORT_SOURCE = env("SPARK_REPORT_SOURCE", "segments")  # lifecycle-report input: segments or lake
-SPARK_LAKE_EXPORT_INTERVAL_S = int(env("SPARK_LAKE_EXPORT_INTERVAL_S", "86400") or 86400)
-SPARK_LIFECYCLE_REPORT_INTERVAL_S = int(env("SPARK_LIFECYCLE_REPORT_INTERVAL_S", "86400") or 86400)
+SPARK_LAKE_EXPORT_INTERVAL_S = env_int("SPARK_LAKE_EXPORT_INTERVAL_S", 86400, minimum=60)
+SPARK_LIFECYCLE_REPORT_INTERVAL_S = env_int("SPARK_LIFECYCLE_REPORT_INTERVAL_S", 86400, minimum=60)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -185,6 +228,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "backend.apps.core.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -261,10 +305,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-}
+# LOG_FORMAT=plain|json, LOG_LEVEL: one format for web, worker, beat and node (storage_engine.logs).
+LOG_FORMAT = env("LOG_FORMAT", "plain")
+if LOG_FORMAT not in LOG_FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {LOG_FORMAT!r}")
+LOG_LEVEL = env("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from backend.apps.core.views import admin_login, api_not_found, spa
+from backend.apps.core.views import admin_login, api_not_found, livez, readyz, spa
 from backend.apps.metrics.views import PrometheusView
 
 api = [
@@ -28,5 +28,7 @@ urlpatterns = [
     path("admin/login/", admin_login, name="admin-login-throttled"),  # before the admin: throttled
     path("admin/", admin.site.urls),
     path("metrics", PrometheusView.as_view(), name="metrics-prometheus"),  # before the SPA catch-all
+    path("livez", livez, name="livez"),
+    path("readyz", readyz, name="readyz"),
     re_path(r"^(?!api/|admin/|static/)(?P<path>.*)$", spa, name="spa"),
 ]

@@ -1,4 +1,6 @@
+from celery.signals import task_postrun, task_prerun
 from django.apps import AppConfig
+from django.core.signals import request_finished, request_started
 from django.db.models.signals import post_migrate
 
 
@@ -7,7 +9,14 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
-        from backend.apps.core import checks  # noqa: F401  (registers the settings checks)
+        from backend.apps.core import (
+            checks,  # noqa: F401  (registers the settings checks)
+            request_ids,
+        )
         from backend.apps.core.services import ensure_platform_defaults
 
         post_migrate.connect(ensure_platform_defaults, sender=self)
+        request_started.connect(request_ids.request_started, weak=False)
+        request_finished.connect(request_ids.request_finished, weak=False)
+        task_prerun.connect(request_ids.task_started, weak=False)
+        task_postrun.connect(request_ids.task_finished, weak=False)

@@ -31,15 +31,22 @@ def check_database() -> ComponentHealth:
         return ComponentHealth(False, f"{connection.vendor}: {exc}")
 
 
-def check_broker() -> ComponentHealth:
+def check_broker(timeout_s: float = 2) -> ComponentHealth:
     url = settings.CELERY_BROKER_URL
     transport = url.split("://", 1)[0]
+    options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "socket_timeout": timeout_s}
     try:
-        with Connection(url, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS, connect_timeout=2) as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
+        with Connection(url, transport_options=options, connect_timeout=timeout_s) as conn:
+            conn.ensure_connection(max_retries=1, timeout=timeout_s)
         return ComponentHealth(True, f"{transport} broker reachable")
     except Exception as exc:
         return ComponentHealth(False, f"{transport} broker: {exc}")
+
+
+def readiness() -> dict[str, ComponentHealth]:
+    """What the web needs to serve requests: its database and its broker (checked with short timeouts, so
+    a probe answers within about a second). Nodes, worker and beat are reported by ``/api/health``."""
+    return {"database": check_database(), "broker": check_broker(timeout_s=0.5)}
 
 
 def check_worker() -> ComponentHealth:

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from backend.apps.core.roles import role_of
+from backend.apps.core.selectors import readiness
 from backend.apps.core.serializers import (
     CsrfOutputSerializer,
     LoginInputSerializer,
@@ -106,6 +107,23 @@ def spa(request: HttpRequest, path: str = "") -> HttpResponse:
 def api_not_found(request: HttpRequest) -> JsonResponse:
     """Unknown ``/api/`` routes answer JSON like every other API error, not an HTML page."""
     return JsonResponse({"detail": f"no API route {request.path}"}, status=404)
+
+
+def livez(request: HttpRequest) -> JsonResponse:
+    """Liveness probe: the process answers (no dependency is checked: restarting would not fix one)."""
+    return JsonResponse({"status": "ok"})
+
+
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness probe: 200 when the database and the broker answer, else 503 naming what failed
+    (a load balancer then sends no traffic here)."""
+    checks = readiness()
+    ready = all(c.ok for c in checks.values())
+    body = {
+        "status": "ready" if ready else "not ready",
+        "checks": {name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()},
+    }
+    return JsonResponse(body, status=200 if ready else 503)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
