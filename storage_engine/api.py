@@ -377,7 +377,7 @@ class StorageAdapter(abc.ABC):
         """What an external writer of TTL-index entries for ``namespace`` needs (for
         :meth:`ingest_ttl_index`): ``{"namespace", "ns_id", "shards", "end_offsets"}``. Keys are
         ``expire_at u64 | ns_id u32 | shard u16 | offset u64``, big-endian
-        (:func:`storage_engine.segment.index_store.ttl_key`); the memory adapter has no namespace
+        (:func:`storage_engine.segment.index_keys.ttl_key`); the memory adapter has no namespace
         ids and answers ``ns_id`` 0."""
 
     @abc.abstractmethod

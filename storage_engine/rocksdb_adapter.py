@@ -38,13 +38,9 @@ from storage_engine.codec import EncodedRecords, RecordColumns, decode_record, i
 from storage_engine.config import EngineConfig
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.segment.base_adapter import IndexedLogAdapter
-from storage_engine.segment.index_store import (
-    CF_DEAD,
-    CF_RECORDS,
-    NamespaceRecord,
-    ShardIndex,
-    offset_key,
-)
+from storage_engine.segment.index_keys import CF_DEAD, CF_RECORDS, offset_key
+from storage_engine.segment.index_records import NamespaceRecord
+from storage_engine.segment.shard_index import ShardIndex
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.shard import UNINDEX_CHUNK, ShardBase
 

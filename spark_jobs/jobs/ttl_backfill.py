@@ -12,7 +12,7 @@ entry, and nothing is added when the namespace TTL is no longer than the rule's)
 segment are not covered: run again once it is sealed.
 
 The entries are the TTL index's own keys, encoded by the engine's
-:func:`storage_engine.segment.index_store.ttl_key` (``expire_at u64 | ns_id u32 | shard u16 | offset
+:func:`storage_engine.segment.index_keys.ttl_key` (``expire_at u64 | ns_id u32 | shard u16 | offset
 u64``, big-endian), sorted by key in Spark and written by the driver, streaming the sorted partitions in
 order, into one SST file with ``rocksdict.SstFileWriter`` (raw mode, as the index store). Values are
 empty, which the TTL scan reads as "size and flags unknown: read the record": a backfilled record
@@ -68,7 +68,8 @@ from spark_jobs.session import session_for
 from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
 from spark_jobs.transforms import ttl_backfill
 from storage_engine.errors import StorageError
-from storage_engine.segment.index_store import sst_options, ttl_key
+from storage_engine.segment.index_keys import ttl_key
+from storage_engine.segment.ttl_ingest import sst_options
 
 JOB_NAME = "ttl-backfill"
 TTL_KEY = "ttl_key"

@@ -314,7 +314,7 @@ class MemoryAdapter(Engine):
         import tempfile
         import time
 
-        from storage_engine.segment.index_store import open_sst, validated_ttl_entries
+        from storage_engine.segment.ttl_ingest import open_sst, validated_ttl_entries
 
         t0 = time.perf_counter()
         ns = self._namespace(namespace)

@@ -16,9 +16,10 @@ from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.index_store import NamespaceRecord, ShardIndex
+from storage_engine.segment.index_records import NamespaceRecord
 from storage_engine.segment.log import ShardLog
 from storage_engine.segment.shard import ShardBase
+from storage_engine.segment.shard_index import ShardIndex
 
 
 class SegmentAdapter(IndexedLogAdapter):

@@ -39,10 +39,13 @@ from storage_engine.lifecycle import LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
-from storage_engine.segment.index_store import IndexStore, NamespaceRecord, ingest_ttl_file, ttl_bound
+from storage_engine.segment.index_keys import ttl_bound
+from storage_engine.segment.index_records import NamespaceRecord
+from storage_engine.segment.index_store import IndexStore
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.reads import LogReads
 from storage_engine.segment.shard import ShardBase
+from storage_engine.segment.ttl_ingest import ingest_ttl_file
 from storage_engine.subscriptions.cursors import Subscription
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
@@ -288,7 +291,7 @@ class IndexedLogAdapter(Engine):
 
     def ingest_ttl_index(self, namespace: str, file: str) -> dict[str, object]:
         """RocksDB ``ingest_external_file`` into the ``ttl`` family after validating every key
-        (:func:`~storage_engine.segment.index_store.ingest_ttl_file`); scratch space under trash/."""
+        (:func:`~storage_engine.segment.ttl_ingest.ingest_ttl_file`); scratch space under trash/."""
         ns = self._namespace(namespace)
         path = import_file(self.ttl_import_dir(), file)
         with self.lifecycle.runtime.ops:  # not while a TTL scan or a compaction runs

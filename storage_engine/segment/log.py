@@ -65,7 +65,7 @@ from storage_engine.errors import CorruptSegmentError
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.index_store import CF_OFFSETS, offset_key
+from storage_engine.segment.index_keys import CF_OFFSETS, offset_key
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import (
     CLEANED_SUFFIX,

@@ -43,12 +43,11 @@ from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import Removal, ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.counters import Counters
-from storage_engine.segment.index_store import (
+from storage_engine.segment.index_keys import (
     CF_DEAD,
     CF_KEYS,
     CF_TAGS,
     CF_TTL,
-    ShardIndex,
     deadline_value,
     offset_key,
     tag_key,
@@ -56,6 +55,7 @@ from storage_engine.segment.index_store import (
 )
 from storage_engine.segment.iopool import SyncSchedule
 from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.shard_index import ShardIndex
 
 INDEXED_FLAGS = FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE
 UNINDEX_CHUNK = 1000  # records whose entries one WriteBatch deletes (one hold of the write lock)

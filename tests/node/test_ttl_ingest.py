@@ -23,7 +23,8 @@ from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import InvalidArgumentError, RemoteError
 from storage_engine.policy import NamespacePolicy
-from storage_engine.segment.index_store import ForeignTTLEntryError, sst_options, ttl_key
+from storage_engine.segment.index_keys import ttl_key
+from storage_engine.segment.ttl_ingest import ForeignTTLEntryError, sst_options
 
 HOUR_MS = 3_600_000
 START_MS = 1_704_067_200_000

@@ -25,7 +25,7 @@ from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.policy import NamespacePolicy
-from storage_engine.segment.index_store import ttl_key
+from storage_engine.segment.index_keys import ttl_key
 from tests.spark.conftest import NULLABLE_RECORD_SCHEMA
 from tests.spark.helpers import JAN1_MS, record
 from tests.support.processes import start_node

@@ -174,7 +174,7 @@ def test_hours_take_ascii_digits_only(field, value):
 
 def test_a_stored_policy_with_a_bad_value_loads_with_that_field_reset() -> None:
     """A NaN stored before validation refused it must not make the namespace unlistable."""
-    from storage_engine.segment.index_store import NamespaceRecord
+    from storage_engine.segment.index_records import NamespaceRecord
 
     raw = b'{"id": 3, "shards": 2, "created_at": 5, "policy": {"ttl_ms": 60000, "reclaim_dead_ratio": NaN, "nope": 1}}'
     record = NamespaceRecord.unpack("ns", raw)
