@@ -83,17 +83,17 @@ EXPIRE_HAS_TAGS = 0x02
 ATTR_VALUE = 0x01
 ATTR_KEY = 0x02
 ATTR_EXPIRE = 0x04
-_KNOWN_ATTRS = 0x07
+KNOWN_ATTRS = 0x07
 
 _HEADER = struct.Struct(">IIHBBQIIqqqq")
 _CRC_FROM = 8  # the CRC covers the header from the magic on, then the records
-_RECORD = struct.Struct(">IBIqqIHH")
-_RECORD_PREFIX = struct.Struct(">IBI")  # size, attributes, offset_delta: enough to skip a record
+RECORD_FORMAT = struct.Struct(">IBIqqIHH")
+RECORD_PREFIX = struct.Struct(">IBI")  # size, attributes, offset_delta: enough to skip a record
 _U16 = struct.Struct(">H")
-_U32 = struct.Struct(">I")
+U32 = struct.Struct(">I")
 HEADER_SIZE = _HEADER.size
-RECORD_FIXED_SIZE = _RECORD.size
-_RECORD_SIZE_BASE = RECORD_FIXED_SIZE - 4  # the size field does not count itself
+RECORD_FIXED_SIZE = RECORD_FORMAT.size
+RECORD_SIZE_BASE = RECORD_FIXED_SIZE - 4  # the size field does not count itself
 _MAX_U32 = (1 << 32) - 1
 
 
@@ -192,7 +192,7 @@ class EncodedRecords:
             self.max_expire_at,
         )
         crc = zlib.crc32(self.data, zlib.crc32(memoryview(head)[_CRC_FROM:]))
-        return head[:4] + _U32.pack(crc) + head[_CRC_FROM:]
+        return head[:4] + U32.pack(crc) + head[_CRC_FROM:]
 
     def seal(self, base_offset: int) -> bytes:
         """The complete batch (header + records) at ``base_offset``."""
@@ -212,7 +212,7 @@ def encode_records(
         raise InvalidArgumentError("records", "a batch holds at least one record")
     parts: list[bytes] = []
     put = parts.append
-    pack = _RECORD.pack
+    pack = RECORD_FORMAT.pack
     keys: list[tuple[int, bytes]] = []
     tags_out: list[tuple[int, str]] = []
     expires: list[tuple[int, int, int, int]] = []
@@ -244,9 +244,9 @@ def encode_records(
             # Fast path: the common unkeyed record is one pack and one append.
             flags |= FLAG_HAS_UNBOUNDED
             if value is None:
-                put(pack(_RECORD_SIZE_BASE, 0, delta, ts, 0, 0, 0, 0))
+                put(pack(RECORD_SIZE_BASE, 0, delta, ts, 0, 0, 0, 0))
             else:
-                put(pack(_RECORD_SIZE_BASE + len(value), ATTR_VALUE, delta, ts, 0, 0, 0, 0))
+                put(pack(RECORD_SIZE_BASE + len(value), ATTR_VALUE, delta, ts, 0, 0, 0, 0))
                 put(value)
             continue
         attrs = 0 if value is None else ATTR_VALUE
@@ -274,7 +274,7 @@ def encode_records(
             raw = name.encode()
             extra.append(_U16.pack(len(raw)))
             extra.append(raw)
-            extra.append(_U32.pack(len(hval)))
+            extra.append(U32.pack(len(hval)))
             extra.append(hval)
         if r.headers:
             flags |= FLAG_HAS_HEADERS
@@ -292,7 +292,7 @@ def encode_records(
             )
         put(
             pack(
-                _RECORD_SIZE_BASE + len(body),
+                RECORD_SIZE_BASE + len(body),
                 attrs,
                 delta,
                 ts,
@@ -406,7 +406,7 @@ def iter_records(
 def decode_record(buf: bytes, offset: int) -> Record:
     """Decode one record stored on its own (the ``rocksdb`` adapter's values) at ``offset``."""
     try:
-        (delta,) = _U32.unpack_from(buf, 5)
+        (delta,) = U32.unpack_from(buf, 5)
     except struct.error:
         raise CorruptSegmentError("<record>", 0, "truncated record") from None
     walk = _iter_range(buf, 0, len(buf), offset - delta, 0, "<record>", 0)
@@ -425,8 +425,8 @@ def _iter_range(
     buf: bytes | memoryview, p: int, end: int, base: int, min_offset: int, path: str, pos: int
 ) -> Generator[Record, None, tuple[int, int]]:
     """Yield records in ``buf[p:end]`` at or after ``min_offset``; return (records walked, last delta)."""
-    unpack = _RECORD.unpack_from
-    unpack_prefix = _RECORD_PREFIX.unpack_from
+    unpack = RECORD_FORMAT.unpack_from
+    unpack_prefix = RECORD_PREFIX.unpack_from
     count = 0
     last_delta = -1
     try:
@@ -434,7 +434,7 @@ def _iter_range(
             size, attrs, delta = unpack_prefix(buf, p)
             rec_end = p + 4 + size
             count += 1
-            if rec_end > end or size < _RECORD_SIZE_BASE or delta <= last_delta or attrs & ~_KNOWN_ATTRS:
+            if rec_end > end or size < RECORD_SIZE_BASE or delta <= last_delta or attrs & ~KNOWN_ATTRS:
                 raise ValueError(f"record {count} is malformed")
             last_delta = delta
             if base + delta < min_offset:
@@ -461,7 +461,7 @@ def _iter_range(
                     (n,) = _U16.unpack_from(buf, q)
                     name = bytes(buf[q + 2 : q + 2 + n]).decode()
                     q += 2 + n
-                    (n,) = _U32.unpack_from(buf, q)
+                    (n,) = U32.unpack_from(buf, q)
                     header_list.append((name, bytes(buf[q + 4 : q + 4 + n])))
                     q += 4 + n
                 headers = tuple(header_list)
@@ -481,7 +481,7 @@ def iter_record_slices(data: bytes) -> Iterator[tuple[int, int, int]]:
     """``(offset_delta, start, end)`` of each record in a record section."""
     p = 0
     n = len(data)
-    unpack = _RECORD.unpack_from
+    unpack = RECORD_FORMAT.unpack_from
     while p < n:
         size, _attrs, delta = unpack(data, p)[:3]
         yield delta, p, p + 4 + size
@@ -497,209 +497,3 @@ def scan_batches(
         h = decode_header(buf, pos, path=path, verify=verify)
         yield pos, h
         pos += h.length
-
-
-# -- columnar walks (key compaction) -------------------------------------------------------------
-_RECORD_KEY = struct.Struct(">IBI16xI")  # size, attributes, offset_delta, key_length
-
-
-class RecordColumns(NamedTuple):
-    """Some fields of a batch's records, one list per field (index ``i`` is one record).
-
-    ``expire_ats`` holds ``0`` where the record has no ``ATTR_EXPIRE``; ``starts``
-    and ``ends`` are each record's byte range in the batch buffer (empty when the
-    columns were built from :class:`Record` objects).
-    """
-
-    offsets: list[int]
-    keys: list[bytes | None]
-    attrs: list[int]
-    timestamps: list[int]
-    expire_ats: list[int]
-    starts: list[int]
-    ends: list[int]
-
-    @classmethod
-    def of_records(cls, records: Sequence[Record]) -> RecordColumns:
-        return cls(
-            [r.offset for r in records],
-            [r.key for r in records],
-            [
-                (0 if r.value is None else ATTR_VALUE)
-                | (0 if r.key is None else ATTR_KEY)
-                | (0 if r.expire_at is None else ATTR_EXPIRE)
-                for r in records
-            ],
-            [r.timestamp for r in records],
-            [0 if r.expire_at is None else r.expire_at for r in records],
-            [],
-            [],
-        )
-
-
-def _check_walk(h: BatchHeader, count: int, last_delta: int, p: int, end: int, path: str, pos: int) -> None:
-    if p != end:
-        raise CorruptSegmentError(path, pos, f"record section overruns its batch by {p - end} bytes")
-    if count != h.record_count or last_delta != h.last_offset_delta:
-        raise CorruptSegmentError(
-            path,
-            pos,
-            f"record section holds {count} records ending at delta {last_delta}; "
-            f"header says {h.record_count} ending at {h.last_offset_delta}",
-        )
-
-
-def batch_keys(
-    buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>"
-) -> tuple[list[int], list[bytes]]:
-    """Offsets and keys of the keyed records of a checked batch, nothing else decoded.
-
-    The same structural checks as :func:`iter_records` (record count and last
-    delta against the header included); raises :class:`CorruptSegmentError`.
-    """
-    unpack = _RECORD_KEY.unpack_from
-    base = h.base_offset
-    offsets: list[int] = []
-    keys: list[bytes] = []
-    p = pos + HEADER_SIZE
-    end = pos + h.length
-    count = 0
-    last_delta = -1
-    try:
-        while p < end:
-            size, attrs, delta, klen = unpack(buf, p)
-            rec_end = p + 4 + size
-            count += 1
-            if rec_end > end or size < _RECORD_SIZE_BASE or delta <= last_delta or attrs & ~_KNOWN_ATTRS:
-                raise ValueError(f"record {count} is malformed")
-            last_delta = delta
-            if attrs & ATTR_KEY:
-                q = p + RECORD_FIXED_SIZE
-                if q + klen > rec_end:
-                    raise ValueError(f"record {count} overruns its size")
-                offsets.append(base + delta)
-                keys.append(bytes(buf[q : q + klen]))
-            p = rec_end
-    except (ValueError, struct.error) as exc:
-        raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
-    _check_walk(h, count, last_delta, p, end, path, pos)
-    return offsets, keys
-
-
-def batch_columns(
-    buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>", times: bool = True
-) -> RecordColumns:
-    """The :class:`RecordColumns` of a checked batch (tags, headers and values stay encoded);
-    without ``times`` the ``timestamps`` and ``expire_ats`` columns are left empty."""
-    unpack = _RECORD.unpack_from
-    base = h.base_offset
-    offsets: list[int] = []
-    keys: list[bytes | None] = []
-    attr_col: list[int] = []
-    stamps: list[int] = []
-    expires: list[int] = []
-    starts: list[int] = []
-    p = pos + HEADER_SIZE
-    end = pos + h.length
-    count = 0
-    last_delta = -1
-    try:
-        while p < end:
-            size, attrs, delta, ts, exp, klen, _nt, _nh = unpack(buf, p)
-            rec_end = p + 4 + size
-            count += 1
-            if rec_end > end or size < _RECORD_SIZE_BASE or delta <= last_delta or attrs & ~_KNOWN_ATTRS:
-                raise ValueError(f"record {count} is malformed")
-            last_delta = delta
-            offsets.append(base + delta)
-            if attrs & ATTR_KEY:
-                q = p + RECORD_FIXED_SIZE
-                if q + klen > rec_end:
-                    raise ValueError(f"record {count} overruns its size")
-                keys.append(bytes(buf[q : q + klen]))
-            else:
-                keys.append(None)
-            attr_col.append(attrs)
-            if times:
-                stamps.append(ts)
-                expires.append(exp if attrs & ATTR_EXPIRE else 0)
-            starts.append(p)
-            p = rec_end
-    except (ValueError, struct.error) as exc:
-        raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
-    _check_walk(h, count, last_delta, p, end, path, pos)
-    ends = starts[1:]
-    ends.append(end)
-    return RecordColumns(offsets, keys, attr_col, stamps, expires, starts, ends)
-
-
-def rebuild_batch(buf: bytes | memoryview, cols: RecordColumns, keep: Sequence[int]) -> bytes:
-    """A new batch of the records at indexes ``keep`` (ascending, non-empty) of ``cols``,
-    built from their encoded bytes: the header is recomputed, offset deltas are rebased
-    on the first kept record and nothing else is re-encoded (offsets stay the same)."""
-    unpack = _RECORD.unpack_from
-    pack_delta = _U32.pack
-    starts, ends, offsets = cols.starts, cols.ends, cols.offsets
-    base = offsets[keep[0]]
-    mv = memoryview(buf)
-    parts: list[bytes | memoryview] = []
-    flags = 0
-    min_ts = max_ts = first_ts = -1
-    max_exp = -1
-    for n, i in enumerate(keep):
-        s, e = starts[i], ends[i]
-        _size, attrs, delta, ts, exp, _klen, ntags, nheaders = unpack(buf, s)
-        if n == 0:
-            first_ts = min_ts = max_ts = ts
-        elif ts > max_ts:
-            max_ts = ts
-        elif ts < min_ts:
-            min_ts = ts
-        if attrs & ATTR_KEY:
-            flags |= FLAG_HAS_KEYS
-        if attrs & ATTR_EXPIRE:
-            flags |= FLAG_HAS_EXPIRE
-            if exp > max_exp:
-                max_exp = exp
-        else:
-            flags |= FLAG_HAS_UNBOUNDED
-        if ntags:
-            flags |= FLAG_HAS_TAGS
-        if nheaders:
-            flags |= FLAG_HAS_HEADERS
-        rel = offsets[i] - base
-        if rel == delta:
-            parts.append(mv[s:e])
-        else:
-            parts.append(mv[s : s + 5])
-            parts.append(pack_delta(rel))
-            parts.append(mv[s + 9 : e])
-    data = b"".join(parts)
-    encoded = EncodedRecords(
-        data, len(keep), offsets[keep[-1]] - base, first_ts, min_ts, max_ts, max_exp, flags, [], [], []
-    )
-    return encoded.seal(base)
-
-
-def batch_positions(buf: bytes | memoryview, pos: int, h: BatchHeader, *, path: str = "<buffer>") -> list[int]:
-    """Where each record of a checked batch with dense offsets (deltas ``0..n-1``) starts in
-    ``buf``; nothing else decoded. Raises :class:`CorruptSegmentError` when the record
-    sizes do not add up to the batch or the deltas are not dense."""
-    unpack = _RECORD_PREFIX.unpack_from
-    starts: list[int] = []
-    put = starts.append
-    p = pos + HEADER_SIZE
-    end = pos + h.length
-    count = 0
-    try:
-        while p < end:
-            size, attrs, delta = unpack(buf, p)
-            if delta != count or size < _RECORD_SIZE_BASE or attrs & ~_KNOWN_ATTRS:
-                raise ValueError(f"record {count + 1} is malformed or offsets are not dense")
-            put(p)
-            count += 1
-            p += 4 + size
-    except (ValueError, struct.error) as exc:
-        raise CorruptSegmentError(path, pos, f"bad record section: {exc}") from None
-    _check_walk(h, count, count - 1, p, end, path, pos)
-    return starts

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from storage_engine.batch_columns import RecordColumns, batch_columns
 from storage_engine.codec import (
     ATTR_EXPIRE,
     ATTR_KEY,
@@ -48,8 +49,6 @@ from storage_engine.codec import (
     RECORD_FIXED_SIZE,
     BatchHeader,
     EncodedRecords,
-    RecordColumns,
-    batch_columns,
 )
 from storage_engine.errors import CorruptSegmentError
 

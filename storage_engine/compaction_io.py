@@ -18,14 +18,8 @@ from typing import Protocol
 import numpy as np
 
 from storage_engine.api import Record, SegmentInfo
-from storage_engine.codec import (
-    ATTR_KEY,
-    HEADER_SIZE,
-    BatchHeader,
-    RecordColumns,
-    batch_columns,
-    encoded_size,
-)
+from storage_engine.batch_columns import RecordColumns, batch_columns
+from storage_engine.codec import ATTR_KEY, HEADER_SIZE, BatchHeader, encoded_size
 from storage_engine.columnar import batch_groups, chunk_layout
 from storage_engine.keymap import hash_keys, layout_key_hashes
 from storage_engine.lifecycle import LifecycleShard

@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from storage_engine.codec import ATTR_KEY, ATTR_VALUE, RecordColumns
+from storage_engine.batch_columns import RecordColumns
+from storage_engine.codec import ATTR_KEY, ATTR_VALUE
 from storage_engine.columnar import I64, Layout
 from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes
 from storage_engine.lifecycle import KEEP, REMOVE, SUPERSEDED

@@ -33,16 +33,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from storage_engine.api import Record, SegmentInfo, SegmentState
+from storage_engine.batch_columns import RecordColumns
 from storage_engine.clock import Clock
-from storage_engine.codec import EncodedRecords, RecordColumns, decode_record, iter_record_slices
+from storage_engine.codec import EncodedRecords, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.index_keys import CF_DEAD, CF_RECORDS, offset_key
 from storage_engine.segment.index_records import NamespaceRecord
-from storage_engine.segment.shard_index import ShardIndex
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.shard import UNINDEX_CHUNK, ShardBase
+from storage_engine.segment.shard_index import ShardIndex
 
 _U64 = struct.Struct(">Q")
 _KEY_BYTES = 6 + 8  # prefix + offset: what each record costs beyond its value

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 from storage_engine.api import SegmentInfo, ShardStats
-from storage_engine.codec import RecordColumns
+from storage_engine.batch_columns import RecordColumns
 from storage_engine.figures import SegmentFacts
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.work import ShardWork

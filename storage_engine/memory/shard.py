@@ -16,8 +16,8 @@ from storage_engine.api import (
     ShardStats,
     shard_stats_of,
 )
+from storage_engine.batch_columns import RecordColumns
 from storage_engine.clock import Clock
-from storage_engine.codec import RecordColumns
 from storage_engine.compaction_io import RecordCompactionReads
 from storage_engine.errors import (
     UnknownNamespaceError,

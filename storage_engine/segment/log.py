@@ -56,9 +56,7 @@ from storage_engine.codec import (
     encoded_size,
     expire_flags,
 )
-from storage_engine.codec import (
-    iter_records as iter_batch_records,
-)
+from storage_engine.codec import iter_records as iter_batch_records
 from storage_engine.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
 from storage_engine.compaction_io import Columns, KeyHashes, file_columns, file_key_hashes, file_removed_bytes
 from storage_engine.errors import CorruptSegmentError

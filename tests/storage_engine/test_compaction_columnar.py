@@ -14,8 +14,9 @@ import pytest
 
 from storage_engine import keymap
 from storage_engine.api import Record
+from storage_engine.batch_columns import batch_columns, rebuild_batch
 from storage_engine.bench.__main__ import main as bench_main
-from storage_engine.codec import batch_columns, decode_header, encode_batch, rebuild_batch
+from storage_engine.codec import decode_header, encode_batch
 from storage_engine.columnar import batch_groups, chunk_layout, rebuild
 from storage_engine.errors import CorruptSegmentError
 from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes

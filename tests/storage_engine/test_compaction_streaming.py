@@ -13,15 +13,9 @@ import pytest
 
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record
+from storage_engine.batch_columns import batch_columns, batch_keys, rebuild_batch
 from storage_engine.clock import ManualClock
-from storage_engine.codec import (
-    batch_columns,
-    batch_keys,
-    decode_batch,
-    decode_header,
-    encode_batch,
-    rebuild_batch,
-)
+from storage_engine.codec import decode_batch, decode_header, encode_batch
 from storage_engine.compaction.cleaner import MAP_OVERHEAD_BYTES
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.keymap import KeyMap
