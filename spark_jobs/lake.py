@@ -3,9 +3,11 @@ the writers; the transforms stay pure."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -83,8 +85,68 @@ class LakeFileSystem:
             return self._root_path
         return self._hadoop_fs.Path(self._root_path, relative)
 
+    def _any(self, path: str) -> Any:
+        """A Hadoop path for a qualified URI (as :meth:`glob` returns) or a path relative to the root."""
+        return self._hadoop_fs.Path(path) if "://" in path or path.startswith("file:") else self._path(path)
+
     def uri(self, relative: str = "") -> str:
         return str(self._fs.makeQualified(self._path(relative)).toString())
+
+    @property
+    def is_local(self) -> bool:
+        """True when the lake is on this machine's file system (``file:``)."""
+        return str(self._fs.getScheme()) == "file"
+
+    def relative(self, uri: str) -> str:
+        """``uri`` (qualified, as :meth:`glob` returns) relative to the root."""
+        prefix = self.uri().rstrip("/") + "/"
+        qualified = str(self._fs.makeQualified(self._any(uri)).toString())
+        if not qualified.startswith(prefix):
+            raise ValueError(f"{uri} is not under {prefix}")
+        return qualified[len(prefix) :]
+
+    def same_location(self, uri: str) -> bool:
+        """True when ``uri`` names the root (whatever its spelling: ``file:/x``, ``file:///x/``, ``/x``)."""
+        other = self._hadoop_fs.Path(uri.rstrip("/") or "/")
+        qualified = other.getFileSystem(self._conf).makeQualified(other)
+        return bool(qualified.equals(self._fs.makeQualified(self._root_path)))
+
+    def _local(self, path: str) -> str:
+        return unquote(urlparse(str(self._fs.makeQualified(self._any(path)).toUri().toString())).path)
+
+    def mkdirs(self, path: str) -> None:
+        self._fs.mkdirs(self._any(path))
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move a file or directory to a name that does not exist yet (one rename: it appears at once)."""
+        if self._fs.exists(self._any(dst)):
+            raise FileExistsError(f"{dst} already exists")
+        if self.is_local:
+            os.rename(self._local(src), self._local(dst))
+        elif not self._fs.rename(self._any(src), self._any(dst)):
+            raise OSError(f"could not rename {src} to {dst}")
+
+    def replace_file(self, src: str, dst: str) -> None:
+        """Put file ``src`` in the place of file ``dst`` with one rename, so that a reader opens either the old
+        bytes or the new ones, never neither nor both.
+
+        Locally that is ``rename(2)`` (atomic); the checksum file Hadoop's local file system keeps next to
+        ``dst`` (``.<name>.crc``) goes first, since it would no longer match. Elsewhere it is Hadoop's
+        ``FileContext.rename`` with ``OVERWRITE``: atomic on HDFS; an object store copies, so a reader may
+        briefly miss the file there.
+        """
+        if self.is_local:
+            local_dst = self._local(dst)
+            crc = os.path.join(os.path.dirname(local_dst), f".{os.path.basename(local_dst)}.crc")
+            if os.path.exists(crc):
+                os.remove(crc)
+            os.replace(self._local(src), local_dst)
+            return
+        options = self._hadoop_fs.Options.Rename
+        overwrite = self._jvm.java.lang.reflect.Array.newInstance(options, 1)
+        overwrite[0] = options.OVERWRITE
+        context = self._hadoop_fs.FileContext.getFileContext(self._root_path.toUri(), self._conf)
+        context.rename(self._fs.makeQualified(self._any(src)), self._fs.makeQualified(self._any(dst)), overwrite)
 
     def exists(self, relative: str) -> bool:
         return bool(self._fs.exists(self._path(relative)))
@@ -130,16 +192,15 @@ class LakeFileSystem:
 
     def delete(self, path: str, *, recursive: bool = True) -> bool:
         """Delete a path relative to the root or a qualified URI (as :meth:`glob` returns)."""
-        target = self._hadoop_fs.Path(path) if "://" in path or path.startswith("file:") else self._path(path)
-        return bool(self._fs.delete(target, recursive))
+        return bool(self._fs.delete(self._any(path), recursive))
 
     def data_files(self, relative: str = "") -> list[tuple[str, int]]:
-        """``(relative path, size)`` of every data file below ``relative``, skipping ``_``/``.`` names
-        (markers, manifests, checksums) as Spark's and pyarrow's readers do."""
+        """``(path, size)`` of every data file below ``relative``, the path relative to ``relative``, skipping
+        ``_``/``.`` names below it (markers, manifests, checksums, staging) as Spark's and pyarrow's readers do."""
         base = self._path(relative)
         if not self._fs.exists(base):
             return []
-        prefix = str(self._fs.makeQualified(self._root_path).toString()).rstrip("/") + "/"
+        prefix = str(self._fs.makeQualified(base).toString()).rstrip("/") + "/"
         found: list[tuple[str, int]] = []
         files = self._fs.listFiles(base, True)
         while files.hasNext():

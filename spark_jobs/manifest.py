@@ -15,6 +15,8 @@ dead marks only grow until a rewrite). Either way the export replaces its rows, 
 record the engine counts dead for a segment that is still there.
 
 Version 2 added ``dead_records`` (0 when absent: a version 1 manifest reads as "nothing was dead").
+Version 3 added ``lake_schema``, the columns the segment's rows were written with (1 when absent: before the
+UTC timestamp columns); a segment written with an older one is exported again while the node still has it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Protocol
 from spark_jobs.segments import SegmentFile
 
 MANIFEST_DIR = "_manifest"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
+# The lake's columns: 1 = the record fields; 2 = with timestamp_utc and expire_at_utc.
+LAKE_SCHEMA = 2
 KEEP_MANIFESTS = 5
 _MANIFEST_NAME = re.compile(r"^manifest-(\d{10})\.json$")
 
@@ -60,6 +64,7 @@ class ExportedSegment:
     run: int
     source_path: str
     dead_records: int = 0  # records of the file left out as dead (not in ``records``)
+    lake_schema: int = 1  # the lake columns its rows were written with (LAKE_SCHEMA at the time)
 
     @property
     def key(self) -> str:
@@ -106,7 +111,8 @@ class Manifest:
 
 @dataclass(frozen=True)
 class ExportPlan:
-    """What a run does: export ``new`` segments, replace ``changed`` ones, skip ``unchanged``.
+    """What a run does: export ``new`` segments, replace ``changed`` ones (rewritten, more records dead, or
+    written with older lake columns), skip ``unchanged``.
 
     ``gone`` are manifest entries whose segment the node no longer lists (deleted by retention or
     cleaning): their rows stay in the lake, which is the archive.
@@ -131,7 +137,7 @@ def plan_export(manifest: Manifest, segments: Mapping[SegmentFile, Fingerprint])
         exported = manifest.segments.get(segment.key)
         if exported is None:
             new.append(segment)
-        elif exported.fingerprint != segments[segment]:
+        elif exported.fingerprint != segments[segment] or exported.lake_schema < LAKE_SCHEMA:
             changed.append(segment)
         else:
             unchanged.append(segment)

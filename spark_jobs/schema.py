@@ -1,7 +1,9 @@
 """Column names and schemas shared by the jobs; record fields follow :class:`storage_engine.api.Record`.
 
 Times are epoch milliseconds (``timestamp``, ``expire_at``), as in the engine; ``date`` is the UTC day
-of ``timestamp`` and, with ``namespace``, partitions the lake.
+of ``timestamp`` and, with ``namespace``, partitions the lake. The exported lake also has the same two times
+as Spark timestamps (``timestamp_utc``, ``expire_at_utc``: instants, stored in Parquet as UTC-adjusted
+millisecond timestamps), next to the integers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 NAMESPACE = "namespace"
@@ -91,6 +94,23 @@ MARKED_SEGMENT_RECORD_SCHEMA = StructType(
     [*SEGMENT_RECORD_SCHEMA.fields, StructField(DEAD, BooleanType(), nullable=False)]
 )
 
+# The lake's UTC timestamp columns: ``timestamp`` and ``expire_at`` as instants (Spark TimestampType, Parquet
+# TIMESTAMP(MILLIS, isAdjustedToUTC=true)); the millisecond integers stay. Null expire_at → null.
+TIMESTAMP_UTC = "timestamp_utc"
+EXPIRE_AT_UTC = "expire_at_utc"
+UTC_TIMESTAMP_FIELDS = (
+    StructField(TIMESTAMP_UTC, TimestampType(), nullable=False),
+    StructField(EXPIRE_AT_UTC, TimestampType(), nullable=True),
+)
+
 # The exported lake as read back (partition columns included), for readers that want stable types
 # rather than Spark's partition-type inference (a namespace named "2024" would otherwise read as an int).
-EXPORT_LAKE_SCHEMA = StructType([*SEGMENT_RECORD_SCHEMA.fields, StructField(DATE, DateType(), nullable=False)])
+EXPORT_LAKE_SCHEMA = StructType(
+    [*SEGMENT_RECORD_SCHEMA.fields, *UTC_TIMESTAMP_FIELDS, StructField(DATE, DateType(), nullable=False)]
+)
+
+# The same columns as a catalog table declares them: data columns, then the partition columns in layout order.
+LAKE_TABLE_SCHEMA = StructType(
+    [f for f in EXPORT_LAKE_SCHEMA.fields if f.name not in EXPORT_PARTITION_COLUMNS]
+    + [EXPORT_LAKE_SCHEMA[name] for name in EXPORT_PARTITION_COLUMNS]
+)

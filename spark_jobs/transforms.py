@@ -1,7 +1,8 @@
 """Pure DataFrame transforms shared by the jobs: DataFrames in, DataFrames out, no I/O, no session.
 
-They are independent of ``spark.sql.session.timeZone``: dates come from integer arithmetic on epoch
-milliseconds, so a record's ``date`` is its UTC day whatever the session's zone.
+They are independent of ``spark.sql.session.timeZone`` and of the machine's zone: dates come from integer
+arithmetic on epoch milliseconds, so a record's ``date`` is its UTC day whatever the session's zone, and
+timestamps come from ``timestamp_millis`` (an instant built from the epoch count, no zone involved).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from spark_jobs.schema import (
     DATE,
     DEAD,
     EXPIRE_AT,
+    EXPIRE_AT_UTC,
     HEADERS,
     KEY,
     NAMESPACE,
@@ -23,6 +25,7 @@ from spark_jobs.schema import (
     SHARD,
     TAGS,
     TIMESTAMP,
+    TIMESTAMP_UTC,
     VALUE,
 )
 
@@ -34,6 +37,12 @@ MS_PER_DAY = 86_400_000
 def utc_date(epoch_ms: Column) -> Column:
     """The UTC calendar date of an epoch-milliseconds column (null stays null; before 1970 works)."""
     return F.date_from_unix_date(F.floor(epoch_ms / F.lit(MS_PER_DAY)).cast("int"))
+
+
+def utc_timestamp(epoch_ms: Column) -> Column:
+    """An epoch-milliseconds column as a Spark timestamp (an instant: shown in the session's zone, UTC in
+    every session the jobs build); exact to the millisecond, null stays null."""
+    return F.timestamp_millis(epoch_ms)
 
 
 def effective_expiry(ttl_ms: int | None = None) -> Column:
@@ -58,6 +67,18 @@ def payload_bytes() -> Column:
 def with_partition_columns(df: DataFrame) -> DataFrame:
     """Add ``date``, the UTC date of ``timestamp``; ``namespace`` stays an ordinary column."""
     return df.withColumn(DATE, utc_date(F.col(TIMESTAMP)))
+
+
+def with_utc_timestamps(df: DataFrame) -> DataFrame:
+    """Add ``timestamp_utc`` and ``expire_at_utc``: the millisecond integers as timestamps, which stay."""
+    return df.withColumn(TIMESTAMP_UTC, utc_timestamp(F.col(TIMESTAMP))).withColumn(
+        EXPIRE_AT_UTC, utc_timestamp(F.col(EXPIRE_AT))
+    )
+
+
+def lake_rows(df: DataFrame) -> DataFrame:
+    """Records as the lake stores them: the UTC timestamp columns and the partition ``date`` added."""
+    return with_partition_columns(with_utc_timestamps(df))
 
 
 def summarize_by_namespace_day(df: DataFrame, now_ms: int, ttl_ms: int | None = None) -> DataFrame:

@@ -9,27 +9,37 @@ its RocksDB.
 
 Layout (under ``--output``, default ``<lake path>/records``)::
 
-    namespace=<ns>/date=<UTC day>/shard=<n>/segment_base=<base offset>/part-….parquet
+    namespace=<ns>/date=<UTC day>/shard=<n>/segment_base=<base offset>/part-….parquet   (one file per leaf)
     _manifest/manifest-<run>.json
+    _staging/run-<run>/…        (only while a run puts its rows in place, or after one was killed)
+
+Columns: the record's fields (``offset``, ``timestamp`` and ``expire_at`` in epoch milliseconds, ``key``,
+``tags``, ``headers``, ``value``), ``timestamp_utc`` and ``expire_at_utc`` (the same instants as Spark
+timestamps, written as Parquet ``TIMESTAMP(MILLIS, isAdjustedToUTC=true)``), and the partition columns.
 
 Why the segment is part of the layout: a sealed segment changes only by a whole-file swap (compaction
 rewrites it without its dead, expired and superseded records), and the lake must then hold the new rows and
 none of the old; likewise when the TTL scan marks more of its records dead (the manifest's fingerprint
 counts them), so the lake never keeps a record the engine counts dead. With the segment in the path, its
-rows are exactly the directories ``namespace=<ns>/date=*/shard=<n>/segment_base=<base>``: a replacement
-deletes those and writes the new ones, touching no other segment's rows and no other file. (Per-run files
-under ``namespace/date`` would mix many segments in one file, so replacing one segment would mean rewriting
-its neighbours.) Readers still get ``namespace`` and ``date`` as the leading partition columns, prune on
-them, and see ``shard`` and ``segment_base`` as ordinary columns.
+rows are exactly the leaves ``namespace=<ns>/date=*/shard=<n>/segment_base=<base>``, and a replacement
+touches no other segment's rows and no other file. (Per-run files under ``namespace/date`` would mix many
+segments in one file, so replacing one segment would mean rewriting its neighbours.) Readers still get
+``namespace`` and ``date`` as the leading partition columns, prune on them, and see ``shard`` and
+``segment_base`` as ordinary columns.
 
 File sizes: each task decodes one whole segment and writes one file per UTC day it spans, so a file is as
 large as a segment's rows for one day: with the default 1 GiB segments, hundreds of MiB; smaller only when
 the partition itself is (a segment sealed by time, or the part of a segment on either side of midnight).
 No shuffle, no sort: rows stay in offset order.
 
-Idempotence: segments to export have their directories deleted first, then are written (append), then the
-manifest is replaced. A crash anywhere leaves the previous manifest, so the same segments are exported
-again, replacing whatever the crash left. Not for two exporters at once on the same lake.
+A run: (1) deletes what a killed run left in ``_staging``; (2) writes the segments to export into
+``_staging/run-<n>``; (3) swaps their leaves into the lake one rename at a time, so a reader sees each leaf
+whole, old or new (:mod:`spark_jobs.lake_swap`); (4) replaces the manifest; (5) makes the catalog table's
+partitions the lake's leaves (:mod:`spark_jobs.catalog`), so a table created with ``CREATE TABLE … USING
+parquet LOCATION`` reads new data without ``MSCK REPAIR``; (6) removes emptied leaf directories. A crash
+anywhere before (4) leaves the previous manifest, so the same segments are exported again, swapping the same
+rows in once more; a crash in (5) is made good by the next run's sync. Not for two exporters at once on the
+same lake.
 """
 
 from __future__ import annotations
@@ -40,14 +50,17 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.catalog import DEFAULT_TABLE, METASTORE_DIR, PartitionSync, metastore_conf, sync_partitions, with_conf
 from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, JobConfig, add_common_arguments
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
+from spark_jobs.lake_swap import LEAF_DEPTH, StepHook, clear_staging, leaves_of, no_hook, staging_dir, swap_in
 from spark_jobs.manifest import (
+    LAKE_SCHEMA,
     ExportedSegment,
     ExportPlan,
     Fingerprint,
@@ -60,7 +73,7 @@ from spark_jobs.schema import EXPORT_PARTITION_COLUMNS, NAMESPACE, SEGMENT_BASE,
 from spark_jobs.segments import DEAD_DROP, READERS, SegmentFile, sample_hash, segment_records
 from spark_jobs.session import session_for
 from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
-from spark_jobs.transforms import with_partition_columns
+from spark_jobs.transforms import lake_rows
 
 JOB_NAME = "lake-export"
 
@@ -73,9 +86,13 @@ WRITE_OPTIONS = {
 }
 # A task holds one segment, whose rows span one or two days: keep a writer open per day rather than have
 # Spark sort the whole segment by its partition columns first (the planned write's sort costs ~15 %).
+# Timestamps as Parquet TIMESTAMP(MILLIS, isAdjustedToUTC=true) (exact for epoch milliseconds, and read as
+# UTC instants by pyarrow, Trino, DuckDB…), not Spark's legacy INT96; proleptic Gregorian as everyone else.
 WRITE_SQL_CONF = {
     "spark.sql.optimizer.plannedWrite.enabled": "false",
     "spark.sql.maxConcurrentOutputFileWriters": "16",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MILLIS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
 }
 
 
@@ -92,6 +109,9 @@ class ExportResult:
     bytes_read: int = 0
     seconds: float = 0.0
     manifest: str | None = None
+    staging_cleared: bool = False  # a killed run's staging directory was deleted
+    leaves: dict[str, int] = field(default_factory=dict)  # added / replaced / emptied leaf directories
+    table: PartitionSync | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +129,9 @@ class ExportResult:
             "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
             "manifest": self.manifest,
+            "staging_cleared": self.staging_cleared,
+            "leaves": self.leaves,
+            "table": None if self.table is None else asdict(self.table),
         }
 
 
@@ -170,6 +193,33 @@ def fingerprint(segment: SegmentFile) -> Fingerprint:
     return Fingerprint(segment.size, mtime_ns, sample_hash(segment.path, segment.size), segment.dead_records)
 
 
+def current_leaves(lake: LakeFileSystem, segments: Sequence[SegmentFile]) -> dict[str, list[str]]:
+    """Leaf directory (relative) → its data file names, for the leaves of ``segments`` now in the lake."""
+    leaves = {}
+    for uri in segment_directories(lake, segments):
+        leaf = lake.relative(uri)
+        leaves[leaf] = [name for name in lake.list_names(leaf) if not name.startswith(("_", "."))]
+    return leaves
+
+
+def prune_empty_leaves(lake: LakeFileSystem, leaves: set[str]) -> int:
+    """Delete leaf directories without data (rows all gone) and the parents they leave empty."""
+    pruned = 0
+    for uri in lake.glob("/".join(["*=*"] * LEAF_DEPTH)):
+        leaf = lake.relative(uri)
+        if leaf in leaves or not leaf.startswith(f"{NAMESPACE}="):
+            continue
+        lake.delete(leaf)
+        pruned += 1
+        parent = leaf
+        while "/" in parent:
+            parent = parent.rsplit("/", 1)[0]
+            if lake.list_names(parent):
+                break
+            lake.delete(parent)
+    return pruned
+
+
 def run_export(
     spark: SparkSession,
     segments: Sequence[SegmentFile],
@@ -177,9 +227,14 @@ def run_export(
     *,
     now_ms: int | None = None,
     reader: str = "arrow",
+    table: str | None = None,
+    hook: StepHook = no_hook,
 ) -> ExportResult:
     """Export the sealed ``segments`` (as the node listed them, :mod:`spark_jobs.source`) not yet in the lake
-    at ``output``, or changed since (rewritten, or more of their records dead); dead records are left out."""
+    at ``output``, or changed since (rewritten, or more of their records dead); dead records are left out.
+
+    With ``table``, that catalog table's partitions are then made the lake's (:mod:`spark_jobs.catalog`).
+    ``hook`` is called before each step of putting rows in place (tests look at the lake there)."""
     started = time.perf_counter()
     lake = LakeFileSystem(spark, output)
     active = [s.key for s in segments if not s.sealed]
@@ -200,24 +255,25 @@ def run_export(
         segments_sealed=len(fingerprints),
         unchanged=len(plan.unchanged),
         gone=list(plan.gone),
+        staging_cleared=clear_staging(lake),
     )
     todo = plan.to_export
     if todo:
         counts = {segment: segment.live_records for segment in todo}
-        # Exactly these segments' rows are replaced: whatever an earlier (maybe interrupted) run left of
-        # them goes first, so that appending their rows below never duplicates one.
-        for directory in segment_directories(lake, todo):
-            lake.delete(directory)
-        records = with_partition_columns(segment_records(spark, todo, dead=DEAD_DROP, reader=reader))
+        run = manifest.run + 1
+        staged = staging_dir(run)
+        records = lake_rows(segment_records(spark, todo, dead=DEAD_DROP, reader=reader))
         with sql_conf(spark, WRITE_SQL_CONF):
             (
-                records.write.mode("append")
+                records.write.mode("errorifexists")
                 .options(**WRITE_OPTIONS)
                 .partitionBy(*EXPORT_PARTITION_COLUMNS)
-                .parquet(lake.uri())
+                .parquet(lake.uri(staged))
             )
+        hook("staged", None)
+        swapped = swap_in(lake, staged, current_leaves(lake, todo), hook)
+        result.leaves = {"added": swapped.added, "replaced": swapped.replaced, "emptied": swapped.emptied}
         exported_at = int(time.time() * 1000) if now_ms is None else now_ms
-        run = manifest.run + 1
         entries = [
             ExportedSegment(
                 namespace=s.namespace,
@@ -231,15 +287,23 @@ def run_export(
                 run=run,
                 source_path=s.path,
                 dead_records=fingerprints[s].dead_records,
+                lake_schema=LAKE_SCHEMA,
             )
             for s in todo
         ]
+        hook("manifest", None)
         result.manifest = lake.uri(save_manifest(lake, manifest.updated(run, entries)))
+        clear_staging(lake)
         result.run = run
         result.exported = [s.key for s in plan.new]
         result.replaced = [s.key for s in plan.changed]
         result.records_written = sum(counts.values())
         result.bytes_read = sum(s.size for s in todo)
+    leaves = set(leaves_of(lake.data_files()))
+    if table:
+        hook("register", None)
+        result.table = sync_partitions(spark, table, lake, leaves)
+    prune_empty_leaves(lake, leaves)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -251,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
         "partitioned by namespace and UTC date (then shard and segment), without the records the node counts "
         "dead. Which segments are sealed and which records are dead comes from the node (--node-url), or "
         "from the engine opened here with --offline. Incremental: segments already exported are skipped, "
-        "segments rewritten since (compaction) or with more dead records are replaced. Prints a JSON summary.",
+        "segments rewritten since (compaction) or with more dead records are replaced, each day's rows of a "
+        "segment with one rename; the catalog table's partitions are kept registered. Prints a JSON summary.",
     )
     add_source_arguments(parser)
     parser.add_argument("--output", help=f"dataset directory or Hadoop URI (default <lake path>/{DATASET})")
@@ -260,6 +325,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="export only this namespace (repeatable; default all)",
+    )
+    parser.add_argument(
+        "--table",
+        default=DEFAULT_TABLE,
+        help=f"catalog table over the lake whose partitions the export keeps registered (default {DEFAULT_TABLE}; "
+        "created when missing, adopted when a reader created it with CREATE TABLE … USING parquet LOCATION; "
+        "'' for none)",
+    )
+    parser.add_argument(
+        "--metastore",
+        help=f"directory of the embedded Derby metastore behind that table (default <lake path>/{METASTORE_DIR}); "
+        "ignored when the job is given a session, or with --conf spark.hadoop.hive.metastore.uris=…",
     )
     parser.add_argument(
         "--reader",
@@ -283,7 +360,10 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         return 2
     source = source_from_args(args, data_dir)
     segments = source.segments(namespaces=args.namespace)
+    if args.table:
+        metastore = metastore_conf(args.metastore or config.lake_path / METASTORE_DIR)
+        config = replace(config, extra_conf=with_conf(config.extra_conf, metastore))
     with session_for(config, spark) as session:
-        result = run_export(session, segments, output, reader=args.reader)
+        result = run_export(session, segments, output, reader=args.reader, table=args.table or None)
     print(json.dumps(result.to_dict(), sort_keys=True), flush=True)
     return 0

@@ -7,7 +7,9 @@ instead of starting a JVM of their own.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,8 @@ TEST_CONFIG = JobConfig(
         "spark.default.parallelism": "2",
         # Short-lived test JVM on 2 cores: C1 alone and a serial GC roughly halve its CPU time.
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        # The in-memory catalog's databases (the export's table) go here, not into ./spark-warehouse.
+        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / "spark-jobs-tests-warehouse"),
     },
 )
 

@@ -202,7 +202,7 @@ def test_dead_records_leave_the_lake_and_idle_segments_sealed_by_the_node_join_i
     assert second.records_written == sum(s.live_records for s in segments if s.key in todo)
 
     manifest = json.loads(sorted((Path(lake) / MANIFEST_DIR).glob("manifest-*.json"))[-1].read_text())
-    assert manifest["version"] == 2
+    assert manifest["version"] == 3
     entries = {(e["namespace"], e["shard"], e["base_offset"]): e for e in manifest["segments"]}
     for s in segments:
         entry = entries[(s.namespace, s.shard, s.base_offset)]
@@ -295,7 +295,7 @@ def test_offline_on_a_directory_no_node_runs_on(
 ) -> None:
     data_dir = tmp_path / "data"
     shutil.copytree(source[0], data_dir)
-    argv = ["--data-dir", str(data_dir), "--output", str(tmp_path / "lake"), "--namespace", "audit"]
+    argv = ["--data-dir", str(data_dir), "--output", str(tmp_path / "lake"), "--namespace", "audit", "--table", ""]
     assert main([*argv, "--offline"], spark=spark) == 0
     summary = json.loads(capsys.readouterr().out)
     audit = [s for s in offline_segment_files(data_dir) if s.namespace == "audit"]
