@@ -158,6 +158,14 @@ def test_export_reads_back_in_spark_sql_and_pyarrow_and_reruns_export_nothing(
     assert arrow_rows == _expected(appended, set(sealed))
     one = pq.read_table(files[0])
     assert one.schema.field("headers").type.key_type.equals(__import__("pyarrow").string())
+    # The UTC columns: Parquet UTC-adjusted millisecond timestamps (pyarrow: timestamp[ms, tz=UTC]) equal to
+    # the integers, which stay; a null expire_at stays null.
+    for name in ("timestamp_utc", "expire_at_utc"):
+        assert str(one.schema.field(name).type) == "timestamp[ms, tz=UTC]"
+    for r in table.to_pylist():
+        assert int(r["timestamp_utc"].timestamp() * 1000) == r["timestamp"]
+        expire_at = r["expire_at_utc"]
+        assert (None if expire_at is None else round(expire_at.timestamp() * 1000)) == r["expire_at"]
     assert "namespace" not in one.column_names  # partition columns live in the path
 
     # Re-run: nothing to export, no new manifest, same files.

@@ -8,14 +8,16 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DateType, LongType
+from pyspark.sql.types import DateType, LongType, TimestampType
 
 from spark_jobs.transforms import (
     effective_expiry,
     is_expired,
+    lake_rows,
     summarize_by_namespace_day,
     utc_date,
     with_partition_columns,
+    with_utc_timestamps,
 )
 from tests.spark.conftest import MakeRecords
 from tests.spark.helpers import DAY_MS, JAN1_MS, record
@@ -107,6 +109,52 @@ class TestWithPartitionColumns:
         utc_session.conf.set("spark.sql.session.timeZone", zone)
         dates = [r["date"] for r in with_partition_columns(df).orderBy("offset").collect()]
         assert dates == [JAN1, JAN1]
+
+
+class TestUtcTimestamps:
+    """``timestamp_utc``/``expire_at_utc``: the instants of the millisecond integers, which stay."""
+
+    @pytest.mark.parametrize("zone", ["UTC", "Pacific/Chatham", "America/Los_Angeles"])
+    def test_the_same_instant_to_the_millisecond_whatever_the_session_time_zone(
+        self, utc_session: SparkSession, make_records: MakeRecords, zone: str
+    ) -> None:
+        rows = [
+            record(offset=0, timestamp=JAN1_MS + 1, expire_at=JAN1_MS + DAY_MS - 1),
+            record(offset=1, timestamp=-1, expire_at=None),  # 1969-12-31T23:59:59.999Z
+            record(offset=2, timestamp=1_700_000_000_123, expire_at=253_402_300_799_999),  # 9999-12-31T23:59:59.999Z
+        ]
+        utc_session.conf.set("spark.sql.session.timeZone", zone)
+        out = with_utc_timestamps(make_records(rows))
+        assert out.columns == [*RECORD_COLUMNS, "timestamp_utc", "expire_at_utc"]
+        assert isinstance(out.schema["timestamp_utc"].dataType, TimestampType)
+        assert isinstance(out.schema["expire_at_utc"].dataType, TimestampType)
+        got = out.orderBy("offset").select(
+            "timestamp",
+            "expire_at",
+            F.unix_millis("timestamp_utc").alias("ts_ms"),
+            F.unix_millis("expire_at_utc").alias("exp_ms"),
+            F.col("expire_at_utc").isNull().alias("no_expiry"),
+        )
+        assert [tuple(r) for r in got.collect()] == [
+            (JAN1_MS + 1, JAN1_MS + DAY_MS - 1, JAN1_MS + 1, JAN1_MS + DAY_MS - 1, False),
+            (-1, None, -1, None, True),
+            (1_700_000_000_123, 253_402_300_799_999, 1_700_000_000_123, 253_402_300_799_999, False),
+        ]
+        utc_session.conf.set("spark.sql.session.timeZone", "UTC")
+        shown = out.orderBy("offset").select(F.date_format("timestamp_utc", "yyyy-MM-dd'T'HH:mm:ss.SSS")).collect()
+        assert [r[0] for r in shown] == [
+            "2024-01-01T00:00:00.001",
+            "1969-12-31T23:59:59.999",
+            "2023-11-14T22:13:20.123",
+        ]
+
+    def test_lake_rows_adds_both_timestamps_and_the_date(self, make_records: MakeRecords) -> None:
+        out = lake_rows(make_records([record(timestamp=JAN1_MS + DAY_MS - 1)]))
+        assert out.columns == [*RECORD_COLUMNS, "timestamp_utc", "expire_at_utc", "date"]
+        assert out.first()["date"] == JAN1  # type: ignore[index]
+
+
+RECORD_COLUMNS = ["namespace", "shard", "offset", "timestamp", "key", "tags", "value", "expire_at"]
 
 
 class TestExpiry:
