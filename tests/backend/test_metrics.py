@@ -14,8 +14,8 @@ from backend.apps.metrics import services
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample, series_key
 from backend.apps.metrics.selectors import crossing_ms, linear_fit
 from backend.apps.metrics.services import ROLLUP_STEP_MS, collect, downsample, write_points
+from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
 from storage_engine.api import NewRecord
 from tests.backend.conftest import make_user
 

@@ -21,8 +21,8 @@ from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.throttling import reset_login_throttle
 from backend.apps.metrics.models import series_key
 from backend.apps.nodes import services as node_services
+from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
 from tests.backend.conftest import make_user
 

@@ -30,8 +30,9 @@ from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.actions import ACTIONS, actions_for
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
+from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for, queue_for
+from backend.apps.nodes.selectors import queue_for
 from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun

@@ -7,7 +7,7 @@ from typing import Any
 
 from backend.apps.audit import services as audit
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes.gateway import client_for
 from storage_engine.api import NewRecord
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.placement import RoundRobin, shard_for_key

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from backend.apps.core.permissions import IsOperator
 from backend.apps.messages import services
-from backend.apps.messages.selectors import browse, with_effective_expiry
+from backend.apps.messages.browser import browse, with_effective_expiry
 from backend.apps.messages.serializers import (
     BrowseInputSerializer,
     BrowseOutputSerializer,

@@ -16,7 +16,7 @@ from backend.apps.core.selectors import (
     check_worker,
 )
 from backend.apps.metrics.selectors import node_health
-from backend.apps.nodes.selectors import node_health_summary
+from backend.apps.nodes.gateway import node_health_summary
 
 
 def check_node() -> ComponentHealth:

@@ -280,8 +280,8 @@ def celery_queue_depths(names: Iterable[str]) -> dict[str, int]:
 def collect(now: datetime | None = None) -> CollectResult:
     """Sample every node, the scans and the broker queues at one timestamp."""
     from backend.apps.namespaces.selectors import placement_by_node_name
+    from backend.apps.nodes.gateway import client_for, describe_node_error
     from backend.apps.nodes.models import StorageNode
-    from backend.apps.nodes.selectors import client_for, describe_node_error
     from backend.apps.nodes.services import record_node_health
 
     ts = clock.now_ms(now)

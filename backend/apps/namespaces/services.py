@@ -15,8 +15,8 @@ from backend.apps.core.signals import schedules_changed
 from backend.apps.namespaces import selectors
 from backend.apps.namespaces.models import Namespace, ShardPlacement, SyncState
 from backend.apps.nodes import gateway
+from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for
 from backend.apps.nodes.services import ensure_default_node
 from backend.apps.policies.models import ClusterPolicy
 from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy, namespace_layers

@@ -35,7 +35,7 @@ from backend.apps.namespaces.serializers import (
     SubscriptionInputSerializer,
     SubscriptionOutputSerializer,
 )
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes.gateway import client_for
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 from storage_engine.wire import error_body, status_for
 

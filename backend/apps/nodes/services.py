@@ -23,8 +23,9 @@ from django.utils import timezone
 from backend.apps.audit import services as audit
 from backend.apps.core.models import SyncState
 from backend.apps.core.signals import schedules_changed
+from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.selectors import client_for, effective_node_policy
+from backend.apps.nodes.selectors import effective_node_policy
 from storage_engine.client import NodePolicyState
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, PolicyValidationError, StorageError
 
@@ -81,7 +82,7 @@ def update_node(*, actor: Any, node: StorageNode, **changes: Any) -> StorageNode
 
 def record_node_health(node: StorageNode, error: str = "") -> None:
     """What the last look at the node found (the metrics collector's): healthy, or the error, in words
-    from :func:`~backend.apps.nodes.selectors.describe_node_error` (never the node's own text)."""
+    from :func:`~backend.apps.nodes.gateway.describe_node_error` (never the node's own text)."""
     changes: dict[str, Any] = {"healthy": not error, "last_error": error[:2000]}
     if not error:
         changes["last_seen_at"] = timezone.now()

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from backend.apps.namespaces.selectors import node_for_shard, shard_nodes
-from backend.apps.nodes.selectors import client_for
+from backend.apps.nodes.gateway import client_for
 from storage_engine.api import Record
 from storage_engine.errors import InvalidArgumentError, OffsetOutOfRangeError
 from storage_engine.placement import shard_for_key
