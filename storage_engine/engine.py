@@ -40,6 +40,7 @@ from storage_engine.clock import Clock
 from storage_engine.compaction.cleaner import LogCleaner
 from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import EngineConfig
+from storage_engine.counters import Counters
 from storage_engine.figures import NEVER
 from storage_engine.lifecycle.parts import LifecycleParts
 from storage_engine.lifecycle.runtime import LifecycleRuntime
@@ -48,7 +49,6 @@ from storage_engine.lifecycle.verify import verify_shards
 from storage_engine.pacing import Foreground
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.reads import ReadableShard
-from storage_engine.segment.counters import Counters
 from storage_engine.subscriptions.cursors import Subscription
 from storage_engine.subscriptions.expiry import MessageExpiry
 from storage_engine.subscriptions.quota import BacklogQuota

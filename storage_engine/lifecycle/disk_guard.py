@@ -16,10 +16,10 @@ from collections.abc import Callable
 from storage_engine.api import DiskStatus
 from storage_engine.cleaning import disk_status
 from storage_engine.clock import Clock
+from storage_engine.counters import Counters
 from storage_engine.errors import DiskFullError
 from storage_engine.lifecycle.shards import ShardSource
 from storage_engine.policy import NodePolicy
-from storage_engine.segment.counters import Counters
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from typing import Any
 from storage_engine.api import LifecycleResult, SegmentInfo
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
+from storage_engine.counters import Counters
 from storage_engine.errors import InvalidArgumentError, StorageError
 from storage_engine.lifecycle.disk_guard import DiskGuard
 from storage_engine.lifecycle.shards import LifecycleShard, ShardSource
@@ -25,7 +26,6 @@ from storage_engine.pacing import Foreground, TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
 from storage_engine.retention import RetentionPlan
 from storage_engine.rolling import idle_segment_due, sealed_view
-from storage_engine.segment.counters import Counters
 from storage_engine.validation import select_shards
 from storage_engine.work import sum_work
 

@@ -20,6 +20,7 @@ from storage_engine.api import (
 from storage_engine.clock import Clock
 from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import EngineConfig
+from storage_engine.counters import Counters
 from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
@@ -33,7 +34,6 @@ from storage_engine.lifecycle import (
 from storage_engine.memory.shard import MemoryNamespace, MemoryShard
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import should_roll
-from storage_engine.segment.counters import Counters
 from storage_engine.ttl_import import import_dir, import_file
 from storage_engine.validation import (
     check_policy,

@@ -29,6 +29,7 @@ from storage_engine.clock import Clock
 from storage_engine.codec import encode_records
 from storage_engine.compaction_io import CompactableShard
 from storage_engine.config import Durability, EngineConfig
+from storage_engine.counters import Counters
 from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
@@ -37,7 +38,6 @@ from storage_engine.errors import (
 )
 from storage_engine.lifecycle import LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy
-from storage_engine.segment.counters import Counters
 from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_keys import ttl_bound
 from storage_engine.segment.index_records import NamespaceRecord

@@ -37,12 +37,12 @@ from storage_engine.clock import Clock
 from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
 from storage_engine.compaction_io import RecordCompactionReads
 from storage_engine.config import EngineConfig
+from storage_engine.counters import Counters
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
 from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import Removal, ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.segment.counters import Counters
 from storage_engine.segment.index_keys import (
     CF_DEAD,
     CF_KEYS,
