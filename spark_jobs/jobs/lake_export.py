@@ -237,6 +237,10 @@ def run_export(
     ``hook`` is called before each step of putting rows in place (tests look at the lake there)."""
     started = time.perf_counter()
     lake = LakeFileSystem(spark, output)
+    if table:
+        # Open the catalog first: a metastore that is locked (embedded Derby held by a reader) or unreachable
+        # fails the run before it writes anything.
+        spark.catalog.tableExists(table)
     active = [s.key for s in segments if not s.sealed]
     if active:
         raise ValueError(f"only sealed segments are exported; active: {', '.join(active)}")

@@ -13,6 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from spark_jobs.manifest import (
+    LAKE_SCHEMA,
     MANIFEST_VERSION,
     ExportedSegment,
     Fingerprint,
@@ -344,10 +345,11 @@ def _segment(base: int, size: int = 100) -> SegmentFile:
     return SegmentFile("ns", 0, base, f"/d/{base:020d}.log", size)
 
 
-def _exported(base: int, fp: Fingerprint, run: int = 1) -> ExportedSegment:
+def _exported(base: int, fp: Fingerprint, run: int = 1, lake_schema: int = LAKE_SCHEMA) -> ExportedSegment:
     return ExportedSegment(
-        "ns", 0, base, fp.size, fp.mtime_ns, fp.sample_hash, 3, 0, run, f"/d/{base:020d}.log", fp.dead_records
-    )
+        "ns", 0, base, fp.size, fp.mtime_ns, fp.sample_hash, 3, 0, run, f"/d/{base:020d}.log", fp.dead_records,
+        lake_schema,
+    )  # fmt: skip
 
 
 class _MemoryStore:
@@ -394,6 +396,12 @@ class TestManifest:
         changed = Fingerprint(**{**fp.__dict__, **change})  # type: ignore[arg-type]
         assert len(plan_export(manifest, {_segment(0): changed}).changed) == 1
 
+    def test_rows_written_with_older_lake_columns_are_exported_again(self) -> None:
+        """Before the UTC timestamp columns (lake_schema 1): the same file is a change, so its rows get them."""
+        fp = Fingerprint(100, 1, "h")
+        manifest = Manifest(run=1, segments={"ns/0/00000000000000000000": _exported(0, fp, lake_schema=1)})
+        assert [s.base_offset for s in plan_export(manifest, {_segment(0): fp}).changed] == [0]
+
     def test_empty_everything(self) -> None:
         plan = plan_export(Manifest(), {})
         assert plan.to_export == () and plan.gone == ()
@@ -416,11 +424,12 @@ class TestManifest:
     def test_a_version_1_manifest_reads_as_nothing_dead(self) -> None:
         store = _MemoryStore()
         entry = _exported(0, Fingerprint(100, 1, "h")).__dict__.copy()
-        del entry["dead_records"]
+        del entry["dead_records"], entry["lake_schema"]
         store.files[manifest_path(1)] = json.dumps({"version": 1, "run": 1, "segments": [entry]}).encode()
         loaded = load_manifest(store)
         assert loaded.segments["ns/0/00000000000000000000"].fingerprint == Fingerprint(100, 1, "h", 0)
-        assert MANIFEST_VERSION == 2
+        assert loaded.segments["ns/0/00000000000000000000"].lake_schema == 1  # before the UTC columns
+        assert MANIFEST_VERSION == 3
 
     def test_damaged_or_newer_manifest(self) -> None:
         store = _MemoryStore()
