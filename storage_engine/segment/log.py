@@ -1,4 +1,4 @@
-"""The log of one shard: its segment files, rolling, recovery and reads.
+"""The log of one shard: its segment files, rolling, reads and file lifecycle.
 
 Writes come only from the shard's I/O worker (:mod:`storage_engine.segment.iopool`)
 through :meth:`ShardLog.append_group`; reads come from any thread and see an
@@ -15,12 +15,14 @@ Order of a group commit, which recovery relies on:
    shard's checkpoint (how far it is indexed); then the producers are answered.
 
 So after a crash the data can be ahead of the index (a torn or unindexed tail)
-but, in ``fsync`` mode, never behind it.
+but, in ``fsync`` mode, never behind it: :mod:`storage_engine.segment.recovery`
+brings them back in line when the shard opens.
 
 Lifecycle: deleting segments is :class:`~storage_engine.segment.shard.ShardBase`'s
 three-step protocol, ending here by renaming the file ``.deleted`` and
 removing it once due (:meth:`ShardLog.remove_due_files`); rewriting a segment
-without its dead records is :meth:`ShardLog.rewrite_segment`.
+without its dead records is :meth:`ShardLog.rewrite_segment` (the swap; the new
+file is written by :mod:`storage_engine.segment.rewrite`).
 """
 
 from __future__ import annotations
@@ -30,60 +32,35 @@ import logging
 import os
 import struct
 import threading
-from array import array
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from rocksdict import WriteBatch
-
 from storage_engine.api import Record, SegmentInfo, SegmentState
-from storage_engine.codec import (
-    ATTR_EXPIRE,
-    ATTR_KEY,
-    FLAG_HAS_EXPIRE,
-    FLAG_HAS_KEYS,
-    FLAG_HAS_TAGS,
-    FLAG_HAS_UNBOUNDED,
-    HEADER_SIZE,
-    RECORD_FIXED_SIZE,
-    BatchHeader,
-    EncodedRecords,
-    decode_record,
-    decode_records,
-    encoded_size,
-    expire_flags,
-)
+from storage_engine.codec import HEADER_SIZE, EncodedRecords
 from storage_engine.codec import iter_records as iter_batch_records
-from storage_engine.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
 from storage_engine.compaction_io import Columns, KeyHashes, file_columns, file_key_hashes, file_removed_bytes
 from storage_engine.errors import CorruptSegmentError
-from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
+from storage_engine.lifecycle import Removal, ShardWork, removal_rule
 from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.index_keys import CF_OFFSETS, offset_key
+from storage_engine.segment.index_keys import CF_OFFSETS, POSITION, offset_key
 from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.recovery import recover
+from storage_engine.segment.rewrite import SegmentRewrite
 from storage_engine.segment.segment import (
-    CLEANED_SUFFIX,
     DELETED_SUFFIX,
-    SUFFIX,
     SWAP_SUFFIX,
     Segment,
     file_name,
-    parse_file_name,
 )
-from storage_engine.segment.shard import INDEXED_FLAGS, UNINDEX_CHUNK, ShardBase
+from storage_engine.segment.shard import INDEXED_FLAGS, ShardBase
 
 log = logging.getLogger(__name__)
 
-_REINDEX_COMMIT_EVERY = 4096  # batches per WriteBatch while re-indexing at open
 _READ_CHUNK = 256 * 1024
-_POS = struct.Struct(">QQ")
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
-_MAX_EXPIRE = struct.Struct(">q")  # a batch header's max_expire_at, at byte 52
-_INDEXED_BY_RECORD = FLAG_HAS_TAGS | FLAG_HAS_EXPIRE  # entries a removed record takes with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +98,8 @@ class ShardLog(ShardBase):
         self._dropping: dict[int, Segment] = {}  # DELETING: out of the log, file not yet renamed
         self._trash: list[tuple[Segment, int, int]] = []  # (.deleted file, deleted at, delay ms)
         self._trash_lock = threading.Lock()
-        self._reindex_all = False  # a rewrite swap was finished at open: rebuild every index entry
 
-    # -- opening and recovery ---------------------------------------------------------
+    # -- opening ------------------------------------------------------------------------
     @classmethod
     def create(cls, **kwargs: Any) -> ShardLog:
         """A new, empty shard: directory, first segment file, metadata and checkpoint."""
@@ -139,239 +115,24 @@ class ShardLog(ShardBase):
 
     @classmethod
     def open(cls, **kwargs: Any) -> ShardLog:
-        """Open an existing shard and recover it (see :meth:`_recover`)."""
+        """Open an existing shard and recover it (:mod:`storage_engine.segment.recovery`)."""
         self = cls(**kwargs)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._recover()
+        found = recover(
+            self.directory,
+            self.index,
+            route=self.route,
+            counters=self.counters,
+            interval_bytes=self.policy.index_interval_bytes,
+            now=self.clock.now_ms(),
+        )
+        self._segments, self._dropping, self._next_offset = found.segments, found.dropping, found.next_offset
+        self.failure = found.failure
         self._publish()
         if self._dropping and self.failure is None:  # a deletion was interrupted: finish it
             metas = [seg.meta for seg in self._dropping.values()]
             self._finish_drop(metas, self.clock.now_ms(), 0, ShardWork())
         return self
-
-    def _recover(self) -> None:
-        """Bring files, index and metadata back in line after any shutdown.
-
-        1. Segment files are the truth: metadata without a file is dropped;
-           a file without metadata (created just before a crash) gets fresh
-           metadata from its contents.
-        2. Every batch of every segment is checked (header and CRC). At the
-           first damaged batch: if its segment is sealed, the damage is real
-           (sealed segments are fsynced before they are marked sealed) and the
-           shard fails with CorruptSegmentError, files untouched for an
-           operator; otherwise it is the torn tail of an interrupted write, so
-           the file is cut there and any later segment removed, which keeps
-           offsets dense.
-        3. If the checkpoint (last indexed offset) is within the data, the
-           batches after it are re-indexed. If it points past the data (data
-           lost in ``interval``/``none`` mode, or the tail cut in step 2), every
-           index entry of the shard is dropped and the shard re-indexed, so no
-           entry points at missing data.
-        """
-        store = self.index.store
-        prefix = self.index.prefix
-        now = self.clock.now_ms()
-        wb = store.batch()
-        metas = {m.base_offset: m for m in store.segments(prefix)}
-        files: dict[int, Path] = {}
-        for entry in sorted(os.scandir(self.directory), key=lambda e: e.name):
-            base = parse_file_name(entry.name)
-            if base is not None:
-                files[base] = Path(entry.path)
-            elif entry.name.endswith((".tmp", DELETED_SUFFIX, CLEANED_SUFFIX)):
-                # A deleted file nobody can hold any more, or an unfinished rewrite.
-                os.unlink(entry.path)
-            elif entry.name.endswith(SUFFIX + SWAP_SUFFIX):
-                # A complete rewrite whose swap was decided (see rewrite_segment): finish it,
-                # then rebuild the shard's index from the files, which are the truth.
-                target = Path(entry.path[: -len(SWAP_SUFFIX)])
-                os.replace(entry.path, target)
-                fsync_dir(self.directory)
-                files[parse_file_name(target.name) or 0] = target
-                self._reindex_all = True
-                log.warning("%s: finished the interrupted swap of %s", self.route, target.name)
-        for base in sorted(set(metas) - set(files)):
-            log.warning("%s: segment %d has metadata but no file; dropping the metadata", self.route, base)
-            store.delete_segment(wb, prefix, base)
-            del metas[base]
-        for base in sorted(b for b, m in metas.items() if m.state is SegmentState.DELETING):
-            # A deletion began (the segment left the log) and was interrupted: open() finishes it.
-            self._dropping[base] = Segment.open(files.pop(base), metas.pop(base))
-        newest_known = max(metas, default=-1)
-        for base in sorted(b for b in set(files) - set(metas) if b < newest_known):
-            # Only the newest file can lack metadata legitimately (a roll just before a crash);
-            # an older one is a deleted segment whose file was not renamed yet.
-            log.warning("%s: removing %s, deleted before a crash", self.route, files[base].name)
-            os.unlink(files.pop(base))
-        cp = self.index.checkpoint
-        if not files:  # never lose the end offset, even if every file is gone
-            base = max([cp.next_offset, *(m.next_offset for m in metas.values())])
-            meta = SegmentMeta(base, created_at=now, modified_at=now)
-            self._segments = [Segment.create(self.directory, meta)]
-            metas = {}
-        else:
-            self._segments = [
-                Segment.open(files[b], metas.get(b) or SegmentMeta(b, created_at=now, modified_at=now))
-                for b in sorted(files)
-            ]
-        known = set(metas)
-
-        # Step 2: verify every batch; find where the valid data ends.
-        ends: list[int] = []  # end offset of each segment's valid data
-        for i, seg in enumerate(self._segments):
-            expected = seg.base_offset
-            try:
-                if i and (seg.base_offset < ends[-1] or (seg.base_offset > ends[-1] and seg.base_offset not in known)):
-                    # Cannot follow from a crash (a roll fsyncs the full segment before
-                    # creating the next file); handled like damage so offsets stay dense.
-                    # A gap before a known segment is legal: a rewrite or a whole-segment
-                    # drop removed records there.
-                    raise CorruptSegmentError(
-                        str(seg.path), 0, f"base offset {seg.base_offset} does not follow offset {ends[-1] - 1}"
-                    )
-                for _pos, h, _buf, _off in seg.iter_batches(0, seg.size):
-                    if h.base_offset < expected:
-                        raise CorruptSegmentError(str(seg.path), _pos, f"base offset {h.base_offset} < {expected}")
-                    expected = h.next_offset
-            except CorruptSegmentError as err:
-                if seg.meta.state is not SegmentState.ACTIVE and i < len(self._segments) - 1:
-                    log.error("%s: %s; the shard is unavailable until repaired", self.route, err)
-                    self.failure = err
-                    self.counters.add("corrupt_segments_total")
-                    self._next_offset = max(cp.next_offset, expected)
-                    return
-                if self._truncate_tail(i, err, wb):
-                    ends.append(expected)
-                break
-            ends.append(expected)
-        self._next_offset = ends[-1]
-        for seg in self._segments[:-1]:
-            seg.meta.state = SegmentState.SEALED
-        self._segments[-1].meta.state = SegmentState.ACTIVE
-
-        # Step 3: re-index what the checkpoint does not cover.
-        bases = [s.base_offset for s in self._segments]
-        i = bisect.bisect_right(bases, cp.segment_base) - 1
-        checkpoint_ok = (
-            not self._reindex_all
-            and cp.next_offset <= self._next_offset
-            and i >= 0
-            and bases[i] == cp.segment_base
-            and cp.position <= self._segments[i].size
-            and cp.next_offset >= self._segments[0].base_offset
-        )
-        if checkpoint_ok:
-            start_index, start_pos = i, cp.position
-            for seg in self._segments[i + 1 :]:  # never indexed: their metadata starts over
-                seg.meta = SegmentMeta(
-                    seg.base_offset, created_at=seg.meta.created_at, modified_at=now, state=seg.meta.state
-                )
-        else:
-            if self._reindex_all:
-                self.counters.add("recovery_swaps_finished_total")
-            elif cp.next_offset > self._next_offset:
-                lost = cp.next_offset - self._next_offset
-                log.warning("%s: index reaches offset %d but data ends at %d", self.route, cp.next_offset, ends[-1])
-                self.counters.add("recovery_index_past_data_total", lost)
-            self.index.reset(wb, self._segments[0].base_offset, self._segments[0].base_offset)
-            for seg in self._segments:
-                seg.meta = SegmentMeta(
-                    seg.base_offset, created_at=seg.meta.created_at, modified_at=now, state=seg.meta.state
-                )
-            start_index, start_pos = 0, 0
-        self._reindex(wb, start_index, start_pos, now)
-
-    def _truncate_tail(self, i: int, err: CorruptSegmentError, wb: WriteBatch) -> bool:
-        """Cut segment ``i`` at the damaged batch and delete every later segment (crash recovery).
-
-        Segment ``i`` goes too when nothing of it is valid and it is not the
-        first. Returns whether segment ``i`` is kept.
-        """
-        keep = err.position > 0 or i == 0
-        first_dropped = i + 1 if keep else i
-        lost = self._segments[i].size - err.position if keep else 0
-        for later in self._segments[first_dropped:]:
-            lost += later.size
-            later.close()
-            os.unlink(later.path)
-            self.index.store.delete_segment(wb, self.index.prefix, later.base_offset)
-        del self._segments[first_dropped:]
-        log.warning("%s: torn tail: %s; truncating %d bytes", self.route, err, lost)
-        if keep:
-            self._segments[i].truncate(err.position)
-        self.counters.add_many({"recovery_truncations_total": 1, "recovery_truncated_bytes_total": lost})
-        return keep
-
-    def _reindex(self, wb: WriteBatch, start_index: int, start_pos: int, now: int) -> None:
-        """Index every batch from segment ``start_index`` at ``start_pos`` to the end, committing as it goes."""
-        store = self.index.store
-        pending = 0
-        reindexed = 0
-        for i in range(start_index, len(self._segments)):
-            seg = self._segments[i]
-            pos0 = start_pos if i == start_index else 0
-            for pos, h, buf, off in seg.iter_batches(pos0, seg.size, verify=False):
-                self._index_batch(wb, seg, pos, h, buf, off, now)
-                pending += 1
-                reindexed += 1
-                if pending >= _REINDEX_COMMIT_EVERY:  # the checkpoint covers these segments now
-                    self.index.commit(wb, [s.meta for s in self._segments[start_index : i + 1]])
-                    store.write(wb)
-                    wb = store.batch()
-                    pending = 0
-        cp = self.index.checkpoint
-        if cp.next_offset < self._next_offset:
-            # Dropped segments (an idle shard's sealed tail) left a gap before an empty active
-            # segment: no batch moves the checkpoint there, so it goes to the end offset.
-            cp.next_offset, cp.segment_base, cp.position = self._next_offset, self._segments[-1].base_offset, 0
-        self.index.commit(wb, [s.meta for s in self._segments])  # states may have changed in step 2
-        store.write(wb, sync=True)
-        if reindexed:
-            log.info("%s: re-indexed %d batches", self.route, reindexed)
-            self.counters.add("recovery_reindexed_batches_total", reindexed)
-
-    def _index_batch(
-        self, wb: WriteBatch, seg: Segment, pos: int, h: BatchHeader, buf: bytes, off: int, now: int
-    ) -> None:
-        keys: list[tuple[int, bytes]] = []
-        tags: list[tuple[int, str]] = []
-        expires: list[tuple[int, int, int, int]] = []
-        if h.flags & (FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE):
-            for r in decode_records(buf, off, h, path=str(seg.path)):
-                delta = r.offset - h.base_offset
-                if r.key is not None:
-                    keys.append((delta, r.key))
-                tags.extend((delta, t) for t in r.tags)
-                if r.expire_at is not None:
-                    expires.append((delta, r.expire_at, encoded_size(r), expire_flags(r)))
-        self.index.add_batch(
-            wb,
-            base_offset=h.base_offset,
-            last_offset=h.last_offset,
-            max_timestamp=h.max_timestamp,
-            length=h.length,
-            keys=keys,
-            tags=tags,
-            expires=expires,
-            segment_base=seg.base_offset,
-            position=pos,
-            first_in_segment=pos == 0,
-            interval_bytes=self.policy.index_interval_bytes,
-        )
-        seg.meta.account(
-            count=h.record_count,
-            nbytes=h.length,
-            last_offset=h.last_offset,
-            first_timestamp=h.first_timestamp,
-            min_timestamp=h.min_timestamp,
-            max_timestamp=h.max_timestamp,
-            max_expire_at=h.max_expire_at,
-            has_unbounded=h.has_unbounded,
-            now=now,
-            flags=h.flags,
-            # The header keeps no minimum: 0 is a lower bound, enough for the figures to stay exact.
-            min_expire_at=0 if h.max_expire_at >= 0 else -1,
-        )
 
     # -- appending (the shard's I/O worker only) -----------------------------------------
     def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
@@ -620,25 +381,13 @@ class ShardLog(ShardBase):
         segment): once per batch, or, for a rule with ``decide_layout`` (key
         compaction's :class:`~storage_engine.keep_rule.CleaningRule`), once per read
         chunk of batches in numpy columns (:mod:`storage_engine.columnar`); a batch
-        its ``by_offset`` keeps whole is copied without being decoded. Their tag and TTL entries, and their key entry
-        where it still points at them, are deleted in the same WriteBatch as the
-        swap's metadata, so the index matches whichever file a crash leaves.
+        its ``by_offset`` keeps whole is copied without being decoded. Their tag and
+        TTL entries, and their key entry where it still points at them, are deleted
+        in the same WriteBatch as the swap's metadata, so the index matches whichever
+        file a crash leaves.
 
-        Expired records are marked dead with their index entries as the walk meets
-        them, a chunk per WriteBatch (as the TTL scan does), so the new file holds
-        exactly the records that are not dead and the index never points at a
-        removed one. Offsets never change: a batch that loses records keeps its
-        records' offsets (gaps are legal; the header is rebuilt, the records are
-        copied as encoded) and the metadata keeps the segment's last offset. The
-        ``.cleaned`` file is only started at the first batch that changes (the
-        unchanged prefix is copied then); a segment where nothing goes is left
-        alone without writing anything.
-
-        Memory: the read chunk (``SCAN_CHUNK``), a 256 KiB output buffer, the
-        columns of the chunk's batches, a chunk of expired records, the new sparse offset
-        entries (16 bytes per ``index_interval_bytes`` of output) and, for removed
-        records that carry tags, a deadline or their key's latest entry, their
-        index deletions.
+        What the new file holds, how it is written and what it costs in memory:
+        :mod:`storage_engine.segment.rewrite`.
 
         The swap, and what opening the shard does after a crash at each point:
 
@@ -654,124 +403,33 @@ class ShardLog(ShardBase):
         4. rename ``.swap`` over ``.log``, fsync the directory, publish the new
            view; the old file closes when its last reader lets go.
         """
-        work = ShardWork()
         with self.write_lock:
             seg = next((s for s in self._segments[:-1] if s.base_offset == base), None)
         if seg is None or seg.meta.state is not SegmentState.SEALED:
-            return work
-        rule = removal_rule(remove)
+            return ShardWork()
         old = seg.meta
         store = self.index.store
         prefix = self.index.prefix
-        ttl_ms = self.policy.ttl_ms
-        can_expire = ttl_ms is not None or old.max_expire_at >= 0
-        has_dead = old.live_count < old.record_count
-        if rule is None and not can_expire and not has_dead:
-            return work
-        cleaned = seg.path.with_name(file_name(base) + CLEANED_SUFFIX)
-        swap = seg.path.with_name(file_name(base) + SWAP_SUFFIX)
-        meta = SegmentMeta(
-            base,
-            created_at=old.created_at,
-            last_offset=old.last_offset,
-            first_timestamp=old.first_timestamp,
-            min_timestamp=old.min_timestamp,
-            max_timestamp=old.max_timestamp,
-            state=SegmentState.SEALED,
-            modified_at=old.modified_at,
-            min_expire_at=old.min_expire_at,  # a lower bound of what remains, enough for the figures
+        rewrite = SegmentRewrite(
+            seg,
+            removal_rule(remove),
+            index=self.index,
+            ttl_ms=self.policy.ttl_ms,
+            interval_bytes=self.policy.index_interval_bytes,
+            now=now,
+            kill=lambda records: self._kill(records, now),
         )
-        path = str(seg.path)
-        sparse = array("Q")  # (batch base offset, position) pairs for the offsets index, 16 B each
-        wb = store.batch()  # the swap's WriteBatch: tag/TTL deletions of removed records go in now
-        check_keys: list[tuple[int, bytes]] = []  # removed records whose key entry may point at them
-        expired: list[Record] = []
-        removed = kept = 0
-        pos = since_entry = 0
-        interval = self.policy.index_interval_bytes
-        fd = -1
-        out = bytearray()
-        try:
-            seg.retain()
-            try:
-                fast = getattr(rule, "by_offset", None) if not can_expire and not has_dead else None
-                for group_buf, group in batch_groups(seg.iter_batches(0, seg.size, verify=False)):
-                    # batches the rule keeps whole from their offsets alone are copied undecoded
-                    whole = [
-                        fast is not None
-                        and h.last_offset_delta == h.record_count - 1
-                        and not h.flags & _INDEXED_BY_RECORD
-                        and not _any(fast(h.base_offset, h.record_count))
-                        for _fp, h, _off in group
-                    ]
-                    todo = [(off, h) for (_fp, h, off), w in zip(group, whole, strict=True) if not w]
-                    n_keeps: list[int] = []
-                    rebuilt: dict[int, bytes] = {}
-                    if todo:
-                        lay = chunk_layout(group_buf, todo, path=path)
-                        keep, gone = self._rewrite_decide(
-                            group_buf, lay, todo, rule, has_dead, can_expire, now, wb, work, expired, check_keys
-                        )
-                        removed += gone
-                        n_keeps = np.add.reduceat(keep, lay.first[:-1], dtype=np.int64).tolist()
-                        changed = [b for b, k in enumerate(n_keeps) if 0 < k < todo[b][1].record_count]
-                        rebuilt = rebuild_many(lay, changed, keep)
-                        if len(expired) >= UNINDEX_CHUNK:
-                            work.add(self._kill(expired, now))
-                            expired = []
-                    b = -1  # the batch's index among those decided
-                    for (file_pos, h, off), is_whole in zip(group, whole, strict=True):
-                        n = n_keep = h.record_count
-                        if not is_whole:
-                            b += 1
-                            n_keep = n_keeps[b]
-                            if n_keep < n and fd < 0:  # the first batch that changes: start the new file
-                                fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                                _copy_range(seg, fd, file_pos)
-                            if not n_keep:
-                                continue
-                        if n_keep == n:
-                            data: bytes | memoryview = memoryview(group_buf)[off : off + h.length]
-                            first, flags, max_exp = h.base_offset, h.flags, h.max_expire_at
-                        else:
-                            data = rebuilt[b]  # only the header and offset deltas changed
-                            (first,) = _BATCH_BASE.unpack_from(data, 12)
-                            flags = data[11]
-                            (max_exp,) = _MAX_EXPIRE.unpack_from(data, 52)
-                        if pos == 0 or since_entry >= interval:
-                            sparse.append(first)
-                            sparse.append(pos)
-                            since_entry = 0
-                        if fd >= 0:
-                            out += data
-                            if len(out) >= _WRITE_CHUNK:
-                                _write_all(fd, out, pos + len(data) - len(out))
-                                out.clear()
-                        pos += len(data)
-                        since_entry += len(data)
-                        kept += n_keep
-                        meta.max_expire_at = max(meta.max_expire_at, max_exp)
-                        meta.has_unbounded = meta.has_unbounded or bool(flags & FLAG_HAS_UNBOUNDED)
-                        meta.content_flags |= flags
-            finally:
-                seg.release()
-            if expired:
-                work.add(self._kill(expired, now))
-            if fd >= 0:
-                if out:
-                    _write_all(fd, out, pos - len(out))
-                os.fsync(fd)
-        finally:
-            if fd >= 0:
-                os.close(fd)
-        if fd < 0:  # every batch kept every record: nothing to do
+        work = rewrite.work
+        if not rewrite.needed or not rewrite.write():  # nothing can go, or every record stayed
             return work
+        meta, kept, sparse, cleaned, wb = rewrite.meta, rewrite.kept, rewrite.sparse, rewrite.path, rewrite.wb
+        swap = seg.path.with_name(file_name(base) + SWAP_SUFFIX)
         gone = old.record_count - kept
         if kept == 0:  # nothing remains: drop it whole instead (its entries go with it)
             cleaned.unlink()
             return work.add(self.drop_segments([base], now, 0))
         meta.record_count = meta.live_count = kept
-        meta.size_bytes = pos
+        meta.size_bytes = rewrite.size
         os.rename(cleaned, swap)
         fsync_dir(self.directory)
         with self.write_lock:
@@ -780,9 +438,9 @@ class ShardLog(ShardBase):
             seg.replaced = True
             store.drop_offset_range(wb, prefix, base, old.last_offset + 1)
             for j in range(0, len(sparse), 2):
-                wb.put(offset_key(prefix, sparse[j]), _POS.pack(base, sparse[j + 1]), store.handle(CF_OFFSETS))
+                wb.put(offset_key(prefix, sparse[j]), POSITION.pack(base, sparse[j + 1]), store.handle(CF_OFFSETS))
             store.put_segment(wb, prefix, meta)
-            for offset, key in check_keys:
+            for offset, key in rewrite.check_keys:
                 work.index_entries_deleted += self._unindex(wb, offset, key, (), None)
             cp = self.index.checkpoint
             if cp.segment_base == base:
@@ -801,70 +459,6 @@ class ShardLog(ShardBase):
         work.bytes_reclaimed += max(0, old.size_bytes - meta.size_bytes)
         self.counters.add("segments_rewritten_total")
         return work
-
-    def _rewrite_decide(
-        self,
-        buf: bytes,
-        lay: Layout,
-        todo: list[tuple[int, BatchHeader]],
-        rule: RemovalRule | None,
-        has_dead: bool,
-        can_expire: bool,
-        now: int,
-        wb: WriteBatch,
-        work: ShardWork,
-        expired: list[Record],
-        check_keys: list[tuple[int, bytes]],
-    ) -> tuple[np.ndarray, int]:
-        """What a rewrite keeps of the batches ``todo`` of one read chunk (laid out in
-        ``lay``): dead records go, expired ones go to ``expired`` (to be marked dead), the
-        rule decides the rest (over the whole chunk when it has ``decide_layout``). Index
-        entries of removed records that carry tags or a deadline go into ``wb``; removed
-        records that may be their key's latest entry go to ``check_keys``. Returns the mask
-        of kept records and how many the rule removed."""
-        vectorised = getattr(rule, "decide_layout", None)
-        if vectorised is not None:
-            decided = vectorised(lay)
-        elif rule is not None:
-            decided = np.concatenate(
-                [np.array(rule(layout_columns(buf, lay, b)), dtype=np.uint8) for b in range(len(todo))]
-            )
-        else:
-            decided = np.zeros(lay.starts.size, dtype=np.uint8)
-        keep = decided == KEEP
-        gone = ~keep
-        if has_dead:
-            dead = self.index.store.dead_offsets(self.index.prefix, todo[0][1].base_offset, todo[-1][1].last_offset + 1)
-            if dead:
-                is_dead = np.isin(lay.offsets, np.array(dead, dtype=np.int64))
-                keep &= ~is_dead
-                gone &= ~is_dead
-        if can_expire:
-            fx = lay.fixed(np.arange(lay.starts.size))
-            late = ((fx["attrs"] & ATTR_EXPIRE) != 0) & (fx["exp"] <= now)
-            ttl_ms = self.policy.ttl_ms
-            if ttl_ms is not None:
-                late |= fx["ts"] + ttl_ms <= now
-            late &= keep | gone  # dead records are not expired again
-            for i in np.flatnonzero(late).tolist():
-                expired.append(decode_record(bytes(buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i])))
-            keep &= ~late
-            gone &= ~late
-        gone_at = np.flatnonzero(gone)
-        if gone_at.size:  # what the swap's WriteBatch must unindex
-            attrs = lay.attrs[gone_at]
-            batch_flags = np.array([h.flags & _INDEXED_BY_RECORD for _, h in todo], dtype=np.int64)
-            indexed = np.repeat(batch_flags, np.diff(lay.first))[gone_at] != 0
-            if indexed.any():
-                by_record = indexed & (((attrs & ATTR_EXPIRE) != 0) | (lay.fixed(gone_at)["ntags"] != 0))
-                for i in gone_at[by_record].tolist():
-                    r = decode_record(bytes(buf[lay.starts[i] : lay.ends[i]]), int(lay.offsets[i]))
-                    work.index_entries_deleted += self._unindex(wb, r.offset, None, r.tags, r.expire_at)
-            latest = ((attrs & ATTR_KEY) != 0) & (decided[gone_at] != SUPERSEDED)
-            for i in gone_at[latest].tolist():  # removed records that may be their key's latest
-                q = int(lay.starts[i]) + RECORD_FIXED_SIZE
-                check_keys.append((int(lay.offsets[i]), bytes(buf[q : q + int(lay.klen[i])])))
-        return keep, int(gone_at.size)
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         """Every sparse offset entry points at a batch with that base offset in a live segment,
@@ -903,29 +497,3 @@ class ShardLog(ShardBase):
             for seg, _, _ in self._trash:
                 seg.close()
             self._trash = []
-
-
-_WRITE_CHUNK = 256 * 1024  # bytes a rewrite buffers before one pwrite
-
-
-def _any(decisions: np.ndarray | None) -> bool:
-    """Whether a rule's decisions by offset remove anything (``None``: it cannot tell)."""
-    return decisions is None or bool(decisions.any())
-
-
-def _write_all(fd: int, data: bytes | bytearray, pos: int) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, pos)
-        view, pos = view[n:], pos + n
-
-
-def _copy_range(seg: Segment, fd: int, end: int) -> None:
-    """Copy bytes ``[0, end)`` of ``seg`` to the start of ``fd`` (the unchanged prefix)."""
-    pos = 0
-    while pos < end:
-        chunk = seg.read(pos, min(_WRITE_CHUNK, end - pos))
-        if not chunk:
-            raise CorruptSegmentError(str(seg.path), pos, "segment shorter than its batches")
-        _write_all(fd, chunk, pos)
-        pos += len(chunk)

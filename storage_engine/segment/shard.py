@@ -45,12 +45,9 @@ from storage_engine.lifecycle import Removal, ShardWork, TTLEntry, check_indexes
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.index_keys import (
     CF_DEAD,
-    CF_KEYS,
-    CF_TAGS,
     CF_TTL,
     deadline_value,
     offset_key,
-    tag_key,
     ttl_key,
 )
 from storage_engine.segment.iopool import SyncSchedule
@@ -163,36 +160,19 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         file, ``None`` for a store without files (no sparse offsets; a segment's first batch
         is then the one that finds it without records)."""
         base = self._next_offset
-        last = base + body.last_delta
-        self.index.add_batch(
+        self.index.index_batch(
             wb,
+            body,
+            meta,
             base_offset=base,
-            last_offset=last,
-            max_timestamp=body.max_timestamp,
             length=length,
-            keys=body.keys,
-            tags=body.tags,
-            expires=body.expires,
-            segment_base=meta.base_offset,
             position=position,
             first_in_segment=meta.record_count == 0 if position is None else position == 0,
             interval_bytes=self.policy.index_interval_bytes,
-        )
-        meta.account(
-            count=body.count,
-            nbytes=length,
-            last_offset=last,
-            first_timestamp=body.first_timestamp,
-            min_timestamp=body.min_timestamp,
-            max_timestamp=body.max_timestamp,
-            max_expire_at=body.max_expire_at,
-            has_unbounded=body.has_unbounded,
             now=now,
-            flags=body.flags,
-            min_expire_at=body.min_expire_at,
         )
         dirty[meta.base_offset] = meta
-        self._next_offset = last + 1
+        self._next_offset = base + body.last_delta + 1
         return base
 
     # -- records: what each store implements --------------------------------------------------
@@ -315,23 +295,8 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         return m if offset <= max(m.last_offset, m.base_offset - 1) else None
 
     def _unindex(self, wb: Any, offset: int, key: bytes | None, tags: Sequence[str], expire_at: int | None) -> int:
-        """Put into ``wb`` the deletion of a record's tag entries, its key entry if it still
-        points at ``offset``, then its TTL entry (DESIGN §3 order); returns entries deleted."""
-        store = self.index.store
-        prefix = self.index.prefix
-        n = 0
-        if tags:
-            h = store.handle(CF_TAGS)
-            for tag in dict.fromkeys(tags):
-                wb.delete(tag_key(prefix, tag, offset), h)
-                n += 1
-        if key is not None and self.index.get_key(key) == offset:
-            wb.delete(prefix + key, store.handle(CF_KEYS))
-            n += 1
-        if expire_at is not None:
-            wb.delete(ttl_key(expire_at, self.index.ns_id, self.shard, offset), store.handle(CF_TTL))
-            n += 1
-        return n
+        """:meth:`ShardIndex.unindex <storage_engine.segment.shard_index.ShardIndex.unindex>`."""
+        return self.index.unindex(wb, offset, key, tags, expire_at)
 
     def _mark_dead(self, wb: Any, offset: int, size: int, meta: SegmentMeta, dirty: dict[int, SegmentMeta]) -> None:
         wb.put(offset_key(self.index.prefix, offset), b"", self.index.store.handle(CF_DEAD))

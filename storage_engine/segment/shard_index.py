@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from rocksdict import WriteBatch
 
@@ -18,10 +19,43 @@ from storage_engine.segment.index_keys import (
     TTL_VALUE_FORMAT,
     U64,
     shard_prefix,
+    tag_key,
+    ttl_key,
 )
 from storage_engine.segment.index_records import Checkpoint
 from storage_engine.segment.index_store import IndexStore
 from storage_engine.segment.meta import SegmentMeta
+
+
+class IndexedBatch(Protocol):
+    """What indexing and accounting one batch reads: an appended batch
+    (:class:`~storage_engine.codec.EncodedRecords`) or one re-read from a segment file
+    at recovery (:class:`~storage_engine.segment.recovery.RecoveredBatch`)."""
+
+    @property
+    def count(self) -> int: ...
+    @property
+    def last_delta(self) -> int: ...
+    @property
+    def first_timestamp(self) -> int: ...
+    @property
+    def min_timestamp(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def max_expire_at(self) -> int: ...
+    @property
+    def min_expire_at(self) -> int: ...
+    @property
+    def has_unbounded(self) -> bool: ...
+    @property
+    def flags(self) -> int: ...
+    @property
+    def keys(self) -> list[tuple[int, bytes]]: ...
+    @property
+    def tags(self) -> list[tuple[int, str]]: ...
+    @property
+    def expires(self) -> list[tuple[int, int, int, int]]: ...
 
 
 class ShardIndex:
@@ -96,6 +130,72 @@ class ShardIndex:
         cp.next_offset = last_offset + 1
         cp.segment_base = segment_base
         cp.position = (position or 0) + length
+
+    def index_batch(
+        self,
+        wb: WriteBatch,
+        batch: IndexedBatch,
+        meta: SegmentMeta,
+        *,
+        base_offset: int,
+        length: int,
+        position: int | None,
+        first_in_segment: bool,
+        interval_bytes: int,
+        now: int,
+    ) -> None:
+        """Index ``batch``, stored at ``base_offset`` in segment ``meta`` (``length`` bytes at
+        ``position``), into ``wb`` and account it to ``meta``: what both an append and
+        recovery's re-indexing do per batch."""
+        last = base_offset + batch.last_delta
+        self.add_batch(
+            wb,
+            base_offset=base_offset,
+            last_offset=last,
+            max_timestamp=batch.max_timestamp,
+            length=length,
+            keys=batch.keys,
+            tags=batch.tags,
+            expires=batch.expires,
+            segment_base=meta.base_offset,
+            position=position,
+            first_in_segment=first_in_segment,
+            interval_bytes=interval_bytes,
+        )
+        meta.account(
+            count=batch.count,
+            nbytes=length,
+            last_offset=last,
+            first_timestamp=batch.first_timestamp,
+            min_timestamp=batch.min_timestamp,
+            max_timestamp=batch.max_timestamp,
+            max_expire_at=batch.max_expire_at,
+            has_unbounded=batch.has_unbounded,
+            now=now,
+            flags=batch.flags,
+            min_expire_at=batch.min_expire_at,
+        )
+
+    def unindex(
+        self, wb: WriteBatch, offset: int, key: bytes | None, tags: Sequence[str], expire_at: int | None
+    ) -> int:
+        """Put into ``wb`` the deletion of a record's tag entries, its key entry if it still
+        points at ``offset``, then its TTL entry (DESIGN §3 order); returns entries deleted."""
+        store = self.store
+        prefix = self.prefix
+        n = 0
+        if tags:
+            h = store.handle(CF_TAGS)
+            for tag in dict.fromkeys(tags):
+                wb.delete(tag_key(prefix, tag, offset), h)
+                n += 1
+        if key is not None and self.get_key(key) == offset:
+            wb.delete(prefix + key, store.handle(CF_KEYS))
+            n += 1
+        if expire_at is not None:
+            wb.delete(ttl_key(expire_at, self.ns_id, self.shard, offset), store.handle(CF_TTL))
+            n += 1
+        return n
 
     def commit(self, wb: WriteBatch, metas: Iterable[SegmentMeta]) -> None:
         """Add the checkpoint and segment metadata to ``wb``; the caller writes it."""

@@ -41,6 +41,8 @@ ADAPTER_MODULES = {
     "storage_engine.segment.adapter",
     "storage_engine.segment.base_adapter",
     "storage_engine.segment.log",
+    "storage_engine.segment.recovery",
+    "storage_engine.segment.rewrite",
     "storage_engine.segment.shard",
 }
 # The engine and its parts are written against the shard protocols too.

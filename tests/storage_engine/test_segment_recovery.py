@@ -20,7 +20,7 @@ from storage_engine.codec import encode_records, scan_batches
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import CorruptSegmentError, DataDirLockedError
 from storage_engine.policy import NamespacePolicy
-from storage_engine.segment import log as log_module
+from storage_engine.segment import recovery as recovery_module
 from storage_engine.segment.adapter import SegmentAdapter
 from storage_engine.segment.log import ShardLog
 
@@ -153,7 +153,7 @@ def test_index_entries_past_the_data_are_dropped(
     # Data lost below the checkpoint (an OS crash in interval/none mode): offsets 4 and 5.
     with open(seg_path(data, 4), "r+b") as f:
         f.truncate(0)
-    monkeypatch.setattr(log_module, "_REINDEX_COMMIT_EVERY", 1)  # commit the re-index batch by batch
+    monkeypatch.setattr(recovery_module, "_REINDEX_COMMIT_EVERY", 1)  # commit the re-index batch by batch
     engine = open_segment(data, clock, durability=Durability.NONE)
     try:
         assert [v[:2] for v in values(engine) if v] == [b"v0", b"v1", b"v2", b"v3"]
