@@ -41,18 +41,13 @@ from storage_engine.counters import Counters
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
 from storage_engine.expiry import is_expired
 from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
-from storage_engine.lifecycle import Removal, ShardWork, TTLEntry, check_indexes
+from storage_engine.lifecycle import Removal, ShardWork, TTLEntry
 from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.segment.index_keys import (
-    CF_DEAD,
-    CF_TTL,
-    deadline_value,
-    offset_key,
-    ttl_key,
-)
+from storage_engine.segment.dead_marks import mark_dead, mark_expired_entries
 from storage_engine.segment.iopool import SyncSchedule
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.shard_index import ShardIndex
+from storage_engine.segment.verify import verify_index
 
 INDEXED_FLAGS = FLAG_HAS_KEYS | FLAG_HAS_TAGS | FLAG_HAS_EXPIRE
 UNINDEX_CHUNK = 1000  # records whose entries one WriteBatch deletes (one hold of the write lock)
@@ -298,12 +293,6 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         """:meth:`ShardIndex.unindex <storage_engine.segment.shard_index.ShardIndex.unindex>`."""
         return self.index.unindex(wb, offset, key, tags, expire_at)
 
-    def _mark_dead(self, wb: Any, offset: int, size: int, meta: SegmentMeta, dirty: dict[int, SegmentMeta]) -> None:
-        wb.put(offset_key(self.index.prefix, offset), b"", self.index.store.handle(CF_DEAD))
-        meta.live_count -= 1
-        meta.dead_bytes += size
-        dirty[meta.base_offset] = meta
-
     def _commit_dead(self, wb: Any, dirty: dict[int, SegmentMeta]) -> None:
         store = self.index.store
         for meta in dirty.values():
@@ -319,74 +308,20 @@ class ShardBase(RecordCompactionReads, abc.ABC):
             return {r.offset: r for r in self.fetch(view, sorted(offsets))}
 
     def expire_entries(self, entries: Sequence[TTLEntry], now: int) -> ShardWork:
-        """Layer 2 per entry: unindex, delete the TTL entry, mark dead, in one WriteBatch per call.
+        """Layer 2 per entry: unindex, delete the TTL entry, mark dead, in one WriteBatch per call
+        (:func:`storage_engine.segment.dead_marks.mark_expired_entries`).
 
-        Only records whose entry says they have a key or tags are read. An entry
-        whose record is gone (below the log start, in a segment being deleted)
-        just has its TTL entry deleted. This is the scan's inner loop, run under the
-        write lock: the caller keeps ``entries`` to a few hundred (one lock hold), and
-        the common entry (no key, no tags) costs two WriteBatch operations, its keys
-        sliced from the TTL key the scan read (``P | offset`` is its tail), and a
-        bisect only when it lies in another segment than the entry before.
+        This is the scan's inner loop, run under the write lock: the caller keeps
+        ``entries`` to a few hundred (one lock hold).
         """
         work = ShardWork()
         found = self._records_map([e.offset for e in entries if e.flags != 0])
-        store = self.index.store
-        prefix = self.index.prefix
-        ttl_handle, dead_handle = store.handle(CF_TTL), store.handle(CF_DEAD)
-        ns_id, shard = self.index.ns_id, self.shard
-        unknown = any(e.flags < 0 for e in entries)
         with self.write_lock:
             self.check_usable()
-            metas = self._live_metas()
-            bases = [m.base_offset for m in metas]
-            wb = store.batch()
-            delete, put = wb.delete, wb.put
-            dirty: dict[int, SegmentMeta] = {}
-            expired = deleted = 0
-            marked: set[int] = set()
-            meta: SegmentMeta | None = None
-            lo, hi = 0, -1  # the offsets of ``meta``
-            for e in entries:
-                offset = e.offset
-                if not lo <= offset <= hi:
-                    i = bisect.bisect_right(bases, offset) - 1
-                    meta = metas[i] if i >= 0 and offset <= metas[i].last_offset else None
-                    lo, hi = (meta.base_offset, meta.last_offset) if meta is not None else (0, -1)
-                key = e.key or ttl_key(e.expire_at, ns_id, shard, offset)
-                flags = e.flags
-                if not flags:  # no key, no tags: nothing to read or unindex
-                    delete(key, ttl_handle)
-                    deleted += 1
-                    if meta is None:
-                        continue
-                    if unknown:
-                        marked.add(offset)
-                    put(key[8:], b"", dead_handle)  # the TTL key's tail is P | offset: the dead mark's key
-                    meta.live_count -= 1
-                    meta.dead_bytes += e.size
-                    dirty[lo] = meta
-                    expired += 1
-                    continue
-                r = found.get(offset)
-                # An entry of unknown flags may be a bulk-loaded one (TTL backfill) for a record that
-                # already died by another entry: drop it, never count the record dead twice.
-                again = flags < 0 and (offset in marked or store.is_dead(prefix, offset))
-                if meta is None or r is None or again:
-                    delete(key, ttl_handle)
-                    deleted += 1
-                    continue
-                marked.add(offset)
-                deleted += self._unindex(wb, offset, r.key, r.tags, e.expire_at)
-                # A bulk-loaded deadline (not the record's own) is kept on the mark: verify needs to know why.
-                bulk = r.expire_at != e.expire_at
-                put(offset_key(prefix, offset), deadline_value(e.expire_at) if bulk else b"", dead_handle)
-                if bulk:  # killed before its own deadline, maybe: its expiry key changes
-                    self.figures.forget(meta.base_offset)
-                meta.live_count -= 1
-                meta.dead_bytes += e.size if flags >= 0 else encoded_size(r)
-                dirty[lo] = meta
-                expired += 1
+            wb = self.index.store.batch()
+            dirty, expired, deleted = mark_expired_entries(
+                wb, self.index, self._live_metas(), entries, found, self.figures
+            )
             self._commit_dead(wb, dirty)
         work.expired_records = expired
         work.index_entries_deleted = deleted
@@ -413,7 +348,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
                     if store.is_dead(self.index.prefix, r.offset):
                         continue
                     work.index_entries_deleted += self._unindex(wb, r.offset, r.key, r.tags, r.expire_at)
-                    self._mark_dead(wb, r.offset, encoded_size(r), meta, dirty)
+                    mark_dead(wb, self.index, r.offset, encoded_size(r), meta, dirty)
                     work.expired_records += 1
                 self._commit_dead(wb, dirty)
         return work
@@ -519,41 +454,14 @@ class ShardBase(RecordCompactionReads, abc.ABC):
     # -- verification ---------------------------------------------------------------------------------
     def verify(self, now: int) -> tuple[int, int, list[str]]:
         """Indexes against data (see :meth:`StorageAdapter.verify`); run it on a quiet shard."""
-        store = self.index.store
-        prefix = self.index.prefix
         with self.reading() as view:
             metas: list[SegmentMeta] = view.metas()
             records = {r.offset: r for r in self.iter_records(view, view.log_start_offset)}
             storage_checked, problems = self._verify_storage(view)
-        bases = [m.base_offset for m in metas]
-
-        def segment_of(offset: int) -> int | None:
-            i = bisect.bisect_right(bases, offset) - 1
-            return bases[i] if i >= 0 and offset <= metas[i].last_offset else None
-
-        checked, found = check_indexes(
-            self.route,
-            records,
-            segment_of,
-            {m.base_offset: (m.record_count, m.live_count) for m in metas},
-            set(store.dead_offsets(prefix)),
-            store.key_entries(prefix),
-            store.tag_entries(prefix),
-            store.ttl_entries_of(self.index.ns_id, self.shard),
-            self.policy.ttl_ms,
-            now,
-            store.dead_deadlines(prefix),
+        checked, found = verify_index(
+            self.route, self.index, metas, records, view.log_start_offset, view.end_offset, self.policy.ttl_ms, now
         )
-        problems += found
-        start, end = view.log_start_offset, view.end_offset
-        for ts, offset in store.time_entries(prefix):
-            checked += 1
-            if not start - 1 <= offset < end:
-                problems.append(f"{self.route} times {ts} -> {offset} outside [{start}, {end})")
-        cp = store.checkpoint(prefix)
-        if cp is not None and cp.next_offset != end:
-            problems.append(f"{self.route} checkpoint at {cp.next_offset}, end offset {end}")
-        return len(records), checked + storage_checked, problems
+        return len(records), checked + storage_checked, problems + found
 
     # -- durability and closing ----------------------------------------------------------------
     def sync_if_due(self) -> bool:

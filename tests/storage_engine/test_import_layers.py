@@ -40,10 +40,12 @@ ADAPTER_MODULES = {
     "storage_engine.rocksdb_adapter",
     "storage_engine.segment.adapter",
     "storage_engine.segment.base_adapter",
+    "storage_engine.segment.dead_marks",
     "storage_engine.segment.log",
     "storage_engine.segment.recovery",
     "storage_engine.segment.rewrite",
     "storage_engine.segment.shard",
+    "storage_engine.segment.verify",
 }
 # The engine and its parts are written against the shard protocols too.
 ADAPTER_FREE = {
