@@ -30,6 +30,7 @@ from storage_engine.codec import (
     U32,
     BatchHeader,
     EncodedRecords,
+    check_record_count,
 )
 from storage_engine.errors import CorruptSegmentError
 
@@ -74,13 +75,7 @@ class RecordColumns(NamedTuple):
 def _check_walk(h: BatchHeader, count: int, last_delta: int, p: int, end: int, path: str, pos: int) -> None:
     if p != end:
         raise CorruptSegmentError(path, pos, f"record section overruns its batch by {p - end} bytes")
-    if count != h.record_count or last_delta != h.last_offset_delta:
-        raise CorruptSegmentError(
-            path,
-            pos,
-            f"record section holds {count} records ending at delta {last_delta}; "
-            f"header says {h.record_count} ending at {h.last_offset_delta}",
-        )
+    check_record_count(h, count, last_delta, path, pos)
 
 
 def batch_keys(

@@ -394,6 +394,12 @@ def iter_records(
     """
     walk = _iter_range(buf, pos + HEADER_SIZE, pos + h.length, h.base_offset, min_offset, path, pos)
     count, last_delta = yield from walk
+    check_record_count(h, count, last_delta, path, pos)
+
+
+def check_record_count(h: BatchHeader, count: int, last_delta: int, path: str, pos: int) -> None:
+    """A walk of the batch at ``pos`` found ``count`` records ending at ``last_delta``: they
+    must be what its header ``h`` says, else :class:`CorruptSegmentError`."""
     if count != h.record_count or last_delta != h.last_offset_delta:
         raise CorruptSegmentError(
             path,
