@@ -4,8 +4,8 @@ Starts a real node, a Celery worker and Celery beat (Redis broker, a queue of
 its own), creates ``--namespaces`` namespaces of ``--shards`` shards, and
 produces records with a TTL at a steady rate for two phases of ``--seconds``
 each: first with the lifecycle schedules disabled, then enabled (sweeps at the
-node's next due times, ``GET /v1/node/next-due``, with the beat intervals as a
-safety net; ``--no-deadlines``: the intervals only). With ``--peers nats,redis``
+node's next due times, ``GET /v1/node/next-due``, with the interval schedules as
+a safety net; ``--no-deadlines``: the intervals only). With ``--peers nats,redis``
 the same load then runs against NATS JetStream and Redis Streams
 (:mod:`backend.bench.peers`). Every system is sampled every second the same way
 (:mod:`backend.bench.measure`) and prints one JSON line: the steady-state
@@ -180,8 +180,7 @@ def _phase(
 def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
     import logging
 
-    from django_celery_beat.models import PeriodicTask, PeriodicTasks
-
+    from backend.apps.lifecycle.schedules import set_schedules_enabled
     from backend.apps.namespaces.services import create_namespace
     from backend.apps.nodes.models import StorageNode
     from storage_engine.client import NodeClient
@@ -240,8 +239,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
         names = [f"bench-{i:03d}" for i in range(args.namespaces)]
         for name in names:
             create_namespace(name=name, shards=args.shards, policy=policy)
-        lifecycle_tasks = PeriodicTask.objects.filter(name__startswith="lifecycle: ")
-        lifecycle_tasks.update(enabled=False)
+        set_schedules_enabled(False)  # the first phase: no lifecycle schedule fires (the tick skips them)
         celery = [sys.executable, "-m", "celery", "-A", "backend.config"]
         # One worker for everything (--no-node-worker), or, as README "Several nodes" advises, the node's
         # lifecycle queue served by a worker of its own, so that sweeps never wait behind the control plane's
@@ -305,8 +303,7 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
                 "node_worker": args.node_worker,
             }
             yield _phase("without-lifecycle", producer, probe_client, args, queues, **setup)
-            lifecycle_tasks.update(enabled=True)
-            PeriodicTasks.update_changed()  # tells beat the schedule changed
+            set_schedules_enabled(True)  # the next tick (every second) starts them
             if args.deadlines:
                 from backend.apps.lifecycle.services import schedule_due_sweeps
 
@@ -347,7 +344,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scan-interval-ms",
         type=int,
         default=5_000,
-        help="the policies' sweep intervals (with deadline scheduling only the beat safety net)",
+        help="the policies' sweep intervals (with deadline scheduling only the safety net)",
     )
     parser.add_argument(
         "--segment-ms",
@@ -367,7 +364,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-deadlines",
         dest="deadlines",
         action="store_false",
-        help="sweeps on the beat intervals only (before issue 15), not at the node's next due times",
+        help="sweeps on the schedules' intervals only (before issue 15), not at the node's next due times",
     )
     parser.add_argument("--log-dir", default=None, help="keep the node's, worker's and beat's logs here")
     parser.add_argument("--celery-log-level", default="WARNING", help="the worker's (INFO shows every task)")

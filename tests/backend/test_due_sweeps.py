@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from django_celery_beat.models import PeriodicTask
 
-from backend.apps.lifecycle import services, tasks
-from backend.apps.lifecycle.models import DueSweep
+from backend.apps.lifecycle import schedules, services, tasks
+from backend.apps.lifecycle.models import DueSweep, Schedule
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
@@ -41,14 +40,19 @@ def ttl_ns(api_as, registered_node) -> Namespace:
 
 def test_the_beat_schedule_becomes_a_safety_net_beside_a_due_time_poll(ttl_ns, settings):
     node = ttl_ns.node
-    assert PeriodicTask.objects.get(name="lifecycle: expiry_scan of node node-1").interval.every == 60
-    assert PeriodicTask.objects.get(name="lifecycle: reclaim of node node-1").interval.every == 300  # longer already
-    poll = PeriodicTask.objects.get(name="lifecycle: due times of node node-1")
-    assert poll.task == services.DUE_POLL_TASK and poll.interval.every == services.DUE_POLL_S
+
+    def every(kind: str) -> int:
+        return Schedule.objects.get(node=node, kind=kind).interval_s
+
+    assert every("expiry_scan") == 60
+    assert every("reclaim") == 300  # longer already
+    poll = Schedule.objects.get(node=node, kind=schedules.DUE_POLL)
+    assert schedules.task_of(poll) == (schedules.DUE_POLL_TASK, {"node_id": node.pk})
+    assert poll.interval_s == schedules.DUE_POLL_S
     settings.LIFECYCLE_DEADLINES = False  # off: the policies' intervals, no poll
-    services.sync_node_schedules(node)
-    assert PeriodicTask.objects.get(name="lifecycle: expiry_scan of node node-1").interval.every == 5
-    assert not PeriodicTask.objects.filter(name="lifecycle: due times of node node-1").exists()
+    schedules.derive_schedules(node=node)
+    assert every("expiry_scan") == 5
+    assert not Schedule.objects.filter(node=node, kind=schedules.DUE_POLL).exists()
 
 
 def test_a_sweep_is_scheduled_at_the_nodes_next_due_time_and_coalesced(

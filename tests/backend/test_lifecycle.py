@@ -6,11 +6,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from django_celery_beat.models import PeriodicTask
 
 from backend.apps.audit.models import AuditEntry
-from backend.apps.lifecycle import leases, services
-from backend.apps.lifecycle.models import Lease
+from backend.apps.lifecycle import leases, schedules, services
+from backend.apps.lifecycle.models import Lease, Schedule
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
@@ -46,12 +45,12 @@ def orders(api_as, registered_node):
     return Namespace.objects.select_related("node").get(name="orders")
 
 
-def schedule(kind: str, name: str = "orders") -> PeriodicTask:
-    return PeriodicTask.objects.get(name=f"lifecycle: {kind} of namespace {name}")
+def schedule(kind: str, name: str = "orders") -> Schedule:
+    return Schedule.objects.get(namespace__name=name, kind=kind)
 
 
-def sweep(kind: str, node: str = "node-1") -> PeriodicTask:
-    return PeriodicTask.objects.get(name=f"lifecycle: {kind} of node {node}")
+def sweep(kind: str, node: str = "node-1") -> Schedule:
+    return Schedule.objects.get(node__name=node, kind=kind)
 
 
 def test_sweeps_follow_the_policies_at_once(api_as, orders):
@@ -59,23 +58,26 @@ def test_sweeps_follow_the_policies_at_once(api_as, orders):
     namespaces asks for; a policy change moves it at once, deleting the namespace stops it. Scans, retention
     and reclamation also run at the node's due times (test_due_sweeps): their beat schedule is a safety net
     of at least DUE_SAFETY_NET_S (60 s)."""
-    assert sweep("expiry_scan").interval.every == 60  # asked for 30 s
-    assert sweep("retention").enabled and sweep("subscription_ttl").interval.every == 300
-    assert not PeriodicTask.objects.filter(name__contains="of namespace orders").exists()  # nothing per namespace
-    assert sweep("expiry_scan").kwargs == f'{{"kind": "expiry_scan", "node_id": {orders.node_id}}}'
+    assert sweep("expiry_scan").interval_s == 60  # asked for 30 s
+    assert sweep("retention").enabled and sweep("subscription_ttl").interval_s == 300
+    assert not Schedule.objects.filter(namespace=orders).exists()  # nothing per namespace
+    assert schedules.task_of(sweep("expiry_scan")) == (
+        "backend.apps.lifecycle.tasks.scheduled_run",
+        {"kind": "expiry_scan", "node_id": orders.node_id},
+    )
     api_as("admin").patch("/api/namespaces/orders/policy", {"set": {"scan_interval_ms": 120_000}}, format="json")
-    assert sweep("expiry_scan").interval.every == 120
+    assert sweep("expiry_scan").interval_s == 120
     response = api_as("admin").post(
         "/api/namespaces/", {"name": "fast", "shards": 1, "policy": {"scan_interval_ms": 90_000}}, format="json"
     )
     assert response.status_code == 201
-    assert sweep("expiry_scan").interval.every == 90  # the shortest wins
+    assert sweep("expiry_scan").interval_s == 90  # the shortest wins
     api_as("admin").delete("/api/namespaces/fast/", {"confirm": "fast"}, format="json")
-    assert sweep("expiry_scan").interval.every == 120
+    assert sweep("expiry_scan").interval_s == 120
     api_as("admin").patch("/api/policies/cluster", {"set": {"compaction_check_interval_ms": 600_000}}, format="json")
-    assert sweep("reclaim").interval.every == 600
+    assert sweep("reclaim").interval_s == 600
     api_as("admin").delete("/api/namespaces/orders/", {"confirm": "orders"}, format="json")
-    assert not PeriodicTask.objects.filter(name="lifecycle: expiry_scan of node node-1").exists()
+    assert not Schedule.objects.filter(node__name="node-1", kind="expiry_scan").exists()
 
 
 def test_a_sweep_run_covers_every_namespace_of_the_node(api_as, orders, node, django_capture_on_commit_callbacks):
@@ -109,17 +111,17 @@ def test_node_schedules_follow_the_node_policy(api_as, db):
     from backend.apps.nodes.services import ensure_default_node
 
     ensure_default_node()
-    names = set(PeriodicTask.objects.filter(name__contains="of node node-1").values_list("name", flat=True))
-    assert names == {"lifecycle: file_clean of node node-1", "lifecycle: disk_check of node node-1"}  # no sweeps yet
+    kinds = set(Schedule.objects.filter(node__name="node-1").values_list("kind", flat=True))
+    assert kinds == {"file_clean", "disk_check"}  # no sweeps yet
     api_as("admin").patch("/api/nodes/node-1/policy", {"set": {"clean_interval_ms": 60_000}}, format="json")
-    assert PeriodicTask.objects.get(name="lifecycle: file_clean of node node-1").interval.every == 60
+    assert sweep("file_clean").interval_s == 60
 
 
 def test_bootstrap_resyncs_every_schedule(orders):
-    PeriodicTask.objects.filter(name__startswith="lifecycle: ").delete()
+    Schedule.objects.all().delete()
     # sweeps: scan, retention, reclaim, message TTL; clean, disk; the due-time poll
-    assert services.sync_all_schedules() == 4 + 2 + 1
-    assert sweep("expiry_scan").interval.every == 60
+    assert schedules.derive_schedules() == 4 + 2 + 1
+    assert sweep("expiry_scan").interval_s == 60
 
 
 def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_commit_callbacks):
@@ -265,12 +267,12 @@ def test_a_run_whose_worker_died_is_resumed_then_failed(orders, django_capture_o
 
 def test_compaction_and_quota_schedules_follow_the_cleanup_policy(api_as, orders):
     admin = api_as("admin")
-    assert not PeriodicTask.objects.filter(name="lifecycle: compaction of namespace orders").exists()
+    assert not Schedule.objects.filter(namespace=orders, kind="compaction").exists()
     admin.patch("/api/namespaces/orders/policy", {"set": {"cleanup_policy": "compact"}}, format="json")
     assert schedule("compaction").enabled
-    assert not PeriodicTask.objects.filter(name="lifecycle: retention of node node-1").exists()  # nothing deletes
+    assert not Schedule.objects.filter(node__name="node-1", kind="retention").exists()  # nothing deletes
     admin.patch("/api/namespaces/orders/policy", {"set": {"backlog_quota_bytes": 10_000_000}}, format="json")
-    assert schedule("backlog_quota").interval.every == 300
+    assert schedule("backlog_quota").interval_s == 300
 
 
 def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_commit_callbacks):
@@ -305,23 +307,17 @@ def test_a_200_character_namespace_name_gets_its_schedules(api_as, registered_no
     name = "n" * 200
     response = api_as("admin").post("/api/namespaces/", {"name": name, "shards": 1}, format="json")
     assert response.status_code == 201, response.content
-    names = list(
-        PeriodicTask.objects.filter(name__startswith="lifecycle: ", name__contains="namespace n").values_list(
-            "name", flat=True
-        )
-    )
-    assert len(names) == 0  # its scans are in the node's sweeps
+    namespace = Namespace.objects.get(name=name)
+    assert not Schedule.objects.filter(namespace=namespace).exists()  # its scans are in the node's sweeps
     api_as("admin").patch(
         f"/api/namespaces/{name}/policy", {"set": {"cleanup_policy": "compact,delete"}}, format="json"
     )
-    names = list(
-        PeriodicTask.objects.filter(name__startswith="lifecycle: ", name__contains="namespace n").values_list(
-            "name", flat=True
-        )
-    )
-    assert len(names) == 1 and all(len(n) <= 200 for n in names)
+    rows = list(Schedule.objects.filter(namespace=namespace))
+    assert [row.kind for row in rows] == ["compaction"]
+    label = schedules.schedule_name("compaction", namespace=namespace)  # what its runs carry (TaskRun.schedule)
+    assert len(label) <= 200 and label != schedules.schedule_name("compaction", namespace=Namespace(name="n" * 199))
     api_as("admin").delete(f"/api/namespaces/{name}/", {"confirm": name}, format="json")
-    assert not PeriodicTask.objects.filter(name__in=names).exists()
+    assert not Schedule.objects.filter(pk__in=[row.pk for row in rows]).exists()
 
 
 def test_the_action_table_is_served_and_the_console_fixture_matches_it(api_as, db):

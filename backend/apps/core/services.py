@@ -51,12 +51,21 @@ def record_heartbeat(name: str) -> Heartbeat:
     return beat
 
 
-def upsert_interval_task(name: str, task: str, every_s: int, kwargs: dict[str, Any] | None = None) -> PeriodicTask:
-    """Create or update a periodic task in django-celery-beat's scheduler (read by beat at once)."""
+def upsert_interval_task(
+    name: str, task: str, every_s: int, kwargs: dict[str, Any] | None = None, *, expire_s: int | None = None
+) -> PeriodicTask:
+    """Create or update a periodic task in django-celery-beat's scheduler (read by beat at once). With
+    ``expire_s``, a message of it not started within that many seconds is dropped (the next one comes)."""
     schedule, _ = IntervalSchedule.objects.get_or_create(every=every_s, period=IntervalSchedule.SECONDS)
     periodic, _ = PeriodicTask.objects.update_or_create(
         name=name,
-        defaults={"task": task, "interval": schedule, "kwargs": json.dumps(kwargs or {}), "enabled": True},
+        defaults={
+            "task": task,
+            "interval": schedule,
+            "kwargs": json.dumps(kwargs or {}),
+            "enabled": True,
+            "expire_seconds": expire_s,
+        },
     )
     return periodic
 

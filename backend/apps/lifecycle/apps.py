@@ -1,6 +1,7 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class LifecycleConfig(AppConfig):
@@ -9,23 +10,25 @@ class LifecycleConfig(AppConfig):
 
     def ready(self) -> None:
         from backend.apps.core.signals import schedules_changed
+        from backend.apps.lifecycle.schedules import ensure_tick_schedule
 
         schedules_changed.connect(follow_schedule_change, dispatch_uid="lifecycle-schedules")
+        post_migrate.connect(ensure_tick_schedule, sender=self)
 
 
 def follow_schedule_change(
     sender: Any, namespace: Any = None, node: Any = None, everything: bool = False, removed: bool = False, **_: Any
 ) -> None:
-    """Keep the beat schedules in step with what changed (``core.signals.schedules_changed``)."""
-    from backend.apps.lifecycle import services
+    """Derive the schedule table again from what changed (``core.signals.schedules_changed``). A namespace
+    or node about to be deleted takes its rows with it (``Schedule``'s foreign keys cascade); the nodes that
+    hosted a deleted namespace are sent on their own afterwards."""
+    from backend.apps.lifecycle import schedules
 
+    if removed:
+        return
     if everything:
-        services.sync_all_schedules()
-    elif namespace is not None and removed:
-        services.remove_namespace_schedules(namespace)
+        schedules.derive_schedules()
     elif namespace is not None:
-        services.sync_namespace_schedules(namespace)
-    elif node is not None and removed:
-        services.remove_node_schedules(node)
+        schedules.derive_schedules(namespace=namespace)
     elif node is not None:
-        services.sync_node_schedules(node)
+        schedules.derive_schedules(node=node)

@@ -13,27 +13,24 @@ redelivered, and the lease expires if it is not).
 from __future__ import annotations
 
 import enum
-import hashlib
 import logging
-import os
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django_celery_beat.models import PeriodicTask
 
 from backend.apps.audit import services as audit
-from backend.apps.core.services import upsert_interval_task
 from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.actions import ACTIONS, actions_for
+from backend.apps.lifecycle.schedules import DUE_KINDS, deadlines_enabled, schedule_name
+from backend.apps.lifecycle.selectors import scheduled_kinds_of_node
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
 from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import queue_for
-from backend.apps.policies.selectors import effective_namespace_policy, effective_node_policy
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
 from storage_engine.api import LIFECYCLE_COUNTS, DiskStatus, LifecycleResult
@@ -243,7 +240,7 @@ def run_step(run_id: int) -> StepOutcome:
     if run.namespace is None and run.kind in DUE_KINDS and deadlines_enabled():
         try:
             schedule_due_sweeps(node)  # the sweep is done: the next one goes at the node's next due time
-        except StorageError as exc:  # the node is gone meanwhile: the beat schedule is the safety net
+        except StorageError as exc:  # the node is gone meanwhile: the interval schedule is the safety net
             log.warning("next due times of node %s: %s", node.name, exc)
     return StepOutcome.DONE
 
@@ -256,154 +253,6 @@ def fail_run(run_id: int, error: str) -> None:
         [*leases.shard_keys(run.namespace, run.shard)] if run.namespace else leases.node_keys(run.node, run.kind),
         f"run:{run.pk}",
     )
-
-
-# -- schedules from policies -------------------------------------------------------------
-SCHEDULED_TASK = "backend.apps.lifecycle.tasks.scheduled_run"
-NAMESPACE_SCHEDULES = {  # kind → the policy field that sets its interval
-    Kind.EXPIRY_SCAN: "scan_interval_ms",
-    Kind.RETENTION: "scan_interval_ms",
-    Kind.RECLAIM: "compaction_check_interval_ms",
-    Kind.COMPACTION: "compaction_check_interval_ms",
-    Kind.SUBSCRIPTION_TTL: "ttl_check_interval_ms",
-    Kind.BACKLOG_QUOTA: "ttl_check_interval_ms",
-}
-# Kinds scheduled once per node as a sweep over every namespace it hosts, at the shortest
-# interval any of them asks for: one run and one node call per interval instead of one per
-# namespace (200 namespaces every 5 s would be 40 runs/s of scans alone), and one pass over
-# the node's TTL index instead of one per namespace. Manual actions still target a namespace.
-SWEPT_KINDS = (Kind.EXPIRY_SCAN, Kind.RETENTION, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL)
-
-
-def scheduled_kinds(policy: Any) -> list[str]:
-    """What a namespace's policy calls for: scans, reclamation and message TTL always, retention when it
-    deletes, compaction when it compacts, quota enforcement when a quota is set."""
-    kinds = [Kind.EXPIRY_SCAN, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL]
-    if policy.deletes:
-        kinds.append(Kind.RETENTION)
-    if policy.compacts:
-        kinds.append(Kind.COMPACTION)
-    if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
-        kinds.append(Kind.BACKLOG_QUOTA)
-    return kinds
-
-
-NODE_SCHEDULES = {Kind.FILE_CLEAN: "clean_interval_ms"}
-DISK_CHECK_INTERVAL_S = 30
-
-
-def _short(name: str, keep: int = 120) -> str:
-    """A name that fits a periodic task's name (200 characters), still unique and readable."""
-    if len(name) <= keep:
-        return name
-    return f"{name[: keep - 10]}…{hashlib.sha1(name.encode()).hexdigest()[:8]}"
-
-
-def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNode | None = None) -> str:
-    if namespace is not None:
-        return f"lifecycle: {kind} of namespace {_short(namespace.name)}"
-    return f"lifecycle: {kind} of node {_short(node.name)}"  # type: ignore[union-attr]
-
-
-def sync_namespace_schedules(namespace: Namespace, *, nodes: bool = True) -> list[PeriodicTask]:
-    """Create, update or remove the namespace's periodic tasks from its effective policy (beat reads them
-    at once), and with ``nodes`` the sweeps of the nodes hosting it (their intervals may follow it)."""
-    policy = effective_namespace_policy(namespace)
-    wanted = [kind for kind in scheduled_kinds(policy) if kind not in SWEPT_KINDS]
-    stale = [schedule_name(kind, namespace=namespace) for kind in NAMESPACE_SCHEDULES if kind not in wanted]
-    PeriodicTask.objects.filter(name__in=stale).delete()
-    tasks = [
-        upsert_interval_task(
-            schedule_name(kind, namespace=namespace),
-            SCHEDULED_TASK,
-            max(1, getattr(policy, NAMESPACE_SCHEDULES[kind]) // 1000),
-            {"kind": str(kind), "namespace_id": namespace.pk},
-        )
-        for kind in wanted
-    ]
-    if nodes:
-        for node, _shards in hosting_nodes(namespace):
-            sync_node_schedules(node)
-    return tasks
-
-
-def sweep_intervals(node: StorageNode, *, beat: bool = False) -> dict[str, int]:
-    """Swept kind → seconds between sweeps of ``node``: the shortest interval any namespace it hosts asks
-    for (kinds no hosted namespace calls for are absent). With ``beat``, what the beat schedule uses: for
-    kinds swept at the node's due times (``DUE_KINDS``) it is a safety net, at least ``DUE_SAFETY_NET_S``."""
-    from backend.apps.policies.selectors import cluster_policy
-
-    cluster = cluster_policy()
-    hosted = Namespace.objects.filter(placements__node=node).distinct().only("policy_overrides")
-    intervals: dict[str, int] = {}
-    for namespace in hosted:
-        policy = effective_namespace_policy(namespace, cluster)
-        for kind in scheduled_kinds(policy):
-            if kind in SWEPT_KINDS:
-                seconds = max(1, getattr(policy, NAMESPACE_SCHEDULES[kind]) // 1000)
-                intervals[kind] = min(intervals.get(kind, seconds), seconds)
-    if beat and deadlines_enabled():
-        for kind in DUE_KINDS:
-            if kind in intervals:
-                intervals[kind] = max(intervals[kind], DUE_SAFETY_NET_S)
-    return intervals
-
-
-def sync_node_schedules(node: StorageNode) -> list[PeriodicTask]:
-    """The node's own schedules (file cleaning, disk check) and its sweeps (see ``SWEPT_KINDS``)."""
-    policy = effective_node_policy(node)
-    sweeps = sweep_intervals(node, beat=True)
-    stale = [schedule_name(kind, node=node) for kind in SWEPT_KINDS if kind not in sweeps]
-    if not (deadlines_enabled() and any(kind in DUE_KINDS for kind in sweeps)):
-        stale.append(due_poll_name(node))
-    PeriodicTask.objects.filter(name__in=stale).delete()
-    tasks = [
-        upsert_interval_task(
-            schedule_name(kind, node=node), SCHEDULED_TASK, seconds, {"kind": str(kind), "node_id": node.pk}
-        )
-        for kind, seconds in sweeps.items()
-    ]
-    tasks += [
-        upsert_interval_task(
-            schedule_name(kind, node=node),
-            SCHEDULED_TASK,
-            max(1, getattr(policy, field) // 1000),
-            {"kind": str(kind), "node_id": node.pk},
-        )
-        for kind, field in NODE_SCHEDULES.items()
-    ]
-    tasks.append(
-        upsert_interval_task(
-            schedule_name(Kind.DISK_CHECK, node=node),
-            SCHEDULED_TASK,
-            DISK_CHECK_INTERVAL_S,
-            {"kind": str(Kind.DISK_CHECK), "node_id": node.pk},
-        )
-    )
-    if deadlines_enabled() and any(kind in DUE_KINDS for kind in sweeps):
-        tasks.append(upsert_interval_task(due_poll_name(node), DUE_POLL_TASK, DUE_POLL_S, {"node_id": node.pk}))
-    return tasks
-
-
-def sync_all_schedules() -> int:
-    count = 0
-    for namespace in Namespace.objects.select_related("node"):
-        count += len(sync_namespace_schedules(namespace, nodes=False))
-    for node in StorageNode.objects.all():
-        count += len(sync_node_schedules(node))
-    return count
-
-
-def remove_namespace_schedules(namespace: Namespace) -> int:
-    names = [schedule_name(kind, namespace=namespace) for kind in NAMESPACE_SCHEDULES]
-    deleted, _ = PeriodicTask.objects.filter(name__in=names).delete()
-    return deleted
-
-
-def remove_node_schedules(node: StorageNode) -> int:
-    names = [schedule_name(kind, node=node) for kind in [*NODE_SCHEDULES, *SWEPT_KINDS, Kind.DISK_CHECK]]
-    deleted, _ = PeriodicTask.objects.filter(name__in=[*names, due_poll_name(node)]).delete()
-    return deleted
 
 
 MAX_RESUMES = 3
@@ -444,12 +293,9 @@ def reap_stale_runs(now: Any = None, limit: int = 100) -> dict[str, int]:
 # scheduled for that moment (a Celery task with an ``eta``), at most one pending per node and kind: a later
 # due time while one is pending changes nothing (the pending sweep asks again when it is done), an earlier
 # one supersedes it. A sweep run that finishes asks the node again, so sweeps follow the deadlines; a light
-# poll (``DUE_POLL_S``) picks up new deadlines earlier than any pending sweep (new data with a short TTL), and
-# the beat schedule stays as a safety net at an interval of at least ``DUE_SAFETY_NET_S``.
-DUE_KINDS = {Kind.EXPIRY_SCAN: "expire-scan", Kind.RECLAIM: "reclaim", Kind.RETENTION: "retention"}
-DUE_POLL_TASK = "backend.apps.lifecycle.tasks.poll_due_sweeps"
-DUE_POLL_S = 2
-DUE_SAFETY_NET_S = 60
+# poll (a schedule of kind ``schedules.DUE_POLL``, every ``DUE_POLL_S``) picks up new deadlines earlier than
+# any pending sweep (new data with a short TTL), and the interval sweeps stay as a safety net at an interval
+# of at least ``DUE_SAFETY_NET_S`` (``schedules.py`` has these constants).
 DUE_GRACE_MS = 20  # run a sweep this long after its due time, so that the node's clock is past it
 # At most one due sweep of a kind per node per this many ms: deadlines come as often as batches are produced,
 # so a sweep per deadline would cost a Celery task and two node calls per batch. Whole-segment drops (what
@@ -459,18 +305,6 @@ DUE_MIN_GAP_MS = {Kind.RECLAIM: 100, Kind.EXPIRY_SCAN: 1_000, Kind.RETENTION: 1_
 # A pending sweep this far past its eta has not run (its message was lost, or the workers are that far behind):
 # another replaces it (the old message, if it ever runs, finds its token superseded and does nothing).
 DUE_LOST_AFTER_S = 10
-
-
-def deadlines_enabled() -> bool:
-    """Deadline-driven sweeps are on unless ``LIFECYCLE_DEADLINES`` (setting or environment) turns them off."""
-    value = getattr(settings, "LIFECYCLE_DEADLINES", None)
-    if value is None:
-        value = os.environ.get("LIFECYCLE_DEADLINES", "1").strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
-def due_poll_name(node: StorageNode) -> str:
-    return f"lifecycle: due times of node {_short(node.name)}"
 
 
 def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None) -> dict[str, datetime | None]:
@@ -485,9 +319,8 @@ def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None)
     if answer is None:
         with client_for(node) as client:
             answer = client.next_due()
-    # The kinds the node's namespaces call for are those whose sweep schedule exists (sync_node_schedules).
-    names = {schedule_name(kind, node=node): kind for kind in DUE_KINDS}
-    swept = {names[name] for name in PeriodicTask.objects.filter(name__in=list(names)).values_list("name", flat=True)}
+    # The kinds the node's namespaces call for are those it has a sweep schedule of (schedules.node_schedules).
+    swept = scheduled_kinds_of_node(node)
     node_now = int(answer["now"])
     scheduled: dict[str, datetime | None] = {}
     for kind, operation in DUE_KINDS.items():
@@ -516,7 +349,7 @@ def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) 
             if pending and row.due_ms <= due_ms:
                 return None  # coalesced: the earlier sweep asks the node again when it is done
             if row.fired and due_ms <= row.due_ms:
-                return None  # a sweep ran after this due time and left it: not clearable now (beat retries)
+                return None  # a sweep ran after this due time and left it: not clearable now (the interval sweep will)
             if row.fired:  # the previous due sweep ran at row.eta: keep the kind's minimum gap after it
                 eta = max(eta, row.eta + timedelta(milliseconds=DUE_MIN_GAP_MS.get(kind, 0)))
         token = uuid.uuid4().hex

@@ -1,5 +1,5 @@
-"""Thin Celery tasks over :mod:`backend.apps.lifecycle.services`: they take ids,
-do one bounded step and re-queue themselves while the node reports more work."""
+"""Thin Celery tasks over :mod:`backend.apps.lifecycle.services` and :mod:`~backend.apps.lifecycle.schedules`:
+they take ids, do one bounded step and re-queue themselves while the node reports more work."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 from celery import shared_task
 from celery.exceptions import MaxRetriesExceededError, SoftTimeLimitExceeded
 
-from backend.apps.lifecycle import services
+from backend.apps.lifecycle import schedules, services
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from storage_engine.errors import NodeUnavailableError, StorageError
@@ -39,14 +39,20 @@ def lifecycle_step(self, run_id: int) -> str:
 
 
 @shared_task(ignore_result=True)
+def tick_schedules() -> int:
+    """Started by beat every ``schedules.TICK_S``: the schedules due now start their tasks."""
+    return schedules.tick_schedules()
+
+
+@shared_task(ignore_result=True)
 def scheduled_run(kind: str, namespace_id: int | None = None, node_id: int | None = None) -> int | None:
-    """Started by beat from a namespace's or node's schedule."""
+    """Started by the tick from a namespace's or node's schedule."""
     namespace = Namespace.objects.select_related("node").filter(pk=namespace_id).first() if namespace_id else None
     node = StorageNode.objects.filter(pk=node_id).first() if node_id else None
     if namespace is None and node is None:
         return None  # the target was deleted; its schedule goes with it
     run = services.schedule_run(
-        kind, namespace=namespace, node=node, schedule=services.schedule_name(kind, namespace=namespace, node=node)
+        kind, namespace=namespace, node=node, schedule=schedules.schedule_name(kind, namespace=namespace, node=node)
     )
     return run.pk if run else None
 
@@ -65,9 +71,9 @@ def due_sweep(kind: str, node_id: int, token: str) -> int | None:
 
 @shared_task(ignore_result=True)
 def poll_due_sweeps(node_id: int) -> None:
-    """Started by beat every ``DUE_POLL_S``: new deadlines earlier than any pending sweep get one."""
+    """Started by the tick every ``schedules.DUE_POLL_S``: new deadlines earlier than any pending sweep get one."""
     node = StorageNode.objects.filter(pk=node_id).first()
-    if node is None or not services.deadlines_enabled():
+    if node is None or not schedules.deadlines_enabled():
         return
     with contextlib.suppress(StorageError):  # the node is down: the next poll asks again
         services.schedule_due_sweeps(node)

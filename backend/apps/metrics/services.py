@@ -237,8 +237,9 @@ def _scan_points(ts: int, points: dict[Labels, float]) -> None:
 
 
 def celery_queue_names() -> list[str]:
-    """The default queue, each node's lifecycle queue, configured and routed queues, queues of periodic
-    tasks, and ``METRICS_CELERY_QUEUES``."""
+    """The default queue, each node's lifecycle queue, configured and routed queues, queues of beat's periodic
+    tasks, and ``METRICS_CELERY_QUEUES``. (The lifecycle schedules, ticked from their own table, start their
+    tasks on the default queue and their runs on the node's queue: both are here already.)"""
     from django_celery_beat.models import PeriodicTask
 
     from backend.apps.nodes.models import StorageNode

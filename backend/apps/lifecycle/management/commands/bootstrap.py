@@ -30,9 +30,9 @@ class Command(BaseCommand):
         node = ensure_default_node()
         self.stdout.write(f"storage node: {node.name} at {node.url}")
         self._ensure_admin()
-        from backend.apps.lifecycle.services import sync_all_schedules
+        from backend.apps.lifecycle.schedules import derive_schedules
 
-        self.stdout.write(f"lifecycle schedules: {sync_all_schedules()} in place")
+        self.stdout.write(f"lifecycle schedules: {derive_schedules()} in place")
         if options["demo"]:
             for name, shards in DEMO_NAMESPACES:
                 if not Namespace.objects.filter(name=name).exists():
