@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install ui up test test-python test-ui lint browser peers clean help api-types
+.PHONY: install ui up test test-python test-ui lint browser peers prometheus clean help api-types
 
 help:
 	@echo "make up    - install, build the UI, migrate, seed a demo and start node, web, worker and beat"
@@ -48,6 +48,17 @@ peers: install
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nats-server; }
 
+# Debian's Prometheus, promtool and Alertmanager: `promtool check metrics|rules`, `promtool test rules` on what the
+# node, the web and the alert-rule export publish, and the end-to-end test where a real Prometheus scrapes a real
+# node and a real Alertmanager receives the console's alerts (docs/metrics.md).
+PROMTOOL ?= $(shell command -v promtool 2>/dev/null || echo /usr/bin/promtool)
+ALERTMANAGER ?= $(shell command -v prometheus-alertmanager 2>/dev/null || echo /usr/bin/prometheus-alertmanager)
+prometheus:
+	@test -x $(PROMTOOL) -a -x $(ALERTMANAGER) || { echo "installing prometheus and alertmanager from Debian's packages"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager; }
+
 # The frontend's API types, generated from the control plane's OpenAPI schema (a test fails when stale).
 api-types: install ui
 	mkdir -p var && APP_ENV=test $(BIN)/python manage.py spectacular --format openapi-json --file var/openapi.json
@@ -62,7 +73,7 @@ lint: install
 test-ui: ui
 	cd frontend && npm test
 
-test-python: install ui browser peers
+test-python: install ui browser peers prometheus
 	@APP_ENV=test $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
