@@ -66,6 +66,22 @@ def env_int(name: str, default: int, minimum: int | None = None) -> int:
     return value
 
 
+def env_cron(name: str, default: str) -> str:
+    """A crontab variable (five fields: minute hour day-of-month month day-of-week, in ``CELERY_TIMEZONE``);
+    a bad one names the variable and the field."""
+    raw = " ".join(os.environ.get(name, "").split()) or default
+    fields = raw.split(" ")
+    if len(fields) != 5:
+        raise ImproperlyConfigured(f"{name} must have five crontab fields (minute hour day month weekday), got {raw!r}")
+    from celery.schedules import crontab
+
+    try:
+        crontab(*fields[:2], day_of_month=fields[2], month_of_year=fields[3], day_of_week=fields[4])
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not a valid crontab ({exc}), got {raw!r}") from None
+    return raw
+
+
 def env_float(name: str, default: float, minimum: float | None = None) -> float:
     raw = os.environ.get(name, "").strip()
     if raw == "":
@@ -197,8 +213,9 @@ SPARK_JOB_TIME_LIMIT_S = env_int("SPARK_JOB_TIME_LIMIT_S", 3600, minimum=60)
 if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] = max(SPARK_JOB_TIME_LIMIT_S, CELERY_TASK_TIME_LIMIT) + 600
 SPARK_REPORT_SOURCE = env("SPARK_REPORT_SOURCE", "segments")  # lifecycle-report input: segments or lake
-SPARK_LAKE_EXPORT_INTERVAL_S = env_int("SPARK_LAKE_EXPORT_INTERVAL_S", 86400, minimum=60)
-SPARK_LIFECYCLE_REPORT_INTERVAL_S = env_int("SPARK_LIFECYCLE_REPORT_INTERVAL_S", 86400, minimum=60)
+# The daily Spark jobs run at an off-peak hour (crontab, UTC), the report after the export it may read.
+SPARK_LAKE_EXPORT_CRON = env_cron("SPARK_LAKE_EXPORT_CRON", "30 2 * * *")
+SPARK_LIFECYCLE_REPORT_CRON = env_cron("SPARK_LIFECYCLE_REPORT_CRON", "30 3 * * *")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from backend.apps.core.models import Heartbeat
@@ -53,3 +54,17 @@ def test_platform_schedules_exist_after_migrate(db):
     tasks = set(PeriodicTask.objects.values_list("task", flat=True))
     assert "backend.apps.core.tasks.beat_heartbeat" in tasks
     assert "backend.apps.namespaces.tasks.push_pending_namespaces" in tasks
+
+
+def test_a_frequent_platform_task_expires_after_one_interval(db):
+    """A message of a frequent task not started within its interval is dropped (workers were down or behind):
+    the next one comes on time instead of a burst of stale copies."""
+    from django_celery_beat.models import PeriodicTask
+
+    frequent = PeriodicTask.objects.exclude(interval=None).filter(name__startswith="platform: ")
+    assert frequent.count() >= 8
+    for task in frequent:
+        assert task.expire_seconds == max(task.interval.every, 30), task.name
+    assert PeriodicTask.objects.get(name="platform: tick lifecycle schedules").expire_seconds == 30  # every 1 s
+    collect = PeriodicTask.objects.get(name="platform: collect metrics")
+    assert collect.expire_seconds == max(settings.METRICS_INTERVAL_S, 30)

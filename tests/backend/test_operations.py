@@ -45,6 +45,8 @@ def settings_error(**env: str) -> str:
         ("SECURE_COOKIES", "maybe", "SECURE_COOKIES must be true or false"),
         ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of plain, json, got 'xml'"),
         ("LOG_LEVEL", "loud", "LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got 'LOUD'"),
+        ("SPARK_LAKE_EXPORT_CRON", "30 2 * *", "SPARK_LAKE_EXPORT_CRON must have five crontab fields"),
+        ("SPARK_LIFECYCLE_REPORT_CRON", "30 25 * * *", "SPARK_LIFECYCLE_REPORT_CRON is not a valid crontab"),
     ],
 )
 def test_a_bad_setting_names_its_variable(variable: str, value: str, says: str) -> None:
@@ -55,6 +57,7 @@ def test_a_bad_setting_names_its_variable(variable: str, value: str, says: str) 
 
 def test_good_settings_import() -> None:
     assert settings_error(METRICS_INTERVAL_S="20", LOG_FORMAT="json", SECURE_COOKIES="off") == ""
+    assert settings_error(SPARK_LAKE_EXPORT_CRON="0  4 * * 1-5") == ""
 
 
 def json_lines(fmt: str, emit: Any) -> list[dict[str, Any]]:

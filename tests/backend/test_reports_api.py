@@ -333,12 +333,17 @@ def test_any_registered_job_with_a_run_kind_is_offered():
 
 def test_beat_starts_the_export_and_the_report_daily_unless_one_is_active(db, django_capture_on_commit_callbacks):
     ensure_platform_defaults()
-    for job, every in (
-        ("lake-export", settings.SPARK_LAKE_EXPORT_INTERVAL_S),
-        ("lifecycle-report", settings.SPARK_LIFECYCLE_REPORT_INTERVAL_S),
+    for job, cron in (
+        ("lake-export", settings.SPARK_LAKE_EXPORT_CRON),
+        ("lifecycle-report", settings.SPARK_LIFECYCLE_REPORT_CRON),
     ):
         task = PeriodicTask.objects.get(name=f"platform: spark {job}")
-        assert task.interval.every == every == 86_400 and task.enabled
+        assert task.interval is None and task.enabled and task.expire_seconds is None  # a daily run is never dropped
+        when = task.crontab
+        assert f"{when.minute} {when.hour} {when.day_of_month} {when.month_of_year} {when.day_of_week}" == cron
+        assert str(when.timezone) == settings.CELERY_TIMEZONE == "UTC"
+    assert settings.SPARK_LAKE_EXPORT_CRON == "30 2 * * *"  # off-peak, the report an hour after the export
+    assert settings.SPARK_LIFECYCLE_REPORT_CRON == "30 3 * * *"
     with django_capture_on_commit_callbacks(execute=False) as queued:
         first = tasks.scheduled_lifecycle_report()
         second = tasks.scheduled_lifecycle_report()

@@ -62,12 +62,11 @@ DUE_POLL_S = 2
 DUE_SAFETY_NET_S = 60
 
 # The one static periodic task (django-celery-beat, created after every migrate): shorter than DUE_POLL_S,
-# so that a 2 s row fires every 2 s whatever the jitter. A tick message older than TICK_EXPIRES_S (the
-# workers were down or behind) is dropped: the next tick does its work.
+# so that a 2 s row fires every 2 s whatever the jitter. A tick message older than
+# ``core.services.MIN_EXPIRE_S`` (the workers were down or behind) is dropped: the next tick does its work.
 TICK_SCHEDULE = "platform: tick lifecycle schedules"
 TICK_TASK = "backend.apps.lifecycle.tasks.tick_schedules"
 TICK_S = 1
-TICK_EXPIRES_S = 30
 TICK_LIMIT = 1000  # rows started per tick at most; the rest are still due at the next tick
 
 
@@ -262,4 +261,4 @@ def tick_schedules(
 
 def ensure_tick_schedule(**_: Any) -> None:
     """Idempotent: the static periodic task that ticks the table exists (runs after every migrate)."""
-    upsert_interval_task(TICK_SCHEDULE, TICK_TASK, TICK_S, expire_s=TICK_EXPIRES_S)
+    upsert_interval_task(TICK_SCHEDULE, TICK_TASK, TICK_S)

@@ -25,13 +25,13 @@ def spark_job(self, run_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def scheduled_lake_export() -> int | None:
-    """Started by beat (``SPARK_LAKE_EXPORT_INTERVAL_S``)."""
+    """Started by beat at ``SPARK_LAKE_EXPORT_CRON`` (daily, off-peak)."""
     run = services.schedule_spark_job("lake-export", schedule="platform: spark lake-export")
     return run.pk if run else None
 
 
 @shared_task(ignore_result=True)
 def scheduled_lifecycle_report() -> int | None:
-    """Started by beat (``SPARK_LIFECYCLE_REPORT_INTERVAL_S``)."""
+    """Started by beat at ``SPARK_LIFECYCLE_REPORT_CRON`` (daily, after the export)."""
     run = services.schedule_spark_job("lifecycle-report", schedule="platform: spark lifecycle-report")
     return run.pk if run else None
