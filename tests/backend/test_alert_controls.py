@@ -16,7 +16,7 @@ from django.apps import apps
 from django.core import mail
 from django.db.models.signals import post_migrate
 
-from backend.apps.alerts import services
+from backend.apps.alerts import delivery, evaluation, services
 from backend.apps.alerts.apps import AlertsConfig
 from backend.apps.alerts.models import Alert, AlertRule, Channel, DefaultRuleMarker, Notification
 from backend.apps.alerts.rules import DEFAULT_RULES
@@ -120,15 +120,15 @@ def test_operator_disables_a_builtin_rule_its_alerts_close_and_seeding_keeps_it_
     quiet, api_as, django_capture_on_commit_callbacks, monkeypatch
 ):
     queued: list[int] = []
-    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: queued.append(pk))
+    monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: queued.append(pk))
     rule = AlertRule.objects.get(default_key="expired_ratio")  # for 15 min
     AlertRule.objects.filter(pk=rule.pk).update(enabled=True)
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     ratio("orders", 0.5, T0 + timedelta(minutes=15))
     ratio("payments", 0.9, T0 + timedelta(minutes=15))
-    services.evaluate(now=T0 + timedelta(minutes=15))
+    evaluation.evaluate(now=T0 + timedelta(minutes=15))
     firing = Alert.objects.get(labels_key="namespace=orders")
     assert firing.state == "firing" and Alert.objects.get(labels_key="namespace=payments").state == "pending"
     monkeypatch.setattr("backend.apps.metrics.clock.now", lambda: T0 + timedelta(minutes=16))
@@ -164,7 +164,7 @@ def test_operator_disables_a_builtin_rule_its_alerts_close_and_seeding_keeps_it_
 
     # Off: not evaluated.
     ratio("orders", 0.9, T0 + timedelta(minutes=20))
-    services.evaluate(now=T0 + timedelta(minutes=20))
+    evaluation.evaluate(now=T0 + timedelta(minutes=20))
     assert not Alert.objects.filter(state__in=["pending", "firing"]).exists()
 
     # Seeding the built-in rules again (it runs after every migrate) neither re-enables it nor
@@ -183,14 +183,14 @@ def test_operator_disables_a_builtin_rule_its_alerts_close_and_seeding_keeps_it_
     assert operator.post(url, {"enabled": True}, format="json").json()["enabled"] is True
     assert AuditEntry.objects.get(action="alert_rule.enable").diff == {"enabled": {"before": False, "after": True}}
     ratio("orders", 0.9, T0 + timedelta(minutes=21))
-    services.evaluate(now=T0 + timedelta(minutes=21))
+    evaluation.evaluate(now=T0 + timedelta(minutes=21))
     assert Alert.objects.get(state="pending").started_at == T0 + timedelta(minutes=21)
 
 
 def test_admin_patch_disabling_a_rule_closes_its_alerts_too(quiet, api_as):
     rule = make_rule()
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     assert Alert.objects.get().state == "firing"
     response = api_as("admin").patch(f"/api/alert-rules/{rule.pk}/", {"enabled": False}, format="json")
     assert response.status_code == 200 and response.json()["enabled"] is False
@@ -202,15 +202,15 @@ def test_admin_patch_disabling_a_rule_closes_its_alerts_too(quiet, api_as):
 
 
 def test_deleting_a_rule_keeps_its_alerts(quiet, api_as, django_capture_on_commit_callbacks, monkeypatch):
-    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: None)
+    monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: None)
     rule = make_rule(name="Expired ratio high", severity="critical")
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     ratio("orders", 0.1, T0 + timedelta(minutes=1))
-    services.evaluate(now=T0 + timedelta(minutes=1))  # first episode resolves
+    evaluation.evaluate(now=T0 + timedelta(minutes=1))  # first episode resolves
     ratio("orders", 0.6, T0 + timedelta(minutes=2))
-    services.evaluate(now=T0 + timedelta(minutes=2))  # second one fires
+    evaluation.evaluate(now=T0 + timedelta(minutes=2))  # second one fires
     old, current = Alert.objects.order_by("pk")
     assert (old.state, current.state) == ("resolved", "firing")
 
@@ -230,7 +230,7 @@ def test_deleting_a_rule_keeps_its_alerts(quiet, api_as, django_capture_on_commi
     # The resolved notification still goes out after the rule is gone, naming it.
     last = Notification.objects.filter(alert=current).latest("pk")
     assert last.event.kind == "resolved"
-    services.deliver(last.pk, now=T0 + timedelta(minutes=3))
+    delivery.deliver(last.pk, now=T0 + timedelta(minutes=3))
     assert Notification.objects.get(pk=last.pk).status == "sent"
     assert "RESOLVED" in mail.outbox[-1].subject and "Expired ratio high" in mail.outbox[-1].subject
     assert "rule_name: Expired ratio high" in mail.outbox[-1].body
@@ -245,17 +245,17 @@ def test_deleting_a_rule_keeps_its_alerts(quiet, api_as, django_capture_on_commi
     assert viewer.get("/api/alerts/?severity=critical").json()["results"]
     detail = viewer.get(f"/api/alerts/{current.pk}/").json()
     assert [e["kind"] for e in detail["events"]] == ["pending", "firing", "resolved"]
-    assert services.evaluate(now=T0 + timedelta(minutes=4))["resolved"] == 0
+    assert evaluation.evaluate(now=T0 + timedelta(minutes=4))["resolved"] == 0
 
 
 def test_a_rule_deleted_outside_the_api_has_its_open_alert_closed_by_the_next_evaluation(quiet):
     rule = make_rule()
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     rule.delete()  # the Django admin, a shell: no delete_rule
     alert = Alert.objects.get()
     assert (alert.rule_id, alert.state) == (None, "firing")
-    assert services.evaluate(now=T0 + timedelta(minutes=1))["resolved"] == 1
+    assert evaluation.evaluate(now=T0 + timedelta(minutes=1))["resolved"] == 1
     alert.refresh_from_db()
     assert alert.state == "resolved" and alert.events.last().detail == "rule deleted"
 
@@ -267,14 +267,14 @@ def test_resolved_history_holds_only_alerts_that_fired(quiet, api_as):
     make_rule(for_s=300)
     ratio("orders", 0.5, T0)
     ratio("payments", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     ratio("orders", 0.1, T0 + timedelta(minutes=2))  # clears while pending
     ratio("payments", 0.5, T0 + timedelta(minutes=2))
-    services.evaluate(now=T0 + timedelta(minutes=2))
+    evaluation.evaluate(now=T0 + timedelta(minutes=2))
     ratio("payments", 0.5, T0 + timedelta(minutes=5))
-    services.evaluate(now=T0 + timedelta(minutes=5))  # payments fires
+    evaluation.evaluate(now=T0 + timedelta(minutes=5))  # payments fires
     ratio("payments", 0.1, T0 + timedelta(minutes=6))
-    services.evaluate(now=T0 + timedelta(minutes=6))
+    evaluation.evaluate(now=T0 + timedelta(minutes=6))
     (only,) = api_as("viewer").get("/api/alerts/?state=resolved").json()["results"]
     assert only["scope"] == "namespace=payments"
     assert only["fired_at"].startswith("2030-01-01T00:05") and only["resolved_at"].startswith("2030-01-01T00:06")
@@ -295,12 +295,12 @@ def test_a_node_wide_sweep_longer_than_the_threshold_fires_the_scan_rule(quiet, 
 
     at = started + timedelta(minutes=9)
     metrics.collect(now=at)
-    services.evaluate(now=at)
+    evaluation.evaluate(now=at)
     assert not Alert.objects.exists()  # 9 minutes: under the threshold
 
     at = started + timedelta(minutes=11)  # still running 11 minutes in
     metrics.collect(now=at)
-    services.evaluate(now=at)
+    evaluation.evaluate(now=at)
     alert = Alert.objects.get(rule__default_key="scan_duration")
     assert (alert.state, alert.labels, alert.threshold) == ("firing", {"node": "node-1"}, 600)
     assert alert.value == pytest.approx(660, abs=1)
@@ -312,7 +312,7 @@ def test_a_node_wide_sweep_longer_than_the_threshold_fires_the_scan_rule(quiet, 
     assert run.state == State.SUCCEEDED, (run.state, run.error)
     at = started + timedelta(minutes=12)
     metrics.collect(now=at)
-    services.evaluate(now=at)
+    evaluation.evaluate(now=at)
     alert.refresh_from_db()
     assert alert.state == "resolved"
 
@@ -320,7 +320,7 @@ def test_a_node_wide_sweep_longer_than_the_threshold_fires_the_scan_rule(quiet, 
     TaskRun.objects.filter(pk=run.pk).update(started_at=run.finished_at - timedelta(minutes=25))
     at = started + timedelta(minutes=13)
     metrics.collect(now=at)
-    services.evaluate(now=at)
+    evaluation.evaluate(now=at)
     again = Alert.objects.get(rule__default_key="scan_duration", state="firing")
     assert again.labels == {"node": "node-1"} and again.value == pytest.approx(1500, abs=1)
 
@@ -385,4 +385,4 @@ def test_send_test_email(quiet, api_as):
     (message,) = mail.outbox
     assert message.to == ["a@example.com", "b@example.com"]
     assert message.subject == "[TEST] Test notification for channel ops"
-    assert message.body.startswith(services.TEST_MESSAGE)
+    assert message.body.startswith(delivery.TEST_MESSAGE)

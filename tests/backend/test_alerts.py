@@ -15,7 +15,7 @@ from django.core import mail
 from django.core.management import call_command
 from django.utils import timezone
 
-from backend.apps.alerts import services, tasks
+from backend.apps.alerts import delivery, evaluation, services, tasks
 from backend.apps.alerts.models import (
     Alert,
     AlertEvent,
@@ -77,27 +77,27 @@ def test_pending_then_firing_after_for_then_resolved_deduplicated(quiet):
     rule.channels.add(channel)
     ratio("orders", 0.5, T0)
     ratio("payments", 0.1, T0)
-    assert services.evaluate(now=T0)["pending"] == 1
+    assert evaluation.evaluate(now=T0)["pending"] == 1
     alert = Alert.objects.get(rule=rule)
     assert (alert.state, alert.labels, alert.value, alert.threshold) == ("pending", {"namespace": "orders"}, 0.5, 0.2)
-    services.evaluate(now=T0 + timedelta(seconds=299))
+    evaluation.evaluate(now=T0 + timedelta(seconds=299))
     assert Alert.objects.get(pk=alert.pk).state == "pending"
     ratio("orders", 0.6, T0 + timedelta(seconds=300))
-    assert services.evaluate(now=T0 + timedelta(seconds=300))["firing"] == 1
+    assert evaluation.evaluate(now=T0 + timedelta(seconds=300))["firing"] == 1
     alert.refresh_from_db()
     assert (alert.state, alert.fired_at, alert.value) == ("firing", T0 + timedelta(seconds=300), 0.6)
-    services.evaluate(now=T0 + timedelta(seconds=360))  # still holding: one alert, no new notification
+    evaluation.evaluate(now=T0 + timedelta(seconds=360))  # still holding: one alert, no new notification
     assert Alert.objects.filter(rule=rule).count() == 1
     assert Notification.objects.filter(alert=alert).count() == 1
     ratio("orders", 0.05, T0 + timedelta(seconds=420))
-    assert services.evaluate(now=T0 + timedelta(seconds=420))["resolved"] == 1
+    assert evaluation.evaluate(now=T0 + timedelta(seconds=420))["resolved"] == 1
     alert.refresh_from_db()
     assert (alert.state, alert.resolved_at, alert.value) == ("resolved", T0 + timedelta(seconds=420), 0.05)
     assert list(alert.events.values_list("kind", flat=True)) == ["pending", "firing", "resolved"]
     assert [n.event.kind for n in Notification.objects.filter(alert=alert).order_by("pk")] == ["firing", "resolved"]
     # The condition holds again: a new episode, a new alert.
     ratio("orders", 0.7, T0 + timedelta(seconds=480))
-    services.evaluate(now=T0 + timedelta(seconds=480))
+    evaluation.evaluate(now=T0 + timedelta(seconds=480))
     assert Alert.objects.filter(rule=rule).count() == 2
     assert Alert.objects.filter(rule=rule, state="pending").count() == 1
 
@@ -108,19 +108,19 @@ def test_pending_that_clears_before_for_never_was_an_alert(quiet):
     rule = make_rule()
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     assert Alert.objects.get(rule=rule).state == "pending"
     ratio("orders", 0.1, T0 + timedelta(seconds=60))
-    counts = services.evaluate(now=T0 + timedelta(seconds=60))
+    counts = evaluation.evaluate(now=T0 + timedelta(seconds=60))
     assert (counts["cleared"], counts["resolved"]) == (1, 0)
     assert not Alert.objects.exists() and not AlertEvent.objects.exists()
     assert not Notification.objects.exists()
     # A series that stops reporting drops a pending alert the same way.
     ratio("orders", 0.5, T0 + timedelta(seconds=120))
-    services.evaluate(now=T0 + timedelta(seconds=120))
+    evaluation.evaluate(now=T0 + timedelta(seconds=120))
     assert Alert.objects.get().state == "pending"
     ratio("payments", 0.1, T0 + timedelta(hours=1))  # a later collection without orders
-    assert services.evaluate(now=T0 + timedelta(hours=1))["cleared"] == 1
+    assert evaluation.evaluate(now=T0 + timedelta(hours=1))["cleared"] == 1
     assert not Alert.objects.exists()
 
 
@@ -129,7 +129,7 @@ def test_silence_and_ack(quiet, api_as, monkeypatch):
     rule = make_rule(for_s=0)
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     alert = Alert.objects.get(rule=rule)
     assert alert.state == "firing" and Notification.objects.count() == 1
     operator = api_as("operator")
@@ -144,7 +144,7 @@ def test_silence_and_ack(quiet, api_as, monkeypatch):
     assert set(AuditEntry.objects.values_list("action", flat=True)) >= {"alert.ack", "alert.silence"}
     # Silenced: resolving it sends nothing (the history says so).
     ratio("orders", 0.0, T0 + timedelta(minutes=2))
-    services.evaluate(now=T0 + timedelta(minutes=2))
+    evaluation.evaluate(now=T0 + timedelta(minutes=2))
     alert.refresh_from_db()
     assert alert.state == "resolved" and Notification.objects.count() == 1
     kinds = list(alert.events.values_list("kind", flat=True))
@@ -166,13 +166,13 @@ def test_policy_thresholds_and_forecast(quiet):
         )
     write_points(ms(T0 + timedelta(hours=6)), {("backlog_bytes", "", "orders", None, ""): 10**9})  # no quota
     now = T0 + timedelta(hours=6)
-    services.evaluate(now=now)
+    evaluation.evaluate(now=now)
     forecast = Alert.objects.get(rule__default_key="disk_forecast")
     assert forecast.state == "pending" and forecast.labels == {"node": "n1"}
     assert forecast.threshold == 0.5 and forecast.value == pytest.approx(0.65)
     assert not Alert.objects.filter(rule__default_key__in=["disk_warning", "backlog_bytes"]).exists()
     write_points(ms(now + timedelta(minutes=1)), {("disk_used_ratio", "n1", "", None, ""): 0.55})
-    services.evaluate(now=now + timedelta(minutes=1))
+    evaluation.evaluate(now=now + timedelta(minutes=1))
     warning = Alert.objects.get(rule__default_key="disk_warning")
     assert (warning.state, warning.threshold, warning.value) == ("firing", 0.5, 0.55)  # for 0: at once
 
@@ -206,22 +206,22 @@ def receiver():
 
 def test_webhook_signed_and_retried(quiet, receiver, monkeypatch, django_capture_on_commit_callbacks):
     queued: list[tuple[int, float]] = []
-    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: queued.append((pk, countdown)))
+    monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: queued.append((pk, countdown)))
     rule = make_rule(for_s=0, severity="critical")
     rule.channels.add(Channel.objects.create(name="hook", kind="webhook", target=receiver, secret="s3cret"))
     start = timezone.now()
     ratio("orders", 0.5, start)
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluate(now=start)
+        evaluation.evaluate(now=start)
     (notification,) = Notification.objects.all()
     assert queued == [(notification.pk, 0)]
     tasks.deliver_notification(notification.pk)  # the receiver fails the first attempt: queued again with backoff
     notification.refresh_from_db()
     assert (notification.status, notification.attempts) == ("retrying", 1)
     assert "500" in notification.last_error and queued[-1] == (notification.pk, 30)
-    assert services.deliver(notification.pk) is None  # not due yet: nothing sent
+    assert delivery.deliver(notification.pk) is None  # not due yet: nothing sent
     assert len(Receiver.received) == 1
-    assert services.deliver(notification.pk, now=timezone.now() + timedelta(seconds=31)) is None
+    assert delivery.deliver(notification.pk, now=timezone.now() + timedelta(seconds=31)) is None
     notification.refresh_from_db()
     assert (notification.status, notification.attempts, notification.last_error) == ("sent", 2, "")
     headers, body = Receiver.received[-1]
@@ -236,14 +236,14 @@ def test_delivery_gives_up_after_bounded_attempts(quiet):
     rule = make_rule(for_s=0)
     rule.channels.add(Channel.objects.create(name="dead", kind="webhook", target="http://127.0.0.1:9/", secret="x"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     (notification,) = Notification.objects.all()
     when, waits = T0, []
-    while (wait := services.deliver(notification.pk, now=when)) is not None:
+    while (wait := delivery.deliver(notification.pk, now=when)) is not None:
         waits.append(wait)
         when += timedelta(seconds=wait)
     notification.refresh_from_db()
-    assert notification.status == DeliveryStatus.FAILED and notification.attempts == services.MAX_ATTEMPTS
+    assert notification.status == DeliveryStatus.FAILED and notification.attempts == delivery.MAX_ATTEMPTS
     assert waits == [30, 60, 120, 240, 480]
 
 
@@ -251,9 +251,9 @@ def test_email_via_locmem(quiet):
     rule = make_rule(for_s=0, name="Expired ratio high")
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="a@example.com, b@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     (notification,) = Notification.objects.all()
-    services.deliver(notification.pk, now=T0)
+    delivery.deliver(notification.pk, now=T0)
     (message,) = mail.outbox
     assert message.to == ["a@example.com", "b@example.com"]
     assert "FIRING" in message.subject and "Expired ratio high" in message.subject
@@ -263,15 +263,15 @@ def test_email_via_locmem(quiet):
 
 def test_overdue_deliveries_are_requeued(quiet, monkeypatch, django_capture_on_commit_callbacks):
     queued: list[int] = []
-    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: queued.append(pk))
+    monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: queued.append(pk))
     rule = make_rule(for_s=0)
     rule.channels.add(Channel.objects.create(name="ops", kind="email", target="ops@example.com"))
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     (notification,) = Notification.objects.all()
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.retry_due(now=T0 + timedelta(seconds=30)) == 0  # just queued: not lost yet
-        assert services.retry_due(now=T0 + timedelta(minutes=2)) == 1
+        assert delivery.retry_due(now=T0 + timedelta(seconds=30)) == 0  # just queued: not lost yet
+        assert delivery.retry_due(now=T0 + timedelta(minutes=2)) == 1
     assert queued == [notification.pk]
 
 
@@ -302,7 +302,7 @@ def test_export_alert_rules_as_prometheus_yaml(db, tmp_path):
 def test_permissions(quiet, api_as):
     rule = make_rule(for_s=0)
     ratio("orders", 0.5, T0)
-    services.evaluate(now=T0)
+    evaluation.evaluate(now=T0)
     alert = Alert.objects.get(rule=rule)
     viewer, operator, admin = api_as("viewer"), api_as("operator"), api_as("admin")
     assert api_as(None).get("/api/alerts/").status_code == 401
@@ -389,8 +389,8 @@ def test_list_query_counts_are_bounded(quiet, api_as, django_assert_max_num_quer
 
 def test_alert_summaries_read_in_the_metrics_units():
     """A disk alert says "90.3% > 90.0%", not "0.902549 > 0.9"; bytes read in binary units."""
+    from backend.apps.alerts.evaluation import _summary
     from backend.apps.alerts.models import AlertRule
-    from backend.apps.alerts.services import _summary
 
     disk = AlertRule(name="Disk above the warning watermark", metric="disk_used_ratio", comparator=">")
     assert _summary(disk, "node=node-1", 0.902549, 0.9) == (

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from backend.apps.alerts import services as alerts
+from backend.apps.alerts import evaluation as alerts
 from backend.apps.alerts.models import Alert
 from backend.apps.lifecycle import services as lifecycle
 from backend.apps.metrics import services as metrics

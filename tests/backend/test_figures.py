@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from backend.apps.alerts import services as alerts
+from backend.apps.alerts import evaluation as alerts
 from backend.apps.alerts.models import Alert, AlertRule
 from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus

@@ -1,65 +1,32 @@
-"""Writes of alerts: built-in rules, rule and channel changes (audited), evaluation, acknowledgement,
-silences, notification deliveries (email, signed webhooks) with retries, and channel test messages.
+"""Writes of alerts an operator or admin makes: the built-in rules, rule and channel changes (audited),
+acknowledgement and silences. Evaluation (pending, firing, resolved) is :mod:`evaluation`; notifications
+and their retries are :mod:`delivery`, over the channels' transports (:mod:`transports`).
 
 Every function that depends on time takes ``now`` (else :func:`clock.now`).
-
-How alerts close (as in Prometheus and Alertmanager):
-
-- a *pending* alert whose condition clears before the rule's ``for`` duration never was an alert: it is
-  deleted, never notified, and never shows in the history as resolved;
-- a *firing* alert resolves when its condition clears, its series stops reporting, or its rule is disabled
-  or deleted; its channels get the "resolved" notification (unless it is silenced), so whatever it opened
-  downstream closes too — Alertmanager likewise resolves an alert its rule stopped sending;
-- a deleted rule's alerts stay (``Alert.rule`` becomes null; the alert keeps the rule's name, metric and
-  severity).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import logging
-import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
-from django.conf import settings
-from django.core.mail import send_mail
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import transaction
 
+from backend.apps.alerts.evaluation import close_rule_alerts, record_event
 from backend.apps.alerts.models import (
     OPEN_STATES,
     Alert,
-    AlertEvent,
     AlertRule,
     AlertState,
     Channel,
-    ChannelKind,
     DefaultRuleMarker,
-    DeliveryStatus,
     EventKind,
-    Notification,
 )
-from backend.apps.alerts.rules import COMPARE, DEFAULT_RULES
-from backend.apps.alerts.selectors import PolicyCache, labels_key, observations
+from backend.apps.alerts.rules import DEFAULT_RULES
 from backend.apps.audit import services as audit
-from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.metrics import clock
-from backend.apps.metrics.catalog import SERIES
 from storage_engine.errors import InvalidArgumentError
 
-log = logging.getLogger(__name__)
-
-SIGNATURE_HEADER = "X-LCS-Signature"
-MAX_ATTEMPTS = 6
-BACKOFF_BASE_S = 30
-BACKOFF_MAX_S = 3_600
-SEND_LEASE_S = 300  # a delivery claimed longer ago than this (a dead worker) is retried
-WEBHOOK_TIMEOUT_S = 5.0
-RETRY_SWEEP_GRACE_S = 60
 RULE_FIELDS = (
     "name",
     "metric",
@@ -256,159 +223,6 @@ def delete_channel(*, actor: Any, channel: Channel) -> None:
     channel.delete()
 
 
-# -- evaluation ----------------------------------------------------------------------------------
-
-
-def _fmt(value: float | None, unit: str = "") -> str:
-    """A figure as an operator reads it: ratios in percent, bytes in binary units, the rest as is."""
-    if value is None:
-        return "n/a"
-    if unit == "ratio":
-        return f"{value * 100:.1f}%"
-    if unit == "bytes":
-        size = float(value)
-        for suffix in ("B", "KiB", "MiB", "GiB", "TiB"):
-            if abs(size) < 1024 or suffix == "TiB":
-                return f"{size:.0f} {suffix}" if suffix == "B" else f"{size:.1f} {suffix}"
-            size /= 1024
-    if unit == "seconds":
-        return f"{value:.3g} s"
-    return f"{value:.6g}"
-
-
-def _summary(rule: AlertRule, key: str, value: float, threshold: float | None) -> str:
-    where = key or "cluster"
-    series = SERIES.get(rule.metric)
-    unit = series.unit if series is not None else ""
-    text = f"{rule.name}: {rule.metric} {_fmt(value, unit)} {rule.comparator} {_fmt(threshold, unit)} ({where})"
-    return text[:500]
-
-
-def _event(alert: Alert, kind: str, at: datetime, value: float | None = None, actor: Any = None, detail: str = ""):
-    user = actor if getattr(actor, "is_authenticated", False) else None
-    return AlertEvent.objects.create(alert=alert, kind=kind, at=at, value=value, actor=user, detail=detail[:500])
-
-
-def _silenced(alert: Alert, now: datetime) -> bool:
-    return alert.silenced_until is not None and alert.silenced_until > now
-
-
-def _fire(alert: Alert, now: datetime) -> None:
-    alert.state, alert.fired_at = AlertState.FIRING, now
-    alert.save(update_fields=["state", "fired_at", "value", "threshold", "summary", "updated_at"])
-    silenced = _silenced(alert, now)
-    event = _event(alert, EventKind.FIRING, now, alert.value, detail="silenced: not notified" if silenced else "")
-    if not silenced:
-        notify(alert, event, now)
-
-
-def _resolve(alert: Alert, now: datetime, value: float | None, why: str, actor: Any = None) -> None:
-    """A firing alert resolves (and notifies, unless silenced)."""
-    alert.state, alert.resolved_at = AlertState.RESOLVED, now
-    if value is not None:
-        alert.value = value
-    alert.save(update_fields=["state", "resolved_at", "value", "updated_at"])
-    event = _event(alert, EventKind.RESOLVED, now, value, actor=actor, detail=why)
-    if not _silenced(alert, now):
-        notify(alert, event, now)
-
-
-def _close(alert: Alert, now: datetime, why: str, value: float | None = None, actor: Any = None) -> str:
-    """An open alert stops: a firing one resolves (``"resolved"``); a pending one never fired, so it never
-    was an alert (Prometheus drops a pending alert that clears) and is deleted (``"cleared"``)."""
-    if alert.state == AlertState.PENDING:
-        alert.delete()
-        return "cleared"
-    _resolve(alert, now, value, why, actor)
-    return "resolved"
-
-
-def close_rule_alerts(rule: AlertRule, now: datetime, why: str, actor: Any = None) -> dict[str, int]:
-    """Close every open alert of ``rule`` (disabled or deleted)."""
-    closed = {"resolved": 0, "cleared": 0}
-    for alert in rule.alerts.select_for_update().filter(state__in=OPEN_STATES).order_by("pk"):
-        alert.rule = rule
-        closed[_close(alert, now, why, actor=actor)] += 1
-    return closed
-
-
-def evaluate_rule(
-    rule: AlertRule, now: datetime, policies: PolicyCache, open_alerts: dict[str, Alert]
-) -> dict[str, int]:
-    """One rule: open, fire, keep or resolve its alerts (one open alert per label set)."""
-    counts = {"pending": 0, "firing": 0, "resolved": 0, "cleared": 0}
-    now_ms = clock.to_ms(now)
-    seen: dict[str, float] = {}
-    holding: set[str] = set()
-    observed = observations(rule, now_ms, policies) if rule.enabled else []
-    compare = COMPARE[rule.comparator]
-    for obs in observed:
-        key = labels_key(obs.labels)
-        seen[key] = obs.value
-        if obs.threshold is None or not compare(obs.value, obs.threshold):
-            continue
-        holding.add(key)
-        summary = _summary(rule, key, obs.value, obs.threshold)
-        alert = open_alerts.get(key)
-        if alert is None:
-            try:
-                with transaction.atomic():
-                    alert = Alert.objects.create(
-                        rule=rule,
-                        rule_name=rule.name,
-                        metric=rule.metric,
-                        severity=rule.severity,
-                        labels_key=key,
-                        labels=obs.labels,
-                        state=AlertState.PENDING,
-                        value=obs.value,
-                        threshold=obs.threshold,
-                        summary=summary,
-                        started_at=now,
-                    )
-            except IntegrityError:  # a concurrent evaluation opened it first
-                continue
-            _event(alert, EventKind.PENDING, now, obs.value)
-            counts["pending"] += 1
-        else:
-            alert.value, alert.threshold, alert.summary = obs.value, obs.threshold, summary
-        if alert.state == AlertState.PENDING and (now - alert.started_at).total_seconds() >= rule.for_s:
-            _fire(alert, now)
-            counts["firing"] += 1
-        else:
-            alert.save(update_fields=["value", "threshold", "summary", "updated_at"])
-    for key, alert in open_alerts.items():
-        if key not in holding:
-            why = "rule disabled" if not rule.enabled else ("condition cleared" if key in seen else "no data")
-            counts[_close(alert, now, why, seen.get(key))] += 1
-    return counts
-
-
-def evaluate(now: datetime | None = None) -> dict[str, int]:
-    """Evaluate every enabled rule once (the minute task). Open alerts of disabled rules, and of rules deleted
-    without :func:`delete_rule` (the Django admin, the ORM), are closed."""
-    now = now or clock.now()
-    policies = PolicyCache()
-    by_rule: dict[int | None, dict[str, Alert]] = {}
-    for alert in Alert.objects.filter(state__in=OPEN_STATES):
-        by_rule.setdefault(alert.rule_id, {})[alert.labels_key] = alert
-    totals = {"rules": 0, "pending": 0, "firing": 0, "resolved": 0, "cleared": 0}
-    with transaction.atomic():
-        for alert in by_rule.pop(None, {}).values():
-            totals[_close(alert, now, "rule deleted")] += 1
-    for rule in AlertRule.objects.order_by("pk"):
-        open_alerts = by_rule.get(rule.pk, {})
-        if not rule.enabled and not open_alerts:
-            continue
-        with transaction.atomic():
-            counts = evaluate_rule(rule, now, policies, open_alerts)
-        totals["rules"] += 1
-        for name, value in counts.items():
-            totals[name] += value
-    totals["retried"] = retry_due(now)
-    return totals
-
-
 # -- operator actions ----------------------------------------------------------------------------
 
 
@@ -419,7 +233,7 @@ def acknowledge(*, alert: Alert, actor: Any, now: datetime | None = None) -> Ale
     before = {"acknowledged_by": alert.acknowledged_by.get_username() if alert.acknowledged_by else None}
     alert.acknowledged_by, alert.acknowledged_at = actor, now
     alert.save(update_fields=["acknowledged_by", "acknowledged_at", "updated_at"])
-    _event(alert, EventKind.ACKNOWLEDGED, now, actor=actor)
+    record_event(alert, EventKind.ACKNOWLEDGED, now, actor=actor)
     audit.record(
         actor=actor,
         action="alert.ack",
@@ -440,7 +254,7 @@ def silence(*, alert: Alert, actor: Any, minutes: int, now: datetime | None = No
     alert.silenced_until = now + timedelta(minutes=minutes) if minutes else None
     alert.save(update_fields=["silenced_until", "updated_at"])
     detail = f"for {minutes} min" if minutes else "silence lifted"
-    _event(alert, EventKind.SILENCED, now, actor=actor, detail=detail)
+    record_event(alert, EventKind.SILENCED, now, actor=actor, detail=detail)
     audit.record(
         actor=actor,
         action="alert.silence",
@@ -450,225 +264,3 @@ def silence(*, alert: Alert, actor: Any, minutes: int, now: datetime | None = No
         after={"silenced_until": alert.silenced_until.isoformat() if alert.silenced_until else None},
     )
     return alert
-
-
-# -- notifications -------------------------------------------------------------------------------
-
-
-def enqueue(notification_id: int, countdown: float = 0) -> None:
-    """Queue one delivery attempt (a Celery task); a broker failure leaves it to the retry sweep."""
-    from backend.apps.alerts.tasks import deliver_notification
-
-    try:
-        deliver_notification.apply_async((notification_id,), countdown=countdown)
-    except Exception as exc:
-        log.warning("alerts: could not queue delivery %s: %s", notification_id, exc)
-
-
-def notify(alert: Alert, event: AlertEvent, now: datetime) -> list[Notification]:
-    """One delivery per enabled channel of the rule, queued when the transaction commits (none once the rule
-    is deleted: its channels went with it)."""
-    channels = alert.rule.channels.filter(enabled=True) if alert.rule is not None else Channel.objects.none()
-    created = [
-        Notification.objects.create(channel=channel, alert=alert, event=event, next_attempt_at=now)
-        for channel in channels
-    ]
-    for notification in created:
-        transaction.on_commit(lambda pk=notification.pk: enqueue(pk))
-    return created
-
-
-def backoff_s(attempts: int) -> int:
-    """Seconds before attempt ``attempts + 1``: 30 s, 1 min, 2 min, … capped at 1 h."""
-    return int(min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1)))
-
-
-def _stamp(when: datetime | None) -> str | None:
-    return when.isoformat() if when else None
-
-
-def payload(notification: Notification) -> dict[str, Any]:
-    """The body of a delivery; the rule's fields are the alert's copy (the rule may be deleted by now)."""
-    alert = notification.alert
-    stamp = _stamp
-    return {
-        "delivery": notification.pk,
-        "event": notification.event.kind,
-        "at": stamp(notification.event.at),
-        "alert": {
-            "id": alert.pk,
-            "rule": alert.rule_id,
-            "rule_name": alert.rule_name,
-            "metric": alert.metric,
-            "severity": alert.severity,
-            "state": alert.state,
-            "labels": alert.labels,
-            "value": alert.value,
-            "threshold": alert.threshold,
-            "summary": alert.summary,
-            "started_at": stamp(alert.started_at),
-            "fired_at": stamp(alert.fired_at),
-            "resolved_at": stamp(alert.resolved_at),
-        },
-    }
-
-
-class DeliveryError(Exception):
-    """A delivery failed for a reason worded here, safe to show to every viewer."""
-
-
-def delivery_error(exc: Exception) -> str:
-    """What viewers see of a failed delivery: our own words, the status, or the error's class; never the
-    text a receiver (or a mail server) answered, nor the channel's target."""
-    if isinstance(exc, DeliveryError):
-        return str(exc)
-    if isinstance(exc, OutgoingURLRefused):
-        return f"refused by OUTGOING_URL_ALLOW: {exc}"
-    return type(exc).__name__
-
-
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def _transmit(channel: Channel, data: dict[str, Any], subject: str, intro: str = "") -> None:
-    """Send ``data`` (a :func:`payload`-shaped body) through the channel: an email to its addresses, or a
-    signed POST to its webhook URL (checked against OUTGOING_URL_ALLOW each time). Raises on failure."""
-    if channel.kind == ChannelKind.EMAIL:
-        lines = [f"{k}: {v}" for k, v in data["alert"].items()]
-        text = (f"{intro}\n\n" if intro else "") + "\n".join(lines) + "\n"
-        recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
-        send_mail(subject[:200], text, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
-        return
-    body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-    headers = {
-        "Content-Type": "application/json",
-        SIGNATURE_HEADER: sign(channel.secret, body),
-        "X-LCS-Event": str(data["event"]),
-        "X-LCS-Delivery": str(data["delivery"]),
-    }
-    check_outgoing_url(channel.target)  # again at each delivery: the name may resolve elsewhere by now
-    answer = httpx.post(
-        channel.target, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S, follow_redirects=False
-    )
-    if not 200 <= answer.status_code < 300:
-        raise DeliveryError(f"webhook answered HTTP {answer.status_code}")
-
-
-def _send(notification: Notification) -> None:
-    data = payload(notification)
-    alert = data["alert"]
-    _transmit(
-        notification.channel, data, f"[{alert['severity']}] {notification.event.kind.upper()}: {alert['summary']}"
-    )
-
-
-TEST_EVENT = "test"
-TEST_MESSAGE = "This is a test notification sent from the console to check this channel; no alert is firing."
-
-
-def channel_test_payload(channel: Channel, actor: Any, now: datetime) -> dict[str, Any]:
-    """A test message shaped like a real delivery (so a receiver's parsing is tested too), marked as a test:
-    ``"test": true``, event ``test`` (also in ``X-LCS-Event``), state ``test``, ``[TEST]`` in the summary."""
-    who = actor.get_username() if getattr(actor, "is_authenticated", False) else ""
-    return {
-        "test": True,
-        "delivery": f"test-{uuid.uuid4().hex}",
-        "event": TEST_EVENT,
-        "at": _stamp(now),
-        "message": TEST_MESSAGE,
-        "sent_by": who,
-        "alert": {
-            "id": None,
-            "rule": None,
-            "rule_name": "Test notification",
-            "metric": "",
-            "severity": "info",
-            "state": TEST_EVENT,
-            "labels": {"channel": channel.name},
-            "value": None,
-            "threshold": None,
-            "summary": f"[TEST] Test notification for channel {channel.name}"[:500],
-            "started_at": _stamp(now),
-            "fired_at": None,
-            "resolved_at": None,
-        },
-    }
-
-
-def send_channel_test(*, channel: Channel, actor: Any, now: datetime | None = None) -> dict[str, Any]:
-    """Send a test message through the channel's real delivery path at once (a disabled channel too: an
-    operator checks it before turning it on), audited. Answers ``delivered`` and ``error``, worded by
-    :func:`delivery_error` like a real delivery's: never the receiver's answer nor the channel's target."""
-    now = now or clock.now()
-    data = channel_test_payload(channel, actor, now)
-    try:
-        _transmit(channel, data, f"[TEST] Test notification for channel {channel.name}", intro=TEST_MESSAGE)
-    except Exception as exc:
-        log.info("alerts: test message to channel %s failed: %r", channel.name, exc)
-        delivered, error = False, delivery_error(exc)[:2000]
-    else:
-        delivered, error = True, ""
-    audit.record(
-        actor=actor,
-        action="alert_channel.test",
-        target_type="alert_channel",
-        target=channel.name,
-        after={"delivered": delivered, "error": error},
-        result="ok" if delivered else "failed",
-        detail=error,
-    )
-    return {"delivered": delivered, "error": error}
-
-
-def deliver(notification_id: int, now: datetime | None = None) -> int | None:
-    """One attempt; returns the seconds until the next attempt when it should be retried, else ``None``."""
-    now = now or clock.now()
-    claimed = Notification.objects.filter(
-        pk=notification_id,
-        status__in=[DeliveryStatus.PENDING, DeliveryStatus.RETRYING],
-        next_attempt_at__lte=now,
-    ).update(
-        status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + timedelta(seconds=SEND_LEASE_S)
-    )
-    if not claimed:  # delivered, given up, not due yet, or another worker has it
-        return None
-    notification = Notification.objects.select_related("channel", "alert__rule", "event").get(pk=notification_id)
-    skip = "channel disabled" if not notification.channel.enabled else ""
-    skip = skip or ("alert silenced" if _silenced(notification.alert, now) else "")
-    if skip:
-        Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.SKIPPED, last_error=skip)
-        return None
-    try:
-        _send(notification)
-    except Exception as exc:
-        log.info("alerts: delivery %s to channel %s failed: %r", notification_id, notification.channel.name, exc)
-        error = delivery_error(exc)[:2000]
-        if notification.attempts >= MAX_ATTEMPTS:
-            Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.FAILED, last_error=error)
-            log.warning("alerts: delivery %s failed for good: %s", notification_id, error)
-            return None
-        wait = backoff_s(notification.attempts)
-        Notification.objects.filter(pk=notification_id).update(
-            status=DeliveryStatus.RETRYING, last_error=error, next_attempt_at=now + timedelta(seconds=wait)
-        )
-        return wait
-    Notification.objects.filter(pk=notification_id).update(status=DeliveryStatus.SENT, sent_at=now, last_error="")
-    return None
-
-
-def retry_due(now: datetime | None = None, limit: int = 100) -> int:
-    """Re-queue deliveries overdue by a minute (a lost message) or whose worker died mid-send."""
-    now = now or clock.now()
-    Notification.objects.filter(status=DeliveryStatus.SENDING, next_attempt_at__lte=now).update(
-        status=DeliveryStatus.RETRYING
-    )
-    due = list(
-        Notification.objects.filter(
-            status__in=[DeliveryStatus.PENDING, DeliveryStatus.RETRYING],
-            next_attempt_at__lte=now - timedelta(seconds=RETRY_SWEEP_GRACE_S),
-        ).values_list("pk", flat=True)[:limit]
-    )
-    for pk in due:
-        transaction.on_commit(lambda pk=pk: enqueue(pk))
-    return len(due)

@@ -2,18 +2,18 @@ from typing import Any
 
 from celery import shared_task
 
-from backend.apps.alerts import services
+from backend.apps.alerts import delivery, evaluation
 
 
 @shared_task(ignore_result=True)
 def evaluate_alerts() -> dict[str, Any]:
     """Scheduled every minute: evaluate every rule, then re-queue overdue deliveries."""
-    return services.evaluate()
+    return evaluation.evaluate()
 
 
 @shared_task(ignore_result=True)
 def deliver_notification(notification_id: int) -> None:
     """One delivery attempt; on failure it queues itself again after the backoff (bounded attempts)."""
-    wait = services.deliver(notification_id)
+    wait = delivery.deliver(notification_id)
     if wait is not None:
-        services.enqueue(notification_id, countdown=wait)
+        delivery.enqueue(notification_id, countdown=wait)

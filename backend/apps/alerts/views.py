@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from backend.apps.alerts import selectors, services
+from backend.apps.alerts import delivery, selectors, services
 from backend.apps.alerts.filters import AlertFilter
 from backend.apps.alerts.serializers import (
     AlertDetailOutputSerializer,
@@ -190,5 +190,5 @@ class ChannelTestView(APIView):
         data = ChannelTestInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(
-            ChannelTestOutputSerializer(services.send_channel_test(channel=channel, actor=request.user)).data
+            ChannelTestOutputSerializer(delivery.send_channel_test(channel=channel, actor=request.user)).data
         )
