@@ -11,7 +11,7 @@ from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.namespaces.selectors import namespace_list
 from backend.apps.runs.models import Kind
-from backend.apps.runs.selectors import last_finished
+from backend.apps.runs.selectors import last_finished, last_run_at
 
 
 def segment_list() -> QuerySet[Segment]:
@@ -49,8 +49,6 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
     """Figures of one namespace annotated by :func:`with_usage`: the sums of its shards' rows, as the last
     metrics collection (or sync) stored them. The backlog is null until a collection has reported every
     shard."""
-    from backend.apps.runs.selectors import last_run_at
-
     backlog_known = namespace.shards_reported > 0 and namespace.shards_uncollected == 0
     return {
         "name": namespace.name,

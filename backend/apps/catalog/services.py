@@ -16,14 +16,18 @@ import contextlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, IntegerField, Max, Min, Q, When
 from django.utils import timezone
 
 from backend.apps.catalog.figures import ratio
 from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.namespaces.models import Namespace, SyncState
+from backend.apps.namespaces.selectors import hosting_nodes, namespace_list
 from backend.apps.nodes import gateway
 from storage_engine.api import SegmentInfo
+from storage_engine.errors import StorageError
 
 SYNCED_FIELDS = [
     "last_offset",
@@ -147,8 +151,6 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
     ``collected_at``. Shards of namespaces the control plane does not know are skipped. Returns how many
     shards are new or had their data change (not only their backlog): their segments are due for a sync.
     """
-    from backend.apps.namespaces.models import Namespace
-
     if not figures:
         return 0
     names = {ns for ns, _ in figures}
@@ -190,8 +192,6 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
 
 def sync_namespace(namespace: Any) -> SyncResult:
     """Sync every shard of one namespace from the node it is placed on (raises the client's errors)."""
-    from backend.apps.namespaces.selectors import hosting_nodes
-
     total = SyncResult()
 
     def sync_hosted(client: Any, shards: list[int]) -> None:
@@ -220,9 +220,6 @@ def _mark_synced(namespace: Any, shard: int, changed: bool) -> None:
 
 def sync_node(node: Any) -> SyncResult:
     """Sync every namespace with a shard placed on ``node``."""
-    from backend.apps.namespaces.models import SyncState
-    from backend.apps.namespaces.selectors import namespace_list
-
     total = SyncResult()
     hosted = namespace_list().filter(placements__node=node, sync_state=SyncState.SYNCED).distinct()
     for namespace in hosted:
@@ -241,12 +238,6 @@ def sync_stalest(limit: int = 50) -> SyncResult:
     up-to-date ones in name order, continuing where the previous run stopped. A namespace whose node
     cannot be reached is skipped until the next round.
     """
-    from django.core.cache import cache
-    from django.db.models import Case, IntegerField, Max, Min, When
-
-    from backend.apps.namespaces.models import Namespace, SyncState
-    from storage_engine.errors import StorageError
-
     synced = (
         Namespace.objects.filter(sync_state=SyncState.SYNCED)
         .select_related("node")

@@ -7,12 +7,12 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, register
 
+from backend.apps.core.outgoing import parse_allow_list
+from backend.apps.core.throttling import parse_rate
+
 
 @register()
 def check_security_settings(app_configs: Any = None, **_: Any) -> list[Error]:
-    from backend.apps.core.outgoing import parse_allow_list
-    from backend.apps.core.throttling import parse_rate
-
     errors = []
     try:
         parse_allow_list(settings.OUTGOING_URL_ALLOW or "*")

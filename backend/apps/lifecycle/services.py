@@ -20,10 +20,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from backend.apps.audit import services as audit
 from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.actions import ACTIONS, actions_for
+from backend.apps.lifecycle.models import DueSweep, Lease
 from backend.apps.lifecycle.schedules import DUE_KINDS, deadlines_enabled, schedule_name
 from backend.apps.lifecycle.selectors import scheduled_kinds_of_node
 from backend.apps.namespaces.models import Namespace
@@ -265,10 +267,6 @@ def reap_stale_runs(now: Any = None, limit: int = 100) -> dict[str, int]:
     of a running run has expired (or is gone), no worker is on it. Its steps are
     safe to repeat, so it is queued again; a run that keeps dying is failed.
     """
-    from django.utils import timezone
-
-    from backend.apps.lifecycle.models import Lease
-
     now = now or timezone.now()
     resumed = failed = 0
     # Only lifecycle runs: other kinds (Spark jobs) have their own task and lease handling.
@@ -314,8 +312,6 @@ def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None)
     scheduled: nothing due, a kind the node's namespaces do not call for, an earlier sweep already
     pending, or a due time an earlier sweep did not clear).
     """
-    from django.utils import timezone
-
     if answer is None:
         with client_for(node) as client:
             answer = client.next_due()
@@ -336,9 +332,6 @@ def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None)
 
 def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) -> datetime | None:
     """Make a sweep of ``kind`` on ``node`` pending at ``eta`` unless one at or before it already is."""
-    from django.utils import timezone
-
-    from backend.apps.lifecycle.models import DueSweep
     from backend.apps.lifecycle.tasks import due_sweep
 
     now = timezone.now()
@@ -363,8 +356,6 @@ def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) 
 
 def run_due_sweep(kind: str, node_id: int, token: str) -> int | None:
     """A pending sweep's moment has come: start the run, unless a later call superseded it."""
-    from backend.apps.lifecycle.models import DueSweep
-
     node = StorageNode.objects.filter(pk=node_id).first()
     if node is None:
         return None

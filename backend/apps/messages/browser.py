@@ -27,8 +27,10 @@ from typing import Any
 
 from backend.apps.namespaces.selectors import node_for_shard, shard_nodes
 from backend.apps.nodes.gateway import client_for
+from backend.apps.policies.selectors import effective_namespace_policy
 from storage_engine.api import Record
 from storage_engine.errors import InvalidArgumentError, OffsetOutOfRangeError
+from storage_engine.expiry import effective_expiry
 from storage_engine.placement import shard_for_key
 
 MAX_SHOWN_BYTES = 4096
@@ -200,9 +202,6 @@ def _merged_by_time(namespace: Any, time_ms: int | None, positions: str | None, 
 def with_effective_expiry(namespace: Any, answer: dict[str, Any]) -> dict[str, Any]:
     """Each record of a browse answer with ``effective_expires_at``: when it stops being visible, its own
     TTL or the namespace's, whichever is first (``storage_engine.expiry.effective_expiry``, DESIGN §3)."""
-    from backend.apps.policies.selectors import effective_namespace_policy
-    from storage_engine.expiry import effective_expiry
-
     ttl_ms = effective_namespace_policy(namespace).ttl_ms
     for row in answer.get("records") or ():
         row["effective_expires_at"] = effective_expiry(row["timestamp"], row["expire_at"], ttl_ms)

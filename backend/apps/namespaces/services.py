@@ -13,7 +13,7 @@ from django.db import transaction
 from backend.apps.audit import services as audit
 from backend.apps.core.signals import schedules_changed
 from backend.apps.namespaces import selectors
-from backend.apps.namespaces.models import Namespace, ShardPlacement, SyncState
+from backend.apps.namespaces.models import Namespace, ShardPlacement, Subscription, SyncState
 from backend.apps.nodes import gateway
 from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
@@ -26,7 +26,9 @@ from storage_engine.errors import (
     NodeUnavailableError,
     PolicyValidationError,
     StorageError,
+    SubscriptionExistsError,
     UnknownNamespaceError,
+    UnknownSubscriptionError,
 )
 from storage_engine.policy import NamespacePolicy, resolve_policy
 from storage_engine.validation import validate_namespace_name, validate_shard_count
@@ -171,9 +173,6 @@ def delete_namespace(*, namespace: Namespace, actor: Any) -> None:
 
 def create_subscription(*, namespace: Namespace, name: str, initial: str, actor: Any) -> Any:
     """Create the cursor on the node, then the row (the node refuses what it cannot hold)."""
-    from backend.apps.namespaces.models import Subscription
-    from storage_engine.errors import SubscriptionExistsError
-
     # Created on a node before (a retry): the row below records it.
     gateway.on_each(
         selectors.hosting_nodes(namespace),
@@ -199,8 +198,6 @@ def create_subscription(*, namespace: Namespace, name: str, initial: str, actor:
 
 def delete_subscription(*, subscription: Any, actor: Any) -> None:
     """Destructive: the cursor positions are lost. Node first, then the row; audited."""
-    from storage_engine.errors import UnknownSubscriptionError
-
     namespace = subscription.namespace
     gateway.on_each(
         selectors.hosting_nodes(namespace),

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from backend.apps.audit import services as audit
 from backend.apps.core.models import SyncState
+from backend.apps.core.services import upsert_interval_task
 from backend.apps.core.signals import schedules_changed
 from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
@@ -185,6 +186,4 @@ def reconcile_node_policies() -> dict[str, int]:
 
 def ensure_node_schedules(**_: Any) -> None:
     """Idempotent: the periodic reconcile of node policies exists (runs after every migrate)."""
-    from backend.apps.core.services import upsert_interval_task
-
     upsert_interval_task(RECONCILE_SCHEDULE, "backend.apps.nodes.tasks.reconcile_node_policies", RECONCILE_INTERVAL_S)

@@ -28,10 +28,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from backend.apps.audit import services as audit
 from backend.apps.lifecycle import leases
+from backend.apps.lifecycle.models import Lease
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
@@ -226,10 +228,6 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
         return JobOutcome.DONE
     job = str(run.params.get("job") or jobs.job_for(run.kind))
     key, holder = f"spark:{job}", f"run:{run.pk}"
-    from django.utils import timezone
-
-    from backend.apps.lifecycle.models import Lease
-
     if Lease.objects.filter(key=key, holder=holder, expires_at__gt=timezone.now()).exists():
         return JobOutcome.DONE  # a duplicate delivery: a live worker is on this run
     if not leases.acquire(key, holder, LEASE_TTL_S):
