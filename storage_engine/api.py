@@ -42,6 +42,7 @@ from storage_engine.model import (
     LIFECYCLE_COUNTS,
     AppendResult,
     BacklogInfo,
+    CompactionEstimate,
     DiskStatus,
     EngineStats,
     Headers,
@@ -66,6 +67,7 @@ __all__ = [
     "LIFECYCLE_COUNTS",
     "AppendResult",
     "BacklogInfo",
+    "CompactionEstimate",
     "DiskStatus",
     "EngineStats",
     "Headers",
@@ -358,7 +360,7 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
-    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, object]:
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
         """Dry run of a manual :meth:`compact`: ``bytes_before``, ``bytes_after``,
         ``reclaimable_bytes``, ``records_removable`` (and ``rounds``), exactly what
         ``compact(..., manual=True)`` with the default budget would then reclaim

@@ -17,6 +17,7 @@ import httpx
 
 from storage_engine.api import (
     AppendResult,
+    CompactionEstimate,
     DiskStatus,
     LifecycleResult,
     NamespaceInfo,
@@ -281,12 +282,10 @@ class NodeClient:
         return self.put_node_policy(policy).policy
 
     # -- compaction -------------------------------------------------------------------
-    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, Any]:
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
         params = {} if shard is None else {"shard": shard}
-        result: dict[str, Any] = self._call(
-            "GET", f"/v1/namespaces/{namespace}/compaction-estimate", idempotent=True, params=params
-        ).json()
-        return result
+        answer = self._call("GET", f"/v1/namespaces/{namespace}/compaction-estimate", idempotent=True, params=params)
+        return CompactionEstimate(**answer.json())
 
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> dict[str, Any]:
         body = {"shard": shard, "keep": {str(base): offsets for base, offsets in keep.items()}}

@@ -27,6 +27,7 @@ from typing import Any
 from storage_engine import reads
 from storage_engine.api import (
     BacklogInfo,
+    CompactionEstimate,
     DiskStatus,
     LifecycleResult,
     NextDue,
@@ -256,7 +257,7 @@ class Engine(StorageAdapter):
             namespace, shard, map_budget_bytes=map_budget_bytes, dry_run=dry_run, manual=manual, max_rounds=max_rounds
         )
 
-    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, Any]:
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
         return self.log_cleaner.compaction_estimate(namespace, shard)
 
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:

@@ -252,6 +252,29 @@ class LifecycleResult:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionEstimate:
+    """What a manual :meth:`StorageAdapter.compact` would do now (its dry run; nothing changes):
+    the stored bytes before and after, what it would reclaim and remove, and its key-map rounds.
+    Estimates of several shards or nodes add up (``+``); ``shard`` is ``None`` for a sum."""
+
+    namespace: str
+    shard: int | None = None
+    bytes_before: int = 0
+    bytes_after: int = 0
+    reclaimable_bytes: int = 0
+    records_removable: int = 0
+    rounds: int = 0
+
+    def __add__(self, other: CompactionEstimate) -> CompactionEstimate:
+        counts = ("bytes_before", "bytes_after", "reclaimable_bytes", "records_removable", "rounds")
+        summed = {name: getattr(self, name) + getattr(other, name) for name in counts}
+        return CompactionEstimate(namespace=self.namespace, shard=None, **summed)
+
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
 class NextDue:
     """When each kind of node-wide lifecycle sweep next has work (:meth:`StorageAdapter.next_due`).
 

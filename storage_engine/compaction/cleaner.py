@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from storage_engine.api import COMPACTION_COUNTS, LifecycleResult, SegmentInfo, SegmentState
+from storage_engine.api import COMPACTION_COUNTS, CompactionEstimate, LifecycleResult, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
 from storage_engine.codec import ATTR_EXPIRE
 from storage_engine.compaction.checkpoint import load_state, save_state
@@ -124,17 +124,17 @@ class LogCleaner:
             }
         )
 
-    def compaction_estimate(self, namespace: str, shard: int | None = None) -> dict[str, Any]:
+    def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
         r = self.compact(namespace, shard, dry_run=True, manual=True)
-        return {
-            "namespace": namespace,
-            "shard": shard,
-            "bytes_before": r.bytes_before,
-            "bytes_after": r.bytes_after,
-            "reclaimable_bytes": r.bytes_reclaimed,
-            "records_removable": r.records_removed,
-            "rounds": r.rounds,
-        }
+        return CompactionEstimate(
+            namespace=namespace,
+            shard=shard,
+            bytes_before=r.bytes_before,
+            bytes_after=r.bytes_after,
+            reclaimable_bytes=r.bytes_reclaimed,
+            records_removable=r.records_removed,
+            rounds=r.rounds,
+        )
 
     def _compact_shard(
         self,

@@ -111,7 +111,8 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter) -> None:
     @route("/v1/namespaces/{ns}/compaction-estimate", "GET", "compaction_estimate")
     async def compaction_estimate(request: Request) -> Response:
         shard = _optional_int(request.query_params.get("shard"), "shard", 0)
-        return JSONResponse(await run_in_threadpool(engine.compaction_estimate, request.path_params["ns"], shard))
+        estimate = await run_in_threadpool(engine.compaction_estimate, request.path_params["ns"], shard)
+        return JSONResponse(estimate.to_dict())
 
     @route("/v1/namespaces/{ns}/compaction-plan", "POST", "compaction_plan")
     async def compaction_plan(request: Request) -> Response:

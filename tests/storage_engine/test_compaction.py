@@ -247,11 +247,11 @@ def test_dry_run_estimate_matches_compact(engine: StorageAdapter) -> None:
     est = engine.compaction_estimate(ns)
     assert read_all(engine, ns) == before  # the estimate changed nothing
     r = engine.compact(ns, manual=True)
-    assert est["records_removable"] == r.records_removed > 0
-    assert est["reclaimable_bytes"] == r.bytes_reclaimed > 0
-    assert est["bytes_before"] == r.bytes_before
-    assert est["bytes_after"] == r.bytes_after == r.bytes_before - r.bytes_reclaimed
-    assert engine.compaction_estimate(ns)["records_removable"] == 0
+    assert est.records_removable == r.records_removed > 0
+    assert est.reclaimable_bytes == r.bytes_reclaimed > 0
+    assert est.bytes_before == r.bytes_before
+    assert est.bytes_after == r.bytes_after == r.bytes_before - r.bytes_reclaimed
+    assert engine.compaction_estimate(ns).records_removable == 0
 
 
 def test_compact_with_plan_equals_compact(engine: StorageAdapter) -> None:
@@ -270,7 +270,7 @@ def test_compact_with_plan_equals_compact(engine: StorageAdapter) -> None:
     assert r.records_removed > 0
     assert read_all(engine, a) == read_all(engine, b)
     assert_verified(engine, a, b)
-    assert engine.compaction_estimate(b)["records_removable"] == 0
+    assert engine.compaction_estimate(b).records_removable == 0
 
 
 def test_policy_delete_only_skips(engine: StorageAdapter) -> None:

@@ -214,19 +214,19 @@ def test_compaction_only_an_idle_dirty_segment_is_sealed_and_cleaned(
     clock.advance(LAG_MS)
     young = lc_adapter.compact(ns)
     assert (young.skipped, young.rolled) == ("not_due", 0)
-    assert lc_adapter.compaction_estimate(ns)["records_removable"] == 0
+    assert lc_adapter.compaction_estimate(ns).records_removable == 0
     clock.advance(1)  # the dirty data in the active segment is now older than max_compaction_lag_ms
     estimate = lc_adapter.compaction_estimate(ns)
-    assert estimate["records_removable"] == 40 and estimate["reclaimable_bytes"] > 0
+    assert estimate.records_removable == 40 and estimate.reclaimable_bytes > 0
     assert only_active(lc_adapter, ns).record_count == end  # an estimate seals nothing
     assert lc_adapter.compaction_ranges(ns)[0]["due"]
     result = lc_adapter.compact(ns)  # as scheduled: no manual flag
     assert (result.skipped, result.rolled) == (None, 1)
     assert (result.records_removed, result.bytes_reclaimed) == (
-        estimate["records_removable"],
-        estimate["reclaimable_bytes"],
+        estimate.records_removable,
+        estimate.reclaimable_bytes,
     )
-    assert result.bytes_after == estimate["bytes_after"]
+    assert result.bytes_after == estimate.bytes_after
     kept = read_all(lc_adapter, ns)
     assert [(r.key, r.offset) for r in kept] == [(b"k%d" % k, 40 + k) for k in range(10)]
     assert all(r.value is not None and r.value.startswith(b"v4-") for r in kept)

@@ -30,12 +30,13 @@ from backend.apps.lifecycle.schedules import DUE_KINDS, deadlines_enabled, sched
 from backend.apps.lifecycle.selectors import scheduled_kinds_of_node
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
+from backend.apps.nodes import gateway
 from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import queue_for
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
-from storage_engine.api import LIFECYCLE_COUNTS, DiskStatus, LifecycleResult
+from storage_engine.api import LIFECYCLE_COUNTS, CompactionEstimate, DiskStatus, LifecycleResult
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,13 @@ def fail_run(run_id: int, error: str) -> None:
         [*leases.shard_keys(run.namespace, run.shard)] if run.namespace else leases.node_keys(run.node, run.kind),
         f"run:{run.pk}",
     )
+
+
+def compaction_estimate(namespace: Namespace) -> CompactionEstimate:
+    """What compacting ``namespace`` now would reclaim: each node estimates the shards it holds (a dry run;
+    nothing changes), and all must answer for the sum to mean anything (the gateway raises otherwise)."""
+    estimates = gateway.on_each(hosting_nodes(namespace), lambda client, _: client.compaction_estimate(namespace.name))
+    return sum((e for e in estimates if e is not None), CompactionEstimate(namespace=namespace.name))
 
 
 MAX_RESUMES = 3

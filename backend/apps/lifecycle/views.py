@@ -10,8 +10,6 @@ from backend.apps.lifecycle import services
 from backend.apps.lifecycle.actions import ACTIONS
 from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
 from backend.apps.namespaces.models import Namespace
-from backend.apps.namespaces.selectors import hosting_nodes
-from backend.apps.nodes import gateway
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.serializers import TaskRunOutputSerializer
 
@@ -89,9 +87,4 @@ class CompactionEstimateView(APIView):
     @extend_schema(responses=CompactionEstimateOutputSerializer, tags=["actions"])
     def get(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
-        total = dict.fromkeys(CompactionEstimateOutputSerializer().fields, 0)
-        # Each node estimates the shards it holds; all must answer for the sum to mean anything.
-        for estimate in gateway.on_each(hosting_nodes(namespace), lambda c, _: c.compaction_estimate(namespace.name)):
-            for key in total:
-                total[key] += int(estimate[key])  # type: ignore[index]
-        return Response(CompactionEstimateOutputSerializer(total).data)
+        return Response(CompactionEstimateOutputSerializer(services.compaction_estimate(namespace)).data)
