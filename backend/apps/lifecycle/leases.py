@@ -11,6 +11,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from backend.apps.lifecycle.models import Lease
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
 
 
 def acquire(key: str, holder: str, ttl_s: float, now: datetime | None = None) -> bool:
@@ -45,13 +47,13 @@ def release_all(keys: Sequence[str], holder: str) -> None:
     Lease.objects.filter(key__in=list(keys), holder=holder).delete()
 
 
-def shard_keys(namespace: object, shard: int | None) -> list[str]:
+def shard_keys(namespace: Namespace, shard: int | None) -> list[str]:
     """The leases a job on one shard, or on every shard of a namespace, needs."""
-    shards = range(namespace.shards) if shard is None else [shard]  # type: ignore[attr-defined]
-    return [f"shard:{namespace.pk}:{s}" for s in shards]  # type: ignore[attr-defined]
+    shards = range(namespace.shards) if shard is None else [shard]
+    return [f"shard:{namespace.pk}:{s}" for s in shards]
 
 
-def node_keys(node: object, kind: str = "") -> list[str]:
+def node_keys(node: StorageNode, kind: str = "") -> list[str]:
     """A node-level job's lease: one per kind, so a sweep, file cleaning and a disk check of the same node
     may run side by side (the engine runs one lifecycle call at a time anyway)."""
-    return [f"node:{node.pk}:{kind}" if kind else f"node:{node.pk}"]  # type: ignore[attr-defined]
+    return [f"node:{node.pk}:{kind}" if kind else f"node:{node.pk}"]

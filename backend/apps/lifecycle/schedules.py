@@ -89,7 +89,9 @@ def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNo
     """The label a scheduled run carries (``TaskRun.schedule``)."""
     if namespace is not None:
         return f"lifecycle: {kind} of namespace {_short(namespace.name)}"
-    return f"lifecycle: {kind} of node {_short(node.name)}"  # type: ignore[union-attr]
+    if node is None:
+        raise ValueError("a schedule names a namespace or a node")
+    return f"lifecycle: {kind} of node {_short(node.name)}"
 
 
 # -- what the policies call for ---------------------------------------------------------------------------

@@ -104,6 +104,8 @@ def start_action(
     decisions and reports what it would do — records, segments, bytes — changing nothing,
     so it needs no confirmation and never counts as the namespace's last scan or compaction.
     """
+    if (namespace is None) == (node is None):
+        raise InvalidArgumentError("target", "an action acts on a namespace or on a node, one of them")
     action = ACTIONS.get(kind)
     scope = "namespace" if namespace is not None else "node"
     if action is None or kind not in actions_for(scope):
@@ -113,7 +115,7 @@ def start_action(
     if dry_run and not action.dry_run:
         offered = ", ".join(sorted(k for k, a in ACTIONS.items() if a.dry_run))
         raise InvalidArgumentError("dry_run", f"is offered for {offered}, not {kind}")
-    target = namespace.name if namespace is not None else node.name  # type: ignore[union-attr]
+    target = namespace.name if namespace is not None else node.name if node is not None else ""
     if action.destructive and not dry_run and confirm != target:
         raise InvalidArgumentError("confirm", f"must repeat the {scope} name: {kind} deletes data")
     with transaction.atomic():
