@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.catalog.selectors import expired_ratio
-from backend.apps.catalog.services import SYNCED_FIELDS
+from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import NamespaceOutputSerializer
 
@@ -20,24 +20,8 @@ class SegmentOutputSerializer(serializers.ModelSerializer):
 class ShardStatusOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = ShardStatus
-        fields = [
-            "shard",
-            "log_start_offset",
-            "end_offset",
-            "record_count",
-            "live_count",
-            "size_bytes",
-            "segment_count",
-            "expired_records",
-            "expired_bytes",
-            "expired_ratio",
-            "expired_bytes_ratio",
-            "backlog_messages",
-            "backlog_live_messages",
-            "backlog_bytes",
-            "updated_at",
-            "collected_at",
-        ]
+        # The engine's figures of the shard and its backlog, exactly what a sync and a collection write.
+        fields = ["shard", *STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at", "collected_at"]
         read_only_fields = fields
 
 
