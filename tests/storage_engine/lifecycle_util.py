@@ -13,7 +13,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policy import HOUR_MS, NamespacePolicy, NodePolicy
 
 FAR_FUTURE = 4_000_000_000_000
 
@@ -46,6 +46,42 @@ def assert_verified(adapter: StorageAdapter, *namespaces: str) -> None:
     for ns in namespaces or [n.name for n in adapter.list_namespaces()]:
         report = adapter.verify(ns)
         assert report.ok, report.problems
+
+
+def other_hour(clock: ManualClock) -> str:
+    """An hour of the day three hours from now: a ``delete_when`` that is not the current hour."""
+    return f"{(clock.now_ms() // HOUR_MS + 3) % 24:02d}"
+
+
+class QuotaEngines:
+    """Segment engines on a disk quota (``disk_capacity_bytes``: used = every byte under the data
+    directory) with the file cleaner's clock injected, opened by a test and closed after it. Node policy
+    fields default to ``file_reserved_ms=reserved_ms`` and a ``delete_when`` hour that is not now."""
+
+    def __init__(self, data_dir: Path, clock: ManualClock, capacity: int, reserved_ms: int) -> None:
+        self.data_dir, self.clock, self.capacity, self.reserved_ms = data_dir, clock, capacity, reserved_ms
+        self.opened: list[Any] = []
+
+    def __call__(self, capacity: int | None = None, **node: Any) -> Any:
+        from storage_engine.segment.adapter import SegmentAdapter
+
+        policy = NodePolicy(**{"file_reserved_ms": self.reserved_ms, "delete_when": other_hour(self.clock), **node})
+        config = EngineConfig(
+            data_dir=self.data_dir,
+            adapter="segment",
+            lifecycle_worker=False,
+            disk_capacity_bytes=self.capacity if capacity is None else capacity,
+            node_policy=policy,
+        )
+        engine = open_engine(config, self.clock)
+        assert isinstance(engine, SegmentAdapter)
+        engine.sleep = lambda seconds: self.clock.advance(int(seconds * 1000))  # never sleep for time
+        self.opened.append(engine)
+        return engine
+
+    def close(self) -> None:
+        for engine in self.opened:
+            engine.close()
 
 
 # Source for the crash tests' child processes (they define ``point`` and ``nth``): ``hook(obj, name, when)``

@@ -20,7 +20,6 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,7 +30,7 @@ from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.policy import HOUR_MS, NodePolicy
 from storage_engine.segment.adapter import SegmentAdapter
-from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns, offsets
+from tests.storage_engine.lifecycle_util import QuotaEngines, append_one, assert_verified, make_ns, offsets, other_hour
 
 BIG = b"b" * 60_000  # four records fill a 256 KiB segment
 SEGMENT_BYTES = 256 * 1024
@@ -40,32 +39,11 @@ RETENTION = HOUR_MS
 CAPACITY = 8 << 20
 
 
-def other_hour(clock: ManualClock) -> str:
-    return f"{(clock.now_ms() // HOUR_MS + 3) % 24:02d}"
-
-
 @pytest.fixture
-def engine(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., SegmentAdapter]]:
-    opened: list[SegmentAdapter] = []
-
-    def _open(**node: Any) -> SegmentAdapter:
-        policy = NodePolicy(**{"file_reserved_ms": RESERVED, "delete_when": other_hour(clock), **node})
-        config = EngineConfig(
-            data_dir=tmp_path / "data",
-            adapter="segment",
-            lifecycle_worker=False,
-            disk_capacity_bytes=CAPACITY,
-            node_policy=policy,
-        )
-        e = open_engine(config, clock)
-        assert isinstance(e, SegmentAdapter)
-        e.sleep = lambda seconds: clock.advance(int(seconds * 1000))  # never sleep for time
-        opened.append(e)
-        return e
-
-    yield _open
-    for e in opened:
-        e.close()
+def engine(tmp_path: Path, clock: ManualClock) -> Iterator[QuotaEngines]:
+    engines = QuotaEngines(tmp_path / "data", clock, capacity=CAPACITY, reserved_ms=RESERVED)
+    yield engines
+    engines.close()
 
 
 def segment_files(e: SegmentAdapter) -> dict[str, int]:

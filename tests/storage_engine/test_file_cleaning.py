@@ -14,22 +14,16 @@ from typing import Any
 
 import pytest
 
-from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.cleaning import clean_trigger, disk_status, hour_of, parse_hours
 from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
 from storage_engine.errors import DiskFullError, SegmentDeletedError
 from storage_engine.policy import HOUR_MS, NodePolicy
 from storage_engine.segment.adapter import SegmentAdapter
-from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns, offsets
+from tests.storage_engine.lifecycle_util import QuotaEngines, append_one, assert_verified, make_ns, offsets, other_hour
 
 BIG = b"b" * 60_000  # four records fill a 256 KiB segment: files dwarf RocksDB's own
 RESERVED = 10 * HOUR_MS
-
-
-def other_hour(clock: ManualClock) -> str:
-    return f"{(hour_of(clock.now_ms()) + 3) % 24:02d}"
 
 
 def this_hour(clock: ManualClock) -> str:
@@ -37,27 +31,10 @@ def this_hour(clock: ManualClock) -> str:
 
 
 @pytest.fixture
-def engine(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., SegmentAdapter]]:
-    opened: list[SegmentAdapter] = []
-
-    def _open(capacity: int = 1 << 40, **node: Any) -> SegmentAdapter:
-        policy = NodePolicy(**{"file_reserved_ms": RESERVED, "delete_when": other_hour(clock), **node})
-        config = EngineConfig(
-            data_dir=tmp_path / "data",
-            adapter="segment",
-            lifecycle_worker=False,
-            disk_capacity_bytes=capacity,
-            node_policy=policy,
-        )
-        e = open_engine(config, clock)
-        assert isinstance(e, SegmentAdapter)
-        e.sleep = lambda seconds: clock.advance(int(seconds * 1000))  # never sleep for time
-        opened.append(e)
-        return e
-
-    yield _open
-    for e in opened:
-        e.close()
+def engine(tmp_path: Path, clock: ManualClock) -> Iterator[QuotaEngines]:
+    engines = QuotaEngines(tmp_path / "data", clock, capacity=1 << 40, reserved_ms=RESERVED)
+    yield engines
+    engines.close()
 
 
 def fill_segments(e: StorageAdapter, ns: str, segments: int, shard: int = 0) -> None:
