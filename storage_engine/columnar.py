@@ -91,7 +91,8 @@ def rows(u8: np.ndarray, width: int) -> np.ndarray:
 
 def be32_at(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """The big-endian u32 at each position, as int64."""
-    return rows(u8, 4)[pos].view(">u4").ravel().astype(I64)
+    values: np.ndarray = rows(u8, 4)[pos].view(">u4").ravel().astype(I64)
+    return values
 
 
 def words_at(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -100,7 +101,8 @@ def words_at(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=U64)
     inside = pos + 8 <= u8.size
     if inside.all():
-        return rows(u8, 8)[pos].view(U64).ravel()
+        words: np.ndarray = rows(u8, 8)[pos].view(U64).ravel()
+        return words
     out = np.zeros(pos.size, dtype=U64)
     out[inside] = rows(u8, 8)[pos[inside]].view(U64).ravel()
     for i in np.flatnonzero(~inside).tolist():
@@ -153,7 +155,8 @@ class Layout:
 
     def fixed(self, idx: np.ndarray) -> np.ndarray:
         """The fixed fields (:data:`RECORD_DTYPE`) of the records at ``idx``."""
-        return rows(self.u8, RECORD_FIXED_SIZE)[self.starts[idx]].view(RECORD_DTYPE).ravel()
+        fixed: np.ndarray = rows(self.u8, RECORD_FIXED_SIZE)[self.starts[idx]].view(RECORD_DTYPE).ravel()
+        return fixed
 
     def key_words(self, idx: np.ndarray, byte: int) -> np.ndarray:
         """The little-endian u64 at ``byte`` of the key of each record at ``idx`` (ascending;

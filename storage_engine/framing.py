@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from storage_engine.api import NewRecord, ReadResult
+from storage_engine.api import NewRecord, ReadResult, Record
 from storage_engine.codec import decode_header, decode_records, encode_batch, encode_records
 from storage_engine.errors import CorruptSegmentError, InvalidArgumentError
 
@@ -66,7 +66,7 @@ def encode_fetch(result: ReadResult) -> tuple[bytes, dict[str, str]]:
 
 
 def decode_fetch(body: bytes, headers: Mapping[str, str]) -> ReadResult:
-    records: tuple = ()
+    records: tuple[Record, ...] = ()
     if body:
         header = decode_header(body, 0, path="<response body>")
         records = tuple(decode_records(body, 0, header, path="<response body>"))

@@ -104,7 +104,8 @@ class CleaningRule:
             return hash_keys([keys[i] for i in idx.tolist()])
 
         attrs = np.array(cols.attrs, dtype=np.uint8)  # ATTR_KEY set exactly where a key is
-        return self.decide(np.array(cols.offsets, dtype=I64), attrs, hashes).tolist()
+        kept: list[int] = self.decide(np.array(cols.offsets, dtype=I64), attrs, hashes).tolist()
+        return kept
 
     def by_offset(self, first: int, count: int) -> np.ndarray | None:
         """Decisions for dense offsets wholly within the round, from the bitmap alone (a

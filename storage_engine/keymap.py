@@ -176,7 +176,8 @@ class KeyMap:
 
     def _slots_at(self, at: np.ndarray) -> np.ndarray:
         """The slots at ``at`` as an ``(n, 2)`` int64 array (a copy)."""
-        return self._rows[at].view(I64).reshape(-1, 2)
+        slots: np.ndarray = self._rows[at].view(I64).reshape(-1, 2)
+        return slots
 
     # -- the table ------------------------------------------------------------------------
     def _probe(self, h: np.ndarray, c: np.ndarray, after: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -327,7 +328,8 @@ class KeyMap:
     def superseded_at(self, offsets: np.ndarray) -> np.ndarray:
         """Whether each offset (within the span) is superseded."""
         d = offsets - self.base
-        return (self._sup[d >> 3] >> (d & 7).astype(np.uint8) & 1).astype(bool)
+        superseded: np.ndarray = (self._sup[d >> 3] >> (d & 7).astype(np.uint8) & 1).astype(bool)
+        return superseded
 
     # -- by key (lists of bytes) ----------------------------------------------------------
     def put_many(self, offsets: Sequence[int] | np.ndarray, keys: Sequence[bytes]) -> int:

@@ -13,14 +13,16 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+Answer = dict[str, Any]  # a produce request's JSON answer
+
 
 class IdempotencyCache:
     def __init__(self, capacity: int = 100_000) -> None:
         self._capacity = capacity
-        self._done: OrderedDict[str, Any] = OrderedDict()
-        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._done: OrderedDict[str, Answer] = OrderedDict()
+        self._pending: dict[str, asyncio.Future[Answer]] = {}
 
-    async def run(self, key: str, produce: Callable[[], Awaitable[Any]]) -> Any:
+    async def run(self, key: str, produce: Callable[[], Awaitable[Answer]]) -> Answer:
         """Run ``produce`` once per ``key``; concurrent and later calls get the first answer.
 
         A failed attempt is not remembered, so the producer can retry it.
@@ -30,7 +32,7 @@ class IdempotencyCache:
             return self._done[key]
         if key in self._pending:
             return await asyncio.shield(self._pending[key])
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[key] = future
         try:
             result = await produce()
