@@ -127,6 +127,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME", str(VAR_DIR / "test-db.sqlite3"))}
+# django-prometheus's wrappers of the same backends count connections, queries, errors and query durations
+# (django_db_* on the web's /metrics).
+if DATABASES["default"]["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):
+    DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace("django.db.", "django_prometheus.db.")
 
 # Storage node (the default node; more are registered through the API).
 NODE_URL = env("NODE_URL", "http://127.0.0.1:7070")
@@ -230,6 +234,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served by the app (no CDN)
     "django_celery_beat",
+    "django_prometheus",  # request and database metrics on the web's /metrics (docs/metrics.md)
     "backend.apps.core",
     "backend.apps.audit",
     "backend.apps.policies",
@@ -245,6 +250,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First and last: django-prometheus times every request through the whole stack (django_http_*).
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "backend.apps.core.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -254,6 +261,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "backend.config.urls"

@@ -10,9 +10,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import yaml
 from django.core import mail
-from django.core.management import call_command
 from django.utils import timezone
 
 from backend.apps.alerts import delivery, evaluation, services, tasks
@@ -273,30 +271,6 @@ def test_overdue_deliveries_are_requeued(quiet, monkeypatch, django_capture_on_c
         assert delivery.retry_due(now=T0 + timedelta(seconds=30)) == 0  # just queued: not lost yet
         assert delivery.retry_due(now=T0 + timedelta(minutes=2)) == 1
     assert queued == [notification.pk]
-
-
-def test_export_alert_rules_as_prometheus_yaml(db, tmp_path):
-    StorageNode.objects.create(name="n1", url="http://127.0.0.1:9", policy_overrides={"disk_warning_ratio": 0.95})
-    make_rule(name="orders shard 0", scope_type="shard", scope="orders/0", comparator=">=", threshold=0.5, for_s=90)
-    out = tmp_path / "rules.yml"
-    call_command("export_alert_rules", "-o", str(out))
-    document = yaml.safe_load(out.read_text())
-    rules = {r["alert"]: r for r in document["groups"][0]["rules"]}
-    assert rules["ExpiredRatioAbove20"]["expr"] == "lcs_namespace_expired_ratio > 0.2"
-    assert rules["ExpiredRatioAbove20"]["for"] == "15m"
-    assert rules["ExpiredRatioAbove20"]["labels"]["severity"] == "warning"
-    # Scans of one namespace, and the node-wide sweeps (scheduled and due scans).
-    assert rules["TtlScanLongerThan10Minutes"]["expr"] == (
-        "(lcs_namespace_scan_duration_seconds > 600) or (lcs_node_scan_duration_seconds > 600)"
-    )
-    assert rules["DiskAboveTheWarningWatermark"]["expr"] == 'lcs_node_disk_used_ratio{node="n1"} > 0.95'
-    assert rules["DiskForecastToReachTheWarningWatermarkWithin24H"]["expr"] == (
-        'predict_linear(lcs_node_disk_used_ratio{node="n1"}[6h], 86400) >= 0.95'
-    )
-    assert rules["DeleteQueueAboveItsThreshold"]["expr"] == "lcs_node_delete_queue_length > 8000"
-    assert rules["OrdersShard0"]["expr"] == 'lcs_shard_expired_ratio{namespace="orders",shard="0"} >= 0.5'
-    assert rules["OrdersShard0"]["for"] == "90s"
-    assert "BacklogOverItsByteQuota" not in rules  # no namespace has a quota
 
 
 def test_permissions(quiet, api_as):

@@ -10,3 +10,8 @@ class AlertsConfig(AppConfig):
         from backend.apps.alerts.services import ensure_default_rules
 
         post_migrate.connect(ensure_default_rules, sender=self)
+        # The web's /metrics: open alerts and the rules' thresholds, computed at each scrape.
+        from backend.apps.alerts.exposition import AlertCollector
+        from backend.apps.metrics.exposition import register
+
+        register(AlertCollector())

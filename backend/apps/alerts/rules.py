@@ -105,6 +105,14 @@ def scope_filter(scope_type: str, scope: str) -> dict[str, Any]:
     return {}
 
 
+def alert_name(name: str) -> str:
+    """A rule's name as a Prometheus alert name (``Disk above the warning watermark`` →
+    ``DiskAboveTheWarningWatermark``); the Alertmanager channel sends the console's alerts under it too."""
+    words = "".join(c if c.isalnum() else " " for c in name).split()
+    text = "".join(w[:1].upper() + w[1:] for w in words)
+    return text if text[:1].isalpha() else f"Lcs{text}"
+
+
 @dataclasses.dataclass(frozen=True)
 class DefaultRule:
     key: str

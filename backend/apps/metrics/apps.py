@@ -14,6 +14,11 @@ class MetricsConfig(AppConfig):
 
         post_delete.connect(_namespace_deleted, sender=Namespace, dispatch_uid="metrics-namespace-deleted")
         post_delete.connect(_node_deleted, sender=StorageNode, dispatch_uid="metrics-node-deleted")
+        # The web's /metrics: the Celery queues and the task runs, computed at each scrape.
+        from backend.apps.metrics.exposition import CeleryQueueCollector, TaskRunCollector, register
+
+        register(CeleryQueueCollector())
+        register(TaskRunCollector())
 
 
 def _namespace_deleted(sender: Any, instance: Any, **_: Any) -> None:

@@ -1,4 +1,4 @@
-"""The fixed set of series the collector stores, with their units and Prometheus names.
+"""The fixed set of series the collector stores (the console's charts and alert evaluation), with their units.
 
 A series is a name plus labels. Levels say which labels it carries:
 
@@ -7,8 +7,9 @@ A series is a name plus labels. Levels say which labels it carries:
 - ``node``: node;
 - ``queue``: queue (Celery broker queues).
 
-Prometheus names follow the conventions of DESIGN §4: prefix ``lcs_``, the
-level, base units, ``_total`` for counters, ratios 0–1.
+These are the console's history, not an exposition: Prometheus reads the nodes'
+figures on the nodes' own ``/metrics`` and the control plane's own series on
+the web's (``exposition``; ``docs/metrics.md``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ class SeriesDef:
     unit: str  # ratio | bytes | messages | count | seconds | per_second
     help: str
     counter: bool = False
-
-    def prom_name(self, level: str) -> str:
-        prefix = "lcs_celery" if level == QUEUE else f"lcs_{level}"
-        return f"{prefix}_{PROM_BASE.get(self.name, self.name)}"
 
 
 SERIES: dict[str, SeriesDef] = {
@@ -87,12 +84,6 @@ SERIES: dict[str, SeriesDef] = {
         SeriesDef("celery_queue_depth", (QUEUE,), "messages", "Messages waiting in a Celery queue"),
     ]
 }
-
-PROM_BASE = {
-    "delete_rate": "deleted_records_per_second",
-    "celery_queue_depth": "queue_messages",
-}
-
 
 # The series the UI may chart (GET /api/metrics/series); no free-form queries.
 UI_UNITS = {

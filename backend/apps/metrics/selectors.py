@@ -10,10 +10,11 @@ from typing import Any
 
 from django.db.models import Avg, ExpressionWrapper, F, FloatField, Max, QuerySet, Sum
 from django.db.models.functions import Mod
+from prometheus_client import REGISTRY, generate_latest
 
 from backend.apps.catalog.figures import ratio
 from backend.apps.metrics import clock
-from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD, UI_UNITS
+from backend.apps.metrics.catalog import NODE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
 from backend.apps.metrics.services import ROLLUP_STEP_MS, interval_s
 from storage_engine.errors import InvalidArgumentError
@@ -382,45 +383,8 @@ def _int_or_none(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _level(row: MetricSeries) -> str:
-    if row.queue:
-        return QUEUE
-    if row.shard is not None:
-        return SHARD
-    if row.namespace:
-        return NAMESPACE
-    return NODE
-
-
-def escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _format(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
-
-
 def prometheus_text() -> str:
-    """The latest value of every fresh series in Prometheus text exposition format 0.0.4."""
-    families: dict[str, list[str]] = defaultdict(list)
-    kinds: dict[str, tuple[str, str]] = {}
-    for row in fresh_series().order_by("name", "node", "namespace", "shard", "queue"):
-        definition = SERIES.get(row.name)
-        if definition is None:
-            continue
-        level = _level(row)
-        if level not in definition.levels:
-            continue
-        metric = definition.prom_name(level)
-        kinds[metric] = ("counter" if definition.counter else "gauge", definition.help)
-        labels = ",".join(f'{k}="{escape_label(str(v))}"' for k, v in row.labels.items())
-        families[metric].append(f"{metric}{{{labels}}} {_format(row.last_value or 0.0)}")
-    lines = []
-    for metric in sorted(families):
-        kind, help_text = kinds[metric]
-        lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}", *families[metric]]
-    return "\n".join(lines) + "\n"
+    """``GET /metrics``: the control plane's own series (``exposition``: Celery queues, task runs, alerts and
+    the rules' thresholds) and django-prometheus's request and database metrics, in the text exposition format.
+    The nodes' figures are on the nodes' own ``/metrics``, never here."""
+    return generate_latest(REGISTRY).decode()

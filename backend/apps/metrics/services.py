@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Min, Q, Sum
 from django.db.models.functions import Mod
 
 from backend.apps.catalog.figures import ratio
@@ -206,34 +206,15 @@ def _derived_points(ts: int, points: dict[Labels, float], previous: dict[str, Me
             points[("delete_rate", node, "", None, "")] = deleted[0] / deleted[1]
 
 
-def _scan_durations(ts: int, scans: QuerySet[Any], target: str) -> dict[str, float]:
-    """``target`` (a name) → how long its running TTL-index scan has run, else how long the last one took."""
-    from backend.apps.runs.models import State
-
-    out: dict[str, float] = {}
-    for name, started in scans.filter(state=State.RUNNING).values_list(target, "started_at"):
-        out[name] = max(out.get(name, 0.0), ts / 1000 - started.timestamp(), 0.0)
-    succeeded = scans.filter(state=State.SUCCEEDED, finished_at__isnull=False)
-    last_by = {row[target]: row["last"] for row in succeeded.values(target).annotate(last=Max("finished_at"))}
-    if last_by:
-        rows = succeeded.filter(finished_at__in=list(last_by.values()))
-        for name, started, ended in rows.values_list(target, "started_at", "finished_at"):
-            if name not in out and last_by.get(name) == ended:
-                out[name] = max(0.0, (ended - started).total_seconds())
-    return out
-
-
 def _scan_points(ts: int, points: dict[Labels, float]) -> None:
-    """TTL-index scan durations: per namespace for scans of one namespace, per node for the node-wide
-    sweeps (scheduled and due scans, which name no namespace)."""
-    from backend.apps.runs.models import Kind, TaskRun
+    """TTL-index scan durations (the running scan's time so far, else the last one's): per namespace for scans
+    of one namespace, per node for the node-wide sweeps (scheduled and due scans, which name no namespace)."""
+    from backend.apps.runs.models import Kind
+    from backend.apps.runs.selectors import run_durations
 
-    scans = TaskRun.objects.filter(kind=Kind.EXPIRY_SCAN, started_at__isnull=False, dry_run=False)
-    for ns, seconds in _scan_durations(ts, scans.filter(namespace__isnull=False), "namespace__name").items():
-        points[("scan_duration_seconds", "", ns, None, "")] = seconds
-    sweeps = scans.filter(namespace__isnull=True, node__isnull=False)
-    for node, seconds in _scan_durations(ts, sweeps, "node__name").items():
-        points[("scan_duration_seconds", node, "", None, "")] = seconds
+    for (_kind, namespace, node), seconds in run_durations(clock.from_ms(ts), [Kind.EXPIRY_SCAN]).items():
+        if namespace or node:
+            points[("scan_duration_seconds", node, namespace, None, "")] = seconds
 
 
 def celery_queue_names() -> list[str]:

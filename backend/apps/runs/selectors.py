@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
 
 from backend.apps.runs.models import State, TaskRun
 
@@ -33,3 +34,34 @@ def last_run_at(namespace: Any, kind: str) -> Any:
     node-wide one (e.g. the scheduled expiry-scan sweep) on a node hosting it; ``None`` if none did."""
     runs = _runs_covering(namespace, kind).order_by("-finished_at")
     return runs.values_list("finished_at", flat=True).first()
+
+
+def run_durations(now: datetime, kinds: list[str] | None = None) -> dict[tuple[str, str, str], float]:
+    """(kind, namespace, node) → the running run's time so far, else the last successful run's duration.
+
+    A run on a namespace (or one of its shards) is the namespace's, whatever nodes it went through; a run with
+    no namespace is its node's (the node-wide sweeps); Spark jobs name neither."""
+    runs = TaskRun.objects.filter(started_at__isnull=False, dry_run=False)
+    if kinds is not None:
+        runs = runs.filter(kind__in=kinds)
+    fields = ("kind", "namespace__name", "node__name")
+
+    def key(kind: str, namespace: str | None, node: str | None) -> tuple[str, str, str]:
+        return (kind, namespace or "", "" if namespace else node or "")
+
+    out: dict[tuple[str, str, str], float] = {}
+    for kind, namespace, node, started in runs.filter(state=State.RUNNING).values_list(*fields, "started_at"):
+        target = key(kind, namespace, node)
+        out[target] = max(out.get(target, 0.0), (now - started).total_seconds(), 0.0)
+    succeeded = runs.filter(state=State.SUCCEEDED, finished_at__isnull=False)
+    last: dict[tuple[str, str, str], datetime] = {}
+    for row in succeeded.values(*fields).annotate(finished=Max("finished_at")):
+        target = key(row["kind"], row["namespace__name"], row["node__name"])
+        last[target] = max(last.get(target, row["finished"]), row["finished"])
+    if last:
+        rows = succeeded.filter(finished_at__in=set(last.values())).values_list(*fields, "started_at", "finished_at")
+        for kind, namespace, node, started, finished in rows:
+            target = key(kind, namespace, node)
+            if target not in out and last.get(target) == finished:
+                out[target] = max(0.0, (finished - started).total_seconds())
+    return out

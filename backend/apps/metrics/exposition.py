@@ -1,0 +1,91 @@
+"""The control plane's own series on its ``/metrics``, computed at each scrape (prometheus_client collectors).
+
+The web publishes what only the console knows: its Celery queues and its task runs here, its alert rules'
+thresholds and its alerts (``backend.apps.alerts.exposition``), and django-prometheus's request and database
+metrics. The storage nodes' figures are on each node's own ``/metrics`` only — Prometheus scrapes them
+there, so nothing is published twice (``docs/metrics.md``).
+
+Each app registers its collector once, in its ``AppConfig.ready``, into prometheus_client's registry;
+``selectors.prometheus_text`` renders that registry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from django.db.models import Count
+from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from backend.apps.metrics import clock
+from backend.apps.runs.selectors import run_durations
+
+log = logging.getLogger(__name__)
+
+
+def register(collector: Collector, registry: CollectorRegistry = REGISTRY) -> None:
+    """Register ``collector`` once (``ready`` may run again, e.g. in tests)."""
+    try:
+        registry.register(collector)
+    except ValueError:  # the same series names are registered already
+        log.debug("metrics: %s already registered", type(collector).__name__)
+
+
+class CeleryQueueCollector(Collector):
+    """``lcs_celery_queue_messages{queue}``, asked of the broker at the scrape: a backed-up queue is seen
+    even when the workers that would run the metrics collection are the ones stuck."""
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("lcs_celery_queue_messages", _QUEUE_HELP, labels=["queue"])
+
+    def collect(self) -> Iterator[Metric]:
+        from backend.apps.metrics.services import celery_queue_depths, celery_queue_names
+
+        family = GaugeMetricFamily("lcs_celery_queue_messages", _QUEUE_HELP, labels=["queue"])
+        try:
+            depths = celery_queue_depths(celery_queue_names())
+        except Exception:  # a scrape never fails for the broker: the series is absent instead
+            log.exception("metrics: Celery queue depths unavailable")
+            depths = {}
+        for queue, depth in sorted(depths.items()):
+            family.add_metric([queue], depth)
+        yield family
+
+
+_QUEUE_HELP = "Messages waiting in a Celery broker queue (the default queue, each node's queue, routed queues)."
+_RUNS_HELP = (
+    "Task runs kept by the console, by kind and state (scheduled runs that found nothing to do fold into "
+    "the latest of their kind and target)."
+)
+_DURATION_HELP = (
+    "How long the task run in progress has been running, else how long the last successful one took, per "
+    "kind and target: a namespace, or a node for the node-wide sweeps (dry runs excluded)."
+)
+
+
+class TaskRunCollector(Collector):
+    """``lcs_task_runs{kind, state}`` and ``lcs_task_run_duration_seconds{kind, namespace, node}``."""
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("lcs_task_runs", _RUNS_HELP, labels=["kind", "state"])
+        yield GaugeMetricFamily("lcs_task_run_duration_seconds", _DURATION_HELP, labels=["kind", "namespace", "node"])
+
+    def collect(self) -> Iterator[Metric]:
+        from backend.apps.runs.models import Kind, State, TaskRun
+
+        runs = GaugeMetricFamily("lcs_task_runs", _RUNS_HELP, labels=["kind", "state"])
+        counts = {
+            (row["kind"], row["state"]): row["n"]
+            for row in TaskRun.objects.values("kind", "state").annotate(n=Count("id"))
+        }
+        for kind in Kind.values:  # every kind and state, 0 included: rates and deltas need the zeros
+            for state in State.values:
+                runs.add_metric([kind, state], counts.get((kind, state), 0))
+        yield runs
+        durations = GaugeMetricFamily(
+            "lcs_task_run_duration_seconds", _DURATION_HELP, labels=["kind", "namespace", "node"]
+        )
+        for (kind, namespace, node), seconds in sorted(run_durations(clock.now()).items()):
+            durations.add_metric([kind, namespace, node], seconds)
+        yield durations
