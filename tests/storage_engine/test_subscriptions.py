@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -179,31 +181,41 @@ def test_seek_bad_arguments(lc_adapter: StorageAdapter) -> None:
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (-1,)  # nothing refused changed anything
 
 
-def test_seek_waits_for_no_message_ttl_check(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
-    """A TTL check read the old cursor and moves it forward: a seek meanwhile is refused, not undone."""
-    ns = make_ns(lc_adapter, ttl_ms=MIN)
-    fill(lc_adapter, ns, 3)
-    lc_adapter.create_subscription(ns, "s")
+@contextlib.contextmanager
+def expiry_held_in_a_read(adapter: StorageAdapter, clock: ManualClock) -> Iterator[tuple[str, list[Any]]]:
+    """A namespace of three records past a one-minute TTL with a subscription ``s``, and a message-TTL check
+    of it running in another thread, held inside its read until the block ends (its result is then in the
+    list)."""
+    ns = make_ns(adapter, ttl_ms=MIN)
+    fill(adapter, ns, 3)
+    adapter.create_subscription(ns, "s")
     clock.advance(MIN)
     inside, release = threading.Event(), threading.Event()
-    real_read = lc_adapter.read
+    real_read = adapter.read
 
     def slow_read(*args: Any, **kwargs: Any) -> Any:
         inside.set()
         assert release.wait(10)
         return real_read(*args, **kwargs)
 
-    lc_adapter.read = slow_read  # type: ignore[method-assign]
-    t = threading.Thread(target=lambda: lc_adapter.expire_subscriptions(ns))
+    adapter.read = slow_read  # type: ignore[method-assign]
+    results: list[Any] = []
+    t = threading.Thread(target=lambda: results.append(adapter.expire_subscriptions(ns)))
     t.start()
     try:
         assert inside.wait(10)
-        with pytest.raises(AlreadyRunningError):
-            lc_adapter.seek_subscription(ns, "s", 0, -1)
+        yield ns, results
     finally:
         release.set()
         t.join(10)
-    lc_adapter.read = real_read  # type: ignore[method-assign]
+        adapter.read = real_read  # type: ignore[method-assign]
+
+
+def test_seek_waits_for_no_message_ttl_check(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
+    """A TTL check read the old cursor and moves it forward: a seek meanwhile is refused, not undone."""
+    with expiry_held_in_a_read(lc_adapter, clock) as (ns, _), pytest.raises(AlreadyRunningError):
+        lc_adapter.seek_subscription(ns, "s", 0, -1)
+    assert lc_adapter.list_subscriptions(ns)[0].cursors == (2,)
     assert lc_adapter.seek_subscription(ns, "s", 0, -1) == -1  # free again
 
 
@@ -319,30 +331,8 @@ def test_future_publish_time_expires_by_seal_time(lc_adapter: StorageAdapter, cl
 
 
 def test_concurrent_expiry_runs_once(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
-    ns = make_ns(lc_adapter, ttl_ms=MIN)
-    fill(lc_adapter, ns, 3)
-    lc_adapter.create_subscription(ns, "s")
-    clock.advance(MIN)
-    inside, release = threading.Event(), threading.Event()
-    real_read = lc_adapter.read
-
-    def slow_read(*args: Any, **kwargs: Any) -> Any:
-        inside.set()
-        assert release.wait(10)
-        return real_read(*args, **kwargs)
-
-    lc_adapter.read = slow_read  # type: ignore[method-assign]
-    results: list[Any] = []
-    t = threading.Thread(target=lambda: results.append(lc_adapter.expire_subscriptions(ns)))
-    t.start()
-    try:
-        assert inside.wait(10)
-        with pytest.raises(AlreadyRunningError):
-            lc_adapter.expire_subscriptions(ns, name="s")
-    finally:
-        release.set()
-        t.join(10)
-    lc_adapter.read = real_read  # type: ignore[method-assign]
+    with expiry_held_in_a_read(lc_adapter, clock) as (ns, results), pytest.raises(AlreadyRunningError):
+        lc_adapter.expire_subscriptions(ns, name="s")
     assert results[0].expired_records == 3
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (2,)
     assert lc_adapter.expire_subscriptions(ns).expired_records == 0  # free again
