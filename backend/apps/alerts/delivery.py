@@ -14,9 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from backend.apps.alerts.models import Alert, AlertEvent, Channel, DeliveryStatus, Notification
+from backend.apps.alerts.models import Alert, AlertEvent, AlertState, Channel, ChannelKind, DeliveryStatus, Notification
 from backend.apps.alerts.selectors import is_silenced
-from backend.apps.alerts.transports import delivery_error, transmit
+from backend.apps.alerts.transports import alertmanager_alert, delivery_error, post_alertmanager, transmit
 from backend.apps.audit import services as audit
 from backend.apps.metrics import clock
 
@@ -61,29 +61,34 @@ def _stamp(when: datetime | None) -> str | None:
     return when.isoformat() if when else None
 
 
-def payload(notification: Notification) -> dict[str, Any]:
-    """The body of a delivery; the rule's fields are the alert's copy (the rule may be deleted by now)."""
-    alert = notification.alert
+def alert_body(alert: Alert) -> dict[str, Any]:
+    """An alert as deliveries carry it; the rule's fields are the alert's copy (the rule may be deleted by now)."""
     stamp = _stamp
+    return {
+        "id": alert.pk,
+        "rule": alert.rule_id,
+        "rule_name": alert.rule_name,
+        "metric": alert.metric,
+        "severity": alert.severity,
+        "state": alert.state,
+        "labels": alert.labels,
+        "value": alert.value,
+        "threshold": alert.threshold,
+        "summary": alert.summary,
+        "description": alert.rule.description if alert.rule is not None else "",
+        "started_at": stamp(alert.started_at),
+        "fired_at": stamp(alert.fired_at),
+        "resolved_at": stamp(alert.resolved_at),
+    }
+
+
+def payload(notification: Notification) -> dict[str, Any]:
+    """The body of a delivery: the event and the alert as it is now."""
     return {
         "delivery": notification.pk,
         "event": notification.event.kind,
-        "at": stamp(notification.event.at),
-        "alert": {
-            "id": alert.pk,
-            "rule": alert.rule_id,
-            "rule_name": alert.rule_name,
-            "metric": alert.metric,
-            "severity": alert.severity,
-            "state": alert.state,
-            "labels": alert.labels,
-            "value": alert.value,
-            "threshold": alert.threshold,
-            "summary": alert.summary,
-            "started_at": stamp(alert.started_at),
-            "fired_at": stamp(alert.fired_at),
-            "resolved_at": stamp(alert.resolved_at),
-        },
+        "at": _stamp(notification.event.at),
+        "alert": alert_body(notification.alert),
     }
 
 
@@ -119,6 +124,7 @@ def channel_test_payload(channel: Channel, actor: Any, now: datetime) -> dict[st
             "value": None,
             "threshold": None,
             "summary": f"[TEST] Test notification for channel {channel.name}"[:500],
+            "description": TEST_MESSAGE,
             "started_at": _stamp(now),
             "fired_at": None,
             "resolved_at": None,
@@ -202,3 +208,53 @@ def retry_due(now: datetime | None = None, limit: int = 100) -> int:
     for pk in due:
         transaction.on_commit(lambda pk=pk: enqueue(pk))
     return len(due)
+
+
+# -- Alertmanager: firing alerts sent again at each evaluation ------------------------------------------------
+# Alertmanager resolves an alert it has not heard of for its resolve_timeout (5 min by default) unless the
+# alert says when it ends; as Prometheus does, the console sends every firing alert again at each evaluation
+# (every minute), so an alert that fires for hours stays active there, and ends it with ``endsAt`` on resolve.
+
+
+def resend_firing(now: datetime | None = None) -> int:
+    """Queue, per enabled Alertmanager channel with firing alerts, one POST of them all; returns how many."""
+    channels = list(
+        Channel.objects.filter(kind=ChannelKind.ALERTMANAGER, enabled=True, rules__alerts__state=AlertState.FIRING)
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    for pk in channels:
+        transaction.on_commit(lambda pk=pk: _enqueue_resend(pk))
+    return len(channels)
+
+
+def _enqueue_resend(channel_id: int) -> None:
+    from backend.apps.alerts.tasks import resend_to_alertmanager
+
+    try:
+        resend_to_alertmanager.apply_async((channel_id,))
+    except Exception as exc:
+        log.warning("alerts: could not queue the Alertmanager refresh of channel %s: %s", channel_id, exc)
+
+
+def resend_to_alertmanager(channel_id: int, now: datetime | None = None) -> int:
+    """POST the channel's firing, unsilenced alerts to its Alertmanager once (a failure waits for the next
+    evaluation: the first notification of each alert has its own retries). Returns how many were sent."""
+    now = now or clock.now()
+    channel = Channel.objects.filter(pk=channel_id, enabled=True, kind=ChannelKind.ALERTMANAGER).first()
+    if channel is None:
+        return 0
+    alerts = (
+        Alert.objects.filter(state=AlertState.FIRING, rule__channels=channel)
+        .exclude(silenced_until__gt=now)
+        .select_related("rule")
+        .order_by("pk")
+    )
+    bodies = [alertmanager_alert(alert_body(alert)) for alert in alerts]
+    if bodies:
+        try:
+            post_alertmanager(channel, bodies)
+        except Exception as exc:
+            log.info("alerts: Alertmanager refresh of channel %s failed: %s", channel.name, delivery_error(exc))
+            return 0
+    return len(bodies)

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from backend.apps.alerts.delivery import notify, retry_due
+from backend.apps.alerts.delivery import notify, resend_firing, retry_due
 from backend.apps.alerts.models import OPEN_STATES, Alert, AlertEvent, AlertRule, AlertState, EventKind
 from backend.apps.alerts.rules import COMPARE
 from backend.apps.alerts.selectors import PolicyCache, is_silenced, labels_key, observations
@@ -174,4 +174,5 @@ def evaluate(now: datetime | None = None) -> dict[str, int]:
         for name, value in counts.items():
             totals[name] += value
     totals["retried"] = retry_due(now)
+    totals["resent"] = resend_firing(now)
     return totals

@@ -28,15 +28,18 @@ class Comparator(models.TextChoices):
 class ChannelKind(models.TextChoices):
     EMAIL = "email"
     WEBHOOK = "webhook"
+    ALERTMANAGER = "alertmanager"
 
 
 class Channel(models.Model):
-    """Where notifications go: an email address list, or a webhook signed with ``secret``."""
+    """Where notifications go: an email address list, a webhook signed with ``secret``, or an Alertmanager
+    (its alerts API v2; ``secret``, if set, is sent as a bearer token)."""
 
     name = models.CharField(max_length=100, unique=True)
-    kind = models.CharField(max_length=10, choices=ChannelKind.choices)
-    target = models.CharField(max_length=500)  # comma-separated addresses, or the webhook URL
-    secret = models.CharField(max_length=200, blank=True)  # HMAC-SHA256 key for webhooks; write-only in the API
+    kind = models.CharField(max_length=20, choices=ChannelKind.choices)
+    target = models.CharField(max_length=500)  # comma-separated addresses, the webhook URL, the Alertmanager URL
+    # HMAC-SHA256 key for webhooks, bearer token for an Alertmanager; write-only in the API
+    secret = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

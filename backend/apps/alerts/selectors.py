@@ -61,9 +61,9 @@ def channel_list() -> QuerySet[Channel]:
 
 
 def redacted_target(channel: Channel) -> str:
-    """A channel's target as non-admins see it: a webhook URL's scheme and host (its path and query often
-    carry a token, e.g. Slack's), an email address's domain."""
-    if channel.kind == "webhook":
+    """A channel's target as non-admins see it: a webhook's or an Alertmanager's URL scheme and host (a path
+    and query often carry a token, e.g. Slack's), an email address's domain."""
+    if channel.kind in ("webhook", "alertmanager"):
         parts = urlsplit(channel.target)
         host = parts.hostname or ""
         if ":" in host:

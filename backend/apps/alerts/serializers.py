@@ -17,6 +17,7 @@ from backend.apps.alerts.models import (
 )
 from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
 from backend.apps.alerts.selectors import is_silenced, redacted_target
+from backend.apps.alerts.transports import alertmanager_url
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import StrictSerializer
 
@@ -176,13 +177,18 @@ class AlertRuleOutputSerializer(serializers.ModelSerializer):
 class ChannelInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     kind = serializers.ChoiceField(choices=ChannelKind.choices)
-    target = serializers.CharField(max_length=500, help_text="comma-separated email addresses, or the webhook URL")
+    target = serializers.CharField(
+        max_length=500,
+        help_text="comma-separated email addresses, the webhook URL, or the Alertmanager's base URL "
+        "(alerts are POSTed to <url>/api/v2/alerts)",
+    )
     secret = serializers.CharField(
         write_only=True,
         required=False,
         allow_blank=True,
         max_length=200,
-        help_text="HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>); never returned",
+        help_text="HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer "
+        "token for an Alertmanager; never returned",
     )
     enabled = serializers.BooleanField(default=True)
 
@@ -211,15 +217,15 @@ class ChannelInputSerializer(StrictSerializer):
                     validate_email(address)
             except DjangoValidationError:
                 errors["target"] = ["must be email addresses, comma-separated"]
-        elif kind == ChannelKind.WEBHOOK:
+        elif kind in (ChannelKind.WEBHOOK, ChannelKind.ALERTMANAGER):
             try:
                 serializers.URLField().run_validation(target)
-                check_outgoing_url(target)
+                check_outgoing_url(alertmanager_url(target) if kind == ChannelKind.ALERTMANAGER else target)
             except serializers.ValidationError:
                 errors["target"] = ["must be an http(s) URL"]
             except OutgoingURLRefused as exc:
                 errors["target"] = [f"refused: {exc}"]
-            if not current("secret"):
+            if kind == ChannelKind.WEBHOOK and not current("secret"):
                 errors["secret"] = ["a webhook channel needs a secret to sign deliveries"]
         if errors:
             raise serializers.ValidationError(errors)

@@ -17,3 +17,9 @@ def deliver_notification(notification_id: int) -> None:
     wait = delivery.deliver(notification_id)
     if wait is not None:
         delivery.enqueue(notification_id, countdown=wait)
+
+
+@shared_task(ignore_result=True)
+def resend_to_alertmanager(channel_id: int) -> None:
+    """Each evaluation: the channel's firing alerts to its Alertmanager again, so they stay active there."""
+    delivery.resend_to_alertmanager(channel_id)

@@ -1038,10 +1038,10 @@ export interface components {
         /** @description Base of every API input (request body) serializer. */
         ChannelInputRequest: {
             name: string;
-            kind: components["schemas"]["Kind2d9Enum"];
-            /** @description comma-separated email addresses, or the webhook URL */
+            kind: components["schemas"]["Kind962Enum"];
+            /** @description comma-separated email addresses, the webhook URL, or the Alertmanager's base URL (alerts are POSTed to <url>/api/v2/alerts) */
             target: string;
-            /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>); never returned */
+            /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
             secret?: string;
             /** @default true */
             enabled: boolean;
@@ -1053,7 +1053,7 @@ export interface components {
         ChannelOutput: {
             readonly id: number;
             readonly name: string;
-            readonly kind: components["schemas"]["Kind2d9Enum"];
+            readonly kind: components["schemas"]["Kind962Enum"];
             /** @description redacted unless the caller is an admin */
             readonly target: string;
             readonly target_redacted: boolean;
@@ -1174,9 +1174,10 @@ export interface components {
         /**
          * @description * `email` - Email
          *     * `webhook` - Webhook
+         *     * `alertmanager` - Alertmanager
          * @enum {string}
          */
-        Kind2d9Enum: "email" | "webhook";
+        Kind962Enum: "email" | "webhook" | "alertmanager";
         /** @description What ``python -m spark_jobs lifecycle-report --post-url`` sends. */
         LifecycleReportInputRequest: {
             /** Format: date-time */
@@ -1783,10 +1784,10 @@ export interface components {
         /** @description Base of every API input (request body) serializer. */
         PatchedChannelInputRequest: {
             name?: string;
-            kind?: components["schemas"]["Kind2d9Enum"];
-            /** @description comma-separated email addresses, or the webhook URL */
+            kind?: components["schemas"]["Kind962Enum"];
+            /** @description comma-separated email addresses, the webhook URL, or the Alertmanager's base URL (alerts are POSTed to <url>/api/v2/alerts) */
             target?: string;
-            /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>); never returned */
+            /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
             secret?: string;
             /** @default true */
             enabled: boolean;

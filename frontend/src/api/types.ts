@@ -566,11 +566,12 @@ export type AlertRuleInput = Omit<AlertRule, "id" | "builtin">;
 export interface AlertChannel {
   id: number;
   name: string;
-  kind: "email" | "webhook";
+  /** alertmanager: alerts are POSTed to <target>/api/v2/alerts (Alertmanager API v2). */
+  kind: "email" | "webhook" | "alertmanager";
   target: string;
   enabled: boolean;
   has_secret?: boolean;
-  /** The target is shortened (webhook: scheme and host; email: domains): only admins see it whole. */
+  /** The target is shortened (webhook, Alertmanager: scheme and host; email: domains): only admins see it whole. */
   target_redacted?: boolean;
 }
 

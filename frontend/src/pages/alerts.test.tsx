@@ -181,6 +181,32 @@ describe("alerts page for admins", () => {
     fireEvent.click(screen.getByTestId("rule-delete-4"));
     expect(screen.getByTestId("rule-row-4").textContent).toMatch(/not re-created; its alert history stays/);
   });
+
+  it("adds an Alertmanager channel (issue 18)", async () => {
+    const fetch = mockFetch({
+      "GET /api/auth/me": admin,
+      "GET /api/alerts/": page([]),
+      "GET /api/alert-rules/": [],
+      "GET /api/alert-channels/": [],
+      "POST /api/alert-channels/": () => jsonResponse({ id: 5 }, 201),
+    });
+    renderApp("/alerts");
+    fireEvent.change(await screen.findByTestId("channel-name"), { target: { value: "am" } });
+    fireEvent.change(screen.getByTestId("channel-kind"), { target: { value: "alertmanager" } });
+    expect(screen.getByLabelText("Alertmanager URL")).toBe(screen.getByTestId("channel-target"));
+    fireEvent.change(screen.getByTestId("channel-target"), { target: { value: "alertmanager:9093" } });
+    fireEvent.click(screen.getByTestId("channel-save"));
+    expect((await screen.findByTestId("channel-error-target")).textContent).toBe("Enter an http(s) URL.");
+    fireEvent.change(screen.getByTestId("channel-target"), { target: { value: " http://alertmanager:9093 " } });
+    fireEvent.click(screen.getByTestId("channel-save"));
+    await waitFor(() => expect(callsTo(fetch, "POST", "/api/alert-channels/").length).toBe(1));
+    expect(body(callsTo(fetch, "POST", "/api/alert-channels/")[0]!)).toEqual({
+      name: "am",
+      kind: "alertmanager",
+      target: "http://alertmanager:9093",
+      enabled: true,
+    });
+  });
 });
 
 describe("alert history", () => {

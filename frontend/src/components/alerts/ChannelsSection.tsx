@@ -8,6 +8,7 @@ import {
   useTestAlertChannel,
 } from "../../api/queries";
 import type {
+  AlertChannel,
   AlertChannelInput,
   ChannelTestResult,
 } from "../../api/types";
@@ -15,6 +16,12 @@ import { formLevelMessage } from "../Form";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../States";
 
 const EMPTY_CHANNEL: AlertChannelInput = { name: "", kind: "email", target: "", enabled: true };
+// What the target of each kind is.
+const TARGET_LABEL: Record<AlertChannel["kind"], string> = {
+  email: "Email address",
+  webhook: "Webhook URL",
+  alertmanager: "Alertmanager URL",
+};
 
 export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTest: boolean }) {
   const channels = useAlertChannels();
@@ -40,7 +47,7 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
     const errs: Record<string, string> = {};
     if (!form.name.trim()) errs.name = "Enter a name.";
     if (form.kind === "email" && !/^\S+@\S+$/.test(form.target.trim())) errs.target = "Enter an email address.";
-    if (form.kind === "webhook" && !/^https?:\/\/\S+$/.test(form.target.trim())) errs.target = "Enter an http(s) URL.";
+    if (form.kind !== "email" && !/^https?:\/\/\S+$/.test(form.target.trim())) errs.target = "Enter an http(s) URL.";
     setLocal(errs);
     if (Object.keys(errs).length) return;
     const { id, ...body } = form;
@@ -64,7 +71,7 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
         ) : (
           <ErrorState title="Could not load channels" error={channels.error} onRetry={() => void channels.refetch()} />
         ))}
-      {channels.data && channels.data.items.length === 0 && <EmptyState title="No channels">{mayEdit ? "Add an email or webhook below." : "Ask an admin to add one."}</EmptyState>}
+      {channels.data && channels.data.items.length === 0 && <EmptyState title="No channels">{mayEdit ? "Add an email, a webhook or an Alertmanager below." : "Ask an admin to add one."}</EmptyState>}
       {channels.data && channels.data.items.length > 0 && (
         <div className="table-wrap">
           <table className="table table-compact" data-testid="channels-table">
@@ -146,14 +153,27 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
             </div>
             <div className="field field-narrow">
               <label htmlFor="channel-kind">Kind</label>
-              <select id="channel-kind" value={form.kind} onChange={(e) => setForm((f) => ({ ...f, kind: e.target.value as "email" | "webhook" }))} data-testid="channel-kind">
+              <select id="channel-kind" value={form.kind} onChange={(e) => setForm((f) => ({ ...f, kind: e.target.value as AlertChannel["kind"] }))} data-testid="channel-kind">
                 <option value="email">email</option>
                 <option value="webhook">webhook</option>
+                <option value="alertmanager">Alertmanager</option>
               </select>
             </div>
             <div className="field">
-              <label htmlFor="channel-target">{form.kind === "email" ? "Email address" : "Webhook URL"}</label>
-              <input id="channel-target" value={form.target} onChange={(e) => setForm((f) => ({ ...f, target: e.target.value }))} data-testid="channel-target" />
+              <label htmlFor="channel-target">{TARGET_LABEL[form.kind]}</label>
+              <input
+                id="channel-target"
+                value={form.target}
+                onChange={(e) => setForm((f) => ({ ...f, target: e.target.value }))}
+                placeholder={form.kind === "alertmanager" ? "http://alertmanager:9093" : undefined}
+                aria-describedby={form.kind === "alertmanager" ? "channel-target-hint" : undefined}
+                data-testid="channel-target"
+              />
+              {form.kind === "alertmanager" && (
+                <p className="muted small" id="channel-target-hint">
+                  Alerts go to its API (/api/v2/alerts): sent when they fire, again every evaluation while they fire, and with their end when they resolve.
+                </p>
+              )}
               {err("target") && <p className="field-error" role="alert" data-testid="channel-error-target">{err("target")}</p>}
             </div>
             <label className="check field-action">
