@@ -54,6 +54,7 @@ from storage_engine.model import (
     Record,
     SegmentInfo,
     SegmentState,
+    ShardFailure,
     ShardStats,
     SubscriptionInfo,
     VerifyReport,
@@ -79,6 +80,7 @@ __all__ = [
     "Record",
     "SegmentInfo",
     "SegmentState",
+    "ShardFailure",
     "ShardStats",
     "StorageAdapter",
     "SubscriptionInfo",
@@ -170,6 +172,12 @@ class StorageAdapter(abc.ABC):
     @abc.abstractmethod
     def stats(self) -> EngineStats:
         """Counters and per-shard figures for the whole engine."""
+
+    def failed_shards(self) -> list[ShardFailure]:
+        """The shards stopped by a failure, in namespace and shard order (readiness, ``/metrics``);
+        cheap: no shard is read. Adapters without a failure state have none."""
+        self.list_namespaces()  # raises EngineClosedError after close, like every call
+        return []
 
     # -- lifecycle (DESIGN §3) -------------------------------------------------------
     # Every lifecycle call does a bounded amount of work, is safe to repeat and

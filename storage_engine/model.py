@@ -181,6 +181,17 @@ class NamespaceInfo:
     created_at: int
 
 
+@dataclass(frozen=True, slots=True)
+class ShardFailure:
+    """A shard the engine stopped serving (a damaged sealed segment, a failed write): its reads and
+    appends raise until the engine is reopened, which recovers it from its files. ``code`` is the
+    failure's error code (``corrupt_segment``, ``write_failed``), never its paths or text."""
+
+    namespace: str
+    shard: int
+    code: str
+
+
 @dataclass(slots=True)
 class EngineStats:
     """Everything the engine counts, for ``/v1/stats`` and ``/metrics``."""

@@ -9,7 +9,7 @@ import binascii
 import dataclasses
 from typing import Any
 
-from storage_engine import errors
+from storage_engine import errors, problem
 from storage_engine.api import NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo, SegmentState, ShardStats
 from storage_engine.policy import NamespacePolicy, namespace_policy_from
 
@@ -70,10 +70,19 @@ def error_body(exc: errors.StorageError) -> dict[str, Any]:
     return body
 
 
+def problem_for(exc: errors.StorageError, instance: str | None = None) -> dict[str, Any]:
+    """The error as RFC 9457 problem details (:mod:`storage_engine.problem`): the node's error body.
+    The fields of :func:`error_body` but its code and message are the extension members."""
+    extensions = {k: v for k, v in error_body(exc).items() if k not in ("error", "message")}
+    return problem.problem(status_for(exc), exc.code, str(exc), instance=instance, **extensions)
+
+
 def error_from_body(status: int, body: dict[str, Any]) -> errors.StorageError:
-    """Rebuild the typed engine error a node answered with."""
-    code = body.get("error", "")
-    message = str(body.get("message", ""))
+    """Rebuild the typed engine error a node answered with: problem details (``code``, ``detail``),
+    or the shape nodes answered before them (``error``, ``message``)."""
+    code = body.get("code") or problem.code_of_type(str(body.get("type", ""))) or body.get("error") or ""
+    code = code if isinstance(code, str) else ""
+    message = str(body.get("detail", body.get("message", "")))
     try:
         if code == "invalid_policy":
             return errors.PolicyValidationError(dict(body.get("errors", {})))

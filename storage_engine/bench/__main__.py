@@ -8,6 +8,7 @@ from types import ModuleType
 
 from storage_engine.bench import append, compact, expire, read
 from storage_engine.bench.common import add_common_arguments, data_dir, emit
+from storage_engine.version import package_version
 
 # Later benches (compact) register here; a ``--node URL`` target will
 # plug in where each bench opens the engine.
@@ -16,6 +17,7 @@ BENCHES: dict[str, ModuleType] = {"append": append, "read": read, "expire": expi
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m storage_engine.bench", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="bench", required=True)
     for name, module in BENCHES.items():
         bench_parser = sub.add_parser(name, help=(module.__doc__ or "").splitlines()[0])

@@ -61,7 +61,7 @@ class MemoryAdapter(Engine):
         self.counters = Counters()
         self.counters.set_many(
             dict.fromkeys(
-                ("append_batches_total", "append_records_total", "append_bytes_total", "read_requests_total"), 0
+                ("append_batches_total", "appended_records_total", "appended_bytes_total", "read_requests_total"), 0
             )
         )
         self._closed = False
@@ -175,7 +175,7 @@ class MemoryAdapter(Engine):
                 for item in expiring:
                     heapq.heappush(ns.ttl_heap, item)
         self.counters.add_many(
-            {"append_batches_total": 1, "append_records_total": len(records), "append_bytes_total": batch_bytes}
+            {"append_batches_total": 1, "appended_records_total": len(records), "appended_bytes_total": batch_bytes}
         )
         return AppendResult(base, len(records))
 

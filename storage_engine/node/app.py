@@ -1,8 +1,9 @@
 """The node's HTTP API (``/v1``), a thin layer over one :class:`StorageAdapter`.
 
 Engine calls block (an append waits for its fsync), so each runs in the thread
-pool. Errors become JSON bodies with a stable ``error`` code through
-:mod:`storage_engine.wire`. The contract is ``docs/node-api.md``.
+pool. Errors become RFC 9457 problem details with a stable ``code``
+(:mod:`storage_engine.node.problems`). The contract is ``docs/node-api.md``; the
+metrics are listed in ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Match, Route
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from storage_engine.api import EngineStats, NamespaceInfo, NewRecord, StorageAdapter
@@ -26,10 +26,13 @@ from storage_engine.clock import Clock, SystemClock
 from storage_engine.errors import InvalidArgumentError, NamespaceExistsError, UnknownNamespaceError
 from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
+from storage_engine.node.engine_metrics import EngineCollector, all_backlog
 from storage_engine.node.idempotency import IdempotencyCache
 from storage_engine.node.lifecycle import add_lifecycle_routes
-from storage_engine.node.metrics import NodeMetrics, render_prometheus
+from storage_engine.node.metrics import NodeMetrics, RequestMetrics
 from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
+from storage_engine.node.probes import add_probe_routes
+from storage_engine.node.problems import http_error_handler, server_error_handler
 from storage_engine.node.routes import RouteTable
 from storage_engine.node.schedule import add_schedule_routes
 from storage_engine.node.segment_files import add_segment_file_routes
@@ -38,6 +41,7 @@ from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.policy import NamespacePolicy
 from storage_engine.validation import validate_namespace_name, validate_shard_count
+from storage_engine.version import package_version
 from storage_engine.wire import (
     namespace_to_json,
     new_record_from_json,
@@ -50,7 +54,6 @@ from storage_engine.wire import (
 
 log = logging.getLogger("storage_node")
 MAX_BATCH_RECORDS = 100_000
-MAX_PATH_SHOWN = 200  # characters of a request path quoted in an error
 
 
 class ProduceIsForeground:
@@ -73,43 +76,6 @@ class ProduceIsForeground:
             return
         with foreground.running():  # the engine's append within counts once: the context goes with it
             await self.app(scope, receive, send)
-
-
-def _shown_path(request: Request) -> str:
-    path = request.url.path
-    return path if len(path) <= MAX_PATH_SHOWN else path[:MAX_PATH_SHOWN] + "…"
-
-
-def _allowed_methods(routes: list[Route], scope: Scope) -> list[str]:
-    """Every method some route serves at this path (Starlette's own 405 names one route's only)."""
-    allowed: set[str] = set()
-    for r in routes:
-        if r.matches(scope)[0] is not Match.NONE:
-            allowed |= r.methods or set()
-    return sorted(allowed)
-
-
-def _http_error_handler(routes: list[Route]) -> Callable[[Request, Exception], Awaitable[Response]]:
-    """Starlette's own errors (no such route, wrong method) in the node's error shape, not plain text."""
-
-    async def handle(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        headers = exc.headers
-        if exc.status_code == 404:
-            body: dict[str, Any] = {
-                "error": "not_found",
-                "message": f"no route {request.method} {_shown_path(request)}",
-            }
-        elif exc.status_code == 405:
-            allowed = _allowed_methods(routes, request.scope)
-            message = f"{request.method} is not allowed on {_shown_path(request)}; allowed: {', '.join(allowed)}"
-            body = {"error": "method_not_allowed", "message": message, "allowed": allowed}
-            headers = {"Allow": ", ".join(allowed)}
-        else:
-            body = {"error": "http_error", "message": str(exc.detail)}
-        return JSONResponse(body, status_code=exc.status_code, headers=headers)
-
-    return handle
 
 
 async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
@@ -150,12 +116,16 @@ def upsert_namespace(
     return engine.update_namespace(name, policy), False
 
 
-def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = None) -> Starlette:
-    """The ASGI app serving ``engine``; ``token=None`` disables authentication."""
+def build_app(
+    engine: StorageAdapter, token: str | None, clock: Clock | None = None, metrics_token: str | None = None
+) -> Starlette:
+    """The ASGI app serving ``engine``; ``token=None`` disables authentication. ``metrics_token`` opens
+    ``GET /metrics`` only (:class:`~storage_engine.node.auth.BearerAuth`)."""
     clock = clock or SystemClock()
     idempotency = IdempotencyCache()
     round_robin = RoundRobin()
     metrics = NodeMetrics()
+    metrics.register(EngineCollector(engine, package_version(), lambda: all_backlog(engine)))
 
     table = RouteTable(metrics)
 
@@ -165,21 +135,18 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     def subscription_backlog() -> list[dict[str, Any]]:
         """Per namespace, subscription and shard: backlog messages (offset distance and live), bytes and age."""
-        rows = []
-        for info in engine.list_namespaces():
-            for row in engine.backlog(info.name):
-                rows.append(
-                    {
-                        "namespace": row.namespace,
-                        "subscription": row.subscription,
-                        "shard": row.shard,
-                        "backlog_messages": row.messages,
-                        "backlog_live_messages": row.live_messages,
-                        "backlog_bytes": row.bytes,
-                        "backlog_age_ms": row.age_ms,
-                    }
-                )
-        return rows
+        return [
+            {
+                "namespace": row.namespace,
+                "subscription": row.subscription,
+                "shard": row.shard,
+                "backlog_messages": row.messages,
+                "backlog_live_messages": row.live_messages,
+                "backlog_bytes": row.bytes,
+                "backlog_age_ms": row.age_ms,
+            }
+            for row in all_backlog(engine)
+        ]
 
     route = table.add
 
@@ -191,9 +158,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
             raise InvalidArgumentError("Idempotency-Key", "must be at most 200 characters")
         return await idempotency.run(f"{request.url.path}\0{key}", produce)
 
-    @route("/health", "GET", "health")
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "adapter": engine.name})
+    add_probe_routes(table, engine)
 
     @route("/v1/namespaces", "GET", "list_namespaces")
     async def list_namespaces(request: Request) -> Response:
@@ -237,7 +202,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         records = await _produced_records(request, clock.now_ms())
 
         async def produce() -> dict[str, Any]:
-            result = await run_in_threadpool(engine.append, ns, shard, records)
+            result = await run_in_threadpool(metrics.timed_append, engine.append, ns, shard, records)
             return {"shard": shard, "base_offset": result.base_offset, "count": result.count}
 
         return JSONResponse(await idempotent(request, produce))
@@ -256,7 +221,8 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
             placed: list[dict[str, int]] = [{} for _ in records]
             # Each shard's part is atomic; a failure on one shard leaves the others written.
             for shard, indexes in sorted(groups.items()):
-                result = await run_in_threadpool(engine.append, ns, shard, [records[i] for i in indexes])
+                part = [records[i] for i in indexes]
+                result = await run_in_threadpool(metrics.timed_append, engine.append, ns, shard, part)
                 for offset, i in zip(result.offsets, indexes, strict=True):
                     placed[i] = {"shard": shard, "offset": offset}
             return {"records": placed}
@@ -269,7 +235,9 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         offset = int_param(request, "offset", 0)
         max_records = int_param(request, "max_records", 500, minimum=1)
         max_bytes = int_param(request, "max_bytes", 1 << 20, minimum=1)
-        result = await run_in_threadpool(engine.read, ns, shard, offset, max_records, max_bytes)
+        result = await run_in_threadpool(
+            metrics.timed_read, "fetch", engine.read, ns, shard, offset, max_records, max_bytes
+        )
         if MEDIA_TYPE in request.headers.get("accept", ""):
             body, headers = encode_fetch(result)
             return Response(body, media_type=MEDIA_TYPE, headers=headers)
@@ -281,7 +249,7 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         key = request.query_params.get("key")
         if key is None:
             raise InvalidArgumentError("key", "is required (the key as UTF-8 text)")
-        record = await run_in_threadpool(engine.read_key, ns, shard, key.encode())
+        record = await run_in_threadpool(metrics.timed_read, "key", engine.read_key, ns, shard, key.encode())
         return JSONResponse({"record": record_to_json(record) if record else None})
 
     @route("/v1/namespaces/{ns}/shards/{shard}/tags/{tag}", "GET", "read_tag")
@@ -289,14 +257,18 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
         ns, shard, tag = request.path_params["ns"], shard_param(request), request.path_params["tag"]
         offset = int_param(request, "offset", 0)
         max_records = int_param(request, "max_records", 500, minimum=1)
-        result = await run_in_threadpool(engine.read_tag, ns, shard, tag, offset, max_records)
+        result = await run_in_threadpool(
+            metrics.timed_read, "tag", engine.read_tag, ns, shard, tag, offset, max_records
+        )
         return JSONResponse(read_result_to_json(result))
 
     @route("/v1/namespaces/{ns}/shards/{shard}/offset-for-time", "GET", "offset_for_time")
     async def offset_for_time(request: Request) -> Response:
         ns, shard = request.path_params["ns"], shard_param(request)
         timestamp = int_param(request, "timestamp")
-        offset = await run_in_threadpool(engine.offset_for_timestamp, ns, shard, timestamp)
+        offset = await run_in_threadpool(
+            metrics.timed_read, "offset_for_time", engine.offset_for_timestamp, ns, shard, timestamp
+        )
         return JSONResponse({"offset": offset})
 
     @route("/v1/namespaces/{ns}/shards/{shard}/segments", "GET", "segments")
@@ -332,10 +304,8 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     @route("/metrics", "GET", "metrics")
     async def prometheus(request: Request) -> Response:
-        found = await run_in_threadpool(measured_stats)
-        backlog = await run_in_threadpool(subscription_backlog)
-        text = render_prometheus(found, metrics, backlog)
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        body, content_type = await run_in_threadpool(metrics.exposition, request.headers.get("accept"))
+        return Response(body, headers={"Content-Type": content_type})
 
     add_lifecycle_routes(table, engine)
     add_subscription_routes(table, engine)
@@ -354,7 +324,11 @@ def build_app(engine: StorageAdapter, token: str | None, clock: Clock | None = N
 
     return Starlette(
         routes=table.routes,
-        middleware=[Middleware(ProduceIsForeground, engine=engine), Middleware(BearerAuth, token=token)],
-        exception_handlers={HTTPException: _http_error_handler(table.routes)},
+        middleware=[
+            Middleware(RequestMetrics, metrics=metrics, routes=table.routes),
+            Middleware(ProduceIsForeground, engine=engine),
+            Middleware(BearerAuth, token=token, metrics_token=metrics_token),
+        ],
+        exception_handlers={HTTPException: http_error_handler(table.routes), Exception: server_error_handler},
         lifespan=lifespan,
     )

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from storage_engine.api import DiskStatus, LifecycleResult, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.node.params import json_body, only
+from storage_engine.node.problems import problem_response
 from storage_engine.policy import node_policy_from
 from storage_engine.protocol import Operation, StepRequest
 from storage_engine.validation import check_int, check_offset, int_from_text
@@ -158,15 +159,14 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter) -> None:
         async with policy_lock:
             current = engine.node_policy_version()
             if if_match is not None and not etag_matches(if_match, current):
-                return JSONResponse(
-                    {
-                        "error": "precondition_failed",
-                        "message": f"If-Match {if_match} does not match the node policy's version {current}",
-                        "field": "If-Match",
-                        "version": current,
-                    },
-                    status_code=412,
+                return problem_response(
+                    412,
+                    "precondition_failed",
+                    f"If-Match {if_match} does not match the node policy's version {current}",
+                    path=request.url.path,
                     headers={"ETag": policy_etag(current)},
+                    field="If-Match",
+                    version=current,
                 )
             await run_in_threadpool(engine.set_node_policy, policy)
             return _policy_answer(engine)

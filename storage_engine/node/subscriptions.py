@@ -56,7 +56,9 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
         ns, name, shard = request.path_params["ns"], request.path_params["name"], shard_param(request)
         max_records = int_param(request, "max_records", 500, minimum=1)
         max_bytes = int_param(request, "max_bytes", 1 << 20, minimum=1)
-        result = await run_in_threadpool(engine.read_subscription, ns, name, shard, max_records, max_bytes)
+        result = await run_in_threadpool(
+            table.metrics.timed_read, "subscription", engine.read_subscription, ns, name, shard, max_records, max_bytes
+        )
         if MEDIA_TYPE in request.headers.get("accept", ""):
             body, headers = encode_fetch(result)
             return Response(body, media_type=MEDIA_TYPE, headers=headers)

@@ -23,6 +23,7 @@ from storage_engine.api import (
     NamespaceInfo,
     NewRecord,
     SegmentInfo,
+    ShardFailure,
     ShardStats,
 )
 from storage_engine.clock import Clock
@@ -35,6 +36,7 @@ from storage_engine.errors import (
     EngineClosedError,
     InvalidArgumentError,
     NamespaceExistsError,
+    StorageError,
 )
 from storage_engine.lifecycle import LifecycleShard, TTLEntry
 from storage_engine.policy import NamespacePolicy
@@ -242,6 +244,17 @@ class IndexedLogAdapter(Engine):
         counters.update(self.lifecycle.counters())
         counters["failed_shards"] = sum(1 for ns in namespaces for log in ns.shards if log.failure is not None)
         return EngineStats(adapter=self.name, namespaces=len(namespaces), shards=shards, counters=counters)
+
+    def failed_shards(self) -> list[ShardFailure]:
+        self._check_open()
+        found = []
+        for name, ns in sorted(self._namespaces.items()):
+            for log in ns.shards:
+                failure = log.failure
+                if failure is not None:
+                    code = failure.code if isinstance(failure, StorageError) else "write_failed"
+                    found.append(ShardFailure(name, log.shard, code))
+        return found
 
     # -- lifecycle hooks (ShardSource) -----------------------------------------------------
     def lifecycle_namespace(self, name: str) -> tuple[NamespacePolicy, Sequence[ShardBase]]:

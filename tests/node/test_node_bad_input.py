@@ -45,12 +45,14 @@ def http(engine: StorageAdapter) -> Iterator[TestClient]:
 
 
 def bad_request(response: Any, field: str, rule: str = "") -> dict[str, Any]:
-    """A 400 in the node's error shape naming ``field`` (and ``rule`` in its rule)."""
+    """A 400 in the node's error shape (problem details) naming ``field`` (and ``rule`` in its rule)."""
     assert response.status_code == 400, (response.status_code, response.text[:300])
+    assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
-    assert body["error"] in ("invalid_argument", "invalid_record", "invalid_policy"), body
-    assert body["message"], body
-    if body["error"] == "invalid_policy":
+    assert body["code"] in ("invalid_argument", "invalid_record", "invalid_policy"), body
+    assert body["type"].endswith("/" + body["code"]) and body["status"] == 400 and body["title"], body
+    assert body["detail"], body
+    if body["code"] == "invalid_policy":
         assert field in body["errors"] and rule in body["errors"][field], body
     else:
         assert body["field"] == field and rule in body["rule"], body
@@ -66,7 +68,7 @@ def test_a_shard_in_the_path_takes_ascii_digits_only(http: TestClient, shard: st
     ):
         bad_request(http.get(path), "shard", "from 0 to 2^63-1")
     assert http.get(f"/v1/namespaces/{NS}/shards/1/stats").status_code == 200
-    assert http.get(f"/v1/namespaces/{NS}/shards/7/stats").json()["error"] == "unknown_shard"  # a number: 404
+    assert http.get(f"/v1/namespaces/{NS}/shards/7/stats").json()["code"] == "unknown_shard"  # a number: 404
 
 
 @pytest.mark.parametrize("value", ["²", "٣", BIG, "--5", "-5", "5.0", "", str(1 << 63)])
@@ -178,7 +180,7 @@ def test_read_offsets_and_times_beyond_64_bits_are_refused(http: TestClient) -> 
     bad_request(http.get(f"/v1/namespaces/{NS}/shards/0/records", params={"offset": beyond}), "offset", "2^63-1")
     bad_request(http.get(f"/v1/namespaces/{NS}/shards/0/offset-for-time", params={"timestamp": beyond}), "timestamp")
     past_end = http.get(f"/v1/namespaces/{NS}/shards/0/records", params={"offset": str((1 << 63) - 1)})
-    assert past_end.status_code == 416 and past_end.json()["error"] == "offset_out_of_range"
+    assert past_end.status_code == 416 and past_end.json()["code"] == "offset_out_of_range"
     answer = http.get(f"/v1/namespaces/{NS}/shards/0/offset-for-time", params={"timestamp": str((1 << 63) - 1)})
     assert answer.status_code == 200 and answer.json() == {"offset": None}
 
@@ -206,10 +208,10 @@ def test_a_bad_compaction_plan_is_refused_by_field(http: TestClient, keep: str, 
 # -- path components too long for a file system ----------------------------------------------------------
 def test_names_too_long_for_a_file_system_never_reach_it(http: TestClient) -> None:
     long = "n" * 5000
-    assert http.get(f"/v1/namespaces/{long}").json()["error"] == "unknown_namespace"
+    assert http.get(f"/v1/namespaces/{long}").json()["code"] == "unknown_namespace"
     bad_request(http.post("/v1/namespaces", json={"name": long, "shards": 1}), "name")
     bad_request(http.post(f"/v1/namespaces/{NS}/subscriptions", json={"name": long}), "name")
-    assert http.delete(f"/v1/namespaces/{NS}/subscriptions/{long}").json()["error"] == "unknown_subscription"
+    assert http.delete(f"/v1/namespaces/{NS}/subscriptions/{long}").json()["code"] == "unknown_subscription"
     bad_request(http.post(f"/v1/namespaces/{NS}/ttl-index/ingest", json={"file": long}), "file", "bare name")
     bad_request(http.post(f"/v1/namespaces/{NS}/ttl-index/ingest", json={"path": "/" + long}), "path")
 
@@ -218,8 +220,10 @@ def test_names_too_long_for_a_file_system_never_reach_it(http: TestClient) -> No
 @pytest.mark.parametrize("path", ["/nope", "/v1/namespaces/orders/nope", "/v1/namespaces/orders/shards/0"])
 def test_an_unknown_route_is_a_json_404(http: TestClient, path: str) -> None:
     response = http.get(path)
-    assert response.status_code == 404 and response.headers["content-type"] == "application/json"
-    assert response.json()["error"] == "not_found" and path in response.json()["message"]
+    assert response.status_code == 404 and response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["code"] == "not_found" and path in body["detail"] and body["instance"] == path
+    assert (body["status"], body["title"]) == (404, "No such route")
 
 
 @pytest.mark.parametrize(
@@ -235,9 +239,10 @@ def test_a_wrong_method_is_a_json_405_naming_every_allowed_method(
     http: TestClient, method: str, path: str, allowed: list[str]
 ) -> None:
     response = http.request(method, path)
-    assert response.status_code == 405 and response.headers["content-type"] == "application/json"
+    assert response.status_code == 405 and response.headers["content-type"] == "application/problem+json"
     assert response.headers["allow"] == ", ".join(allowed)
-    assert response.json()["error"] == "method_not_allowed" and response.json()["allowed"] == allowed
+    body = response.json()
+    assert body["code"] == "method_not_allowed" and body["allowed"] == allowed and body["status"] == 405
 
 
 def test_an_unexpected_failure_is_a_json_500_without_details(http: TestClient, engine: StorageAdapter) -> None:
@@ -248,7 +253,8 @@ def test_an_unexpected_failure_is_a_json_500_without_details(http: TestClient, e
         response = http.get("/v1/namespaces")
     finally:
         engine.list_namespaces = original  # type: ignore[method-assign]
-    assert response.status_code == 500 and response.json()["error"] == "internal_error"
+    assert response.status_code == 500 and response.json()["code"] == "internal_error"
+    assert response.headers["content-type"] == "application/problem+json"
     assert "ZeroDivision" not in response.text
 
 

@@ -159,8 +159,9 @@ def assert_answer_is_sound(response: Any, request: tuple[Any, ...]) -> None:
     assert response.status_code < 500, (request, response.status_code, response.text[:500])
     if response.status_code >= 400 and request[0] != "HEAD":  # a HEAD answer has no body
         body = response.json()  # JSON, whatever went wrong
-        assert isinstance(body, dict) and isinstance(body.get("error"), str), body
-        assert isinstance(body.get("message"), str) and body["message"], body
+        assert isinstance(body, dict) and isinstance(body.get("code"), str), body
+        assert body.get("status") == response.status_code and isinstance(body.get("type"), str), body
+        assert isinstance(body.get("detail"), str) and body["detail"], body
 
 
 @pytest.fixture(scope="module", params=["memory", "segment"])

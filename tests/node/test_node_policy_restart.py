@@ -43,7 +43,7 @@ def test_etag_and_if_match(node: NodeProc) -> None:
     assert put.status_code == 200 and put.headers["ETag"] == '"1"' and put.json()["version"] == 1
     stale = httpx.put(url, headers={**auth, "If-Match": '"0"'}, json={"policy": {"delete_when": "01"}})
     assert stale.status_code == 412 and stale.headers["ETag"] == '"1"'
-    assert stale.json()["error"] == "precondition_failed" and stale.json()["version"] == 1
+    assert stale.json()["code"] == "precondition_failed" and stale.json()["version"] == 1
     assert httpx.put(url, headers={**auth, "If-Match": 'W/"1"'}, json={"policy": CHOSEN}).status_code == 412
     assert httpx.put(url, headers={**auth, "If-Match": "*"}, json={"policy": CHOSEN}).json()["version"] == 1
     with NodeClient(node.url, node.token) as client:
@@ -64,4 +64,4 @@ def test_disk_status_and_metrics_report_pending_deletes(node: NodeProc) -> None:
         assert step.pending_delete_bytes == 0
     metrics = httpx.get(f"{node.url}/metrics", headers={"Authorization": f"Bearer {node.token}"}).text
     assert "# HELP lcs_disk_pending_delete_bytes " in metrics
-    assert "\nlcs_disk_pending_delete_bytes 0\n" in metrics
+    assert "\nlcs_disk_pending_delete_bytes 0.0\n" in metrics

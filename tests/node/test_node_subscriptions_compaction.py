@@ -45,7 +45,7 @@ def test_subscription_read_ack_and_backlog(client):
         "shard": 0,
         "backlog_messages": 6,
     }
-    assert 'lcs_subscription_backlog_messages{namespace="orders",subscription="billing",shard="0"} 6' in (
+    assert 'lcs_subscription_backlog_messages{namespace="orders",shard="0",subscription="billing"} 6' in (
         client.metrics_text()
     )
     client.delete_subscription("orders", "billing")

@@ -220,12 +220,12 @@ class TestRoute:
     def test_bad_parameters(self, client: TestClient, params: dict[str, str], field: str) -> None:
         response = client.get("/v1/namespaces/ns/shards/0/segment-files", params=params)
         assert response.status_code == 400
-        assert response.json()["error"] == "invalid_argument" and response.json()["field"] == field
+        assert response.json()["code"] == "invalid_argument" and response.json()["field"] == field
 
     def test_unknown_namespace_and_shard(self, client: TestClient) -> None:
-        assert client.get("/v1/namespaces/nope/shards/0/segment-files").json()["error"] == "unknown_namespace"
+        assert client.get("/v1/namespaces/nope/shards/0/segment-files").json()["code"] == "unknown_namespace"
         response = client.get("/v1/namespaces/ns/shards/5/segment-files")
-        assert response.status_code == 404 and response.json()["error"] == "unknown_shard"
+        assert response.status_code == 404 and response.json()["code"] == "unknown_shard"
 
     def test_an_adapter_without_files_says_so(self) -> None:
         engine = open_engine(EngineConfig(adapter="memory"))

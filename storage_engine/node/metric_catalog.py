@@ -1,0 +1,191 @@
+"""What every engine figure means on ``/metrics``: name, type and help text.
+
+The engine counts under plain keys (``EngineStats.counters``: ``appended_records_total``,
+``disk_used_ratio``…); the node publishes each as ``lcs_<key>``. Listing them here, with
+their meaning, is what gives every metric a HELP line and lets a counter be published
+at 0 before it first moves (a counter the engine never incremented in this process *is*
+0). ``docs/metrics.md`` documents the same list; a test checks that the two agree.
+
+Names follow Prometheus conventions: base units (bytes, seconds), ``_total`` counters,
+ratios 0–1, all prefixed ``lcs_``.
+"""
+
+from __future__ import annotations
+
+PREFIX = "lcs_"
+
+# ShardStats attribute → (metric, help); labels namespace, shard.
+SHARD_GAUGES: dict[str, tuple[str, str]] = {
+    "log_start_offset": ("lcs_shard_log_start_offset", "First offset still stored in the shard."),
+    "end_offset": ("lcs_shard_end_offset", "Offset the shard's next appended record will get."),
+    "record_count": ("lcs_shard_stored_records", "Records stored in the shard (live and not yet reclaimed)."),
+    "live_count": ("lcs_shard_live_records", "Records of the shard neither expired nor deleted (what reads return)."),
+    "size_bytes": ("lcs_shard_stored_bytes", "Bytes stored in the shard's segments."),
+    "segment_count": ("lcs_shard_segments", "Segments of the shard, the active one included."),
+    "expired_records": ("lcs_shard_expired_records", "Records expired but not yet reclaimed."),
+    "expired_bytes": ("lcs_shard_expired_bytes", "Bytes of records expired but not yet reclaimed."),
+    "expired_ratio": ("lcs_shard_expired_ratio", "Expired-not-reclaimed records / stored records (0-1)."),
+    "expired_bytes_ratio": ("lcs_shard_expired_bytes_ratio", "Expired-not-reclaimed bytes / stored bytes (0-1)."),
+}
+SHARD_FAILED = (
+    "lcs_shard_failed",
+    "1 while the shard is stopped by a failure (a corrupt segment, a failed write): its reads and appends "
+    "fail until the node restarts; else 0.",
+)
+
+# BacklogInfo attribute → (metric, help, divisor to base units);
+# labels namespace, subscription, shard.
+BACKLOG_GAUGES: dict[str, tuple[str, str, int]] = {
+    "messages": (
+        "lcs_subscription_backlog_messages",
+        "Offsets after the subscription's cursor still stored in the shard (unacknowledged messages).",
+        1,
+    ),
+    "live_messages": (
+        "lcs_subscription_backlog_live_messages",
+        "Records after the cursor a consumer will still receive (compacted and expired ones excluded).",
+        1,
+    ),
+    "bytes": ("lcs_subscription_backlog_bytes", "Stored bytes after the subscription's cursor.", 1),
+    "age_ms": (
+        "lcs_subscription_backlog_age_seconds",
+        "Age of the oldest unacknowledged message still visible (0 when none).",
+        1000,
+    ),
+}
+
+# DiskStatus attribute → (metric, help): the disk as measured at the scrape.
+DISK_GAUGES: dict[str, tuple[str, str]] = {
+    "used_bytes": (
+        "lcs_disk_used_bytes",
+        "Disk bytes used: every file under the data directory with a quota (--disk-capacity), else the "
+        "filesystem's used bytes.",
+    ),
+    "capacity_bytes": (
+        "lcs_disk_capacity_bytes",
+        "Disk capacity: the quota, else the filesystem's used plus available bytes.",
+    ),
+    "used_ratio": (
+        "lcs_disk_used_ratio",
+        "lcs_disk_used_bytes / lcs_disk_capacity_bytes (0-1), compared with the node policy's disk ratios.",
+    ),
+    "disk_full": (
+        "lcs_disk_full",
+        "1 while appends are refused (disk use above lcs_disk_warning_ratio at the last measurement); else 0.",
+    ),
+    "pending_delete_bytes": (
+        "lcs_disk_pending_delete_bytes",
+        "Bytes of deleted segment files not yet removed (.deleted, waiting for a delay or a reader); part of "
+        "lcs_disk_used_bytes.",
+    ),
+}
+# NodePolicy field → (metric, help): the thresholds the disk figures are compared with.
+POLICY_GAUGES: dict[str, tuple[str, str]] = {
+    "disk_max_used_ratio": (
+        "lcs_disk_max_used_ratio",
+        "Node policy: above this disk use the file cleaner deletes expired segments early (0-1).",
+    ),
+    "disk_clean_forcibly_ratio": (
+        "lcs_disk_clean_forcibly_ratio",
+        "Node policy: above this disk use the file cleaner deletes the oldest segments, expired or not (0-1).",
+    ),
+    "disk_warning_ratio": (
+        "lcs_disk_warning_ratio",
+        "Node policy: above this disk use appends are refused (lcs_disk_full) (0-1).",
+    ),
+}
+
+# Engine counter keys (EngineStats.counters) → help. Published as lcs_<key>, 0 until they move.
+ENGINE_COUNTERS: dict[str, str] = {
+    # appends and reads
+    "append_groups_total": "Group commits: one write and one fsync for one or more produce batches.",
+    "append_batches_total": "Produce batches appended.",
+    "appended_records_total": "Records appended.",
+    "appended_bytes_total": "Bytes appended (encoded record batches).",
+    "appends_rejected_disk_full_total": "Appends refused because disk use was above disk_warning_ratio.",
+    "read_requests_total": "Offset reads served (fetches).",
+    "fsyncs_total": "fsync calls on segment files.",
+    # segments
+    "segment_rolls_total": "Active segments sealed and replaced by a new one.",
+    "segments_rewritten_total": "Sealed segments rewritten without some of their records (compaction, reclaim).",
+    "segments_deleted_total": "Segments deleted from a log (retention, file cleaning, reclaim).",
+    "segments_destroyed_forcibly_total": (
+        "Deleted segment files removed while a reader still held them (after destroy_forcibly_after_ms)."
+    ),
+    "corrupt_segments_total": "Damaged segments found (checksum or framing error); their shard stops.",
+    "namespaces_deleted_total": "Namespaces deleted.",
+    # recovery at open
+    "recovery_truncations_total": "Torn segment tails truncated when the node opened its data directory.",
+    "recovery_truncated_bytes_total": "Bytes of torn segment tails truncated at open.",
+    "recovery_reindexed_batches_total": "Batches indexed again at open (the index was behind the data).",
+    "recovery_index_past_data_total": "Offsets the index held past the end of the data at open (dropped).",
+    "recovery_swaps_finished_total": "Interrupted segment rewrites completed at open.",
+    # TTL scan and read checks (the delete queue)
+    "ttl_scan_runs_total": "TTL scans run.",
+    "ttl_scan_entries_scanned_total": "TTL index entries read by TTL scans.",
+    "ttl_scan_expired_records_total": "Expired records marked dead by TTL scans.",
+    "ttl_scan_duration_seconds_total": "Time spent in TTL scans.",
+    "ttl_scan_pauses_total": "Pauses a TTL scan made to let appends run.",
+    "ttl_scan_waits_total": "Pauses of a TTL scan that waited for appends in flight.",
+    "index_entries_deleted_total": "Index entries of expired records deleted (TTL scans and read checks).",
+    "read_checks_enqueued_total": "Expired records found by reads and queued for deletion (the delete queue).",
+    "read_check_drops_total": "Expired records not queued because the delete queue was full.",
+    "read_check_expired_records_total": "Expired records deleted from the delete queue.",
+    # retention, file cleaning, reclaim, compaction
+    "retention_segments_deleted_total": "Segments deleted by retention (time or size).",
+    "retention_bytes_deleted_total": "Bytes of segments deleted by retention.",
+    "cleaner_runs_total": "File cleaner runs.",
+    "cleaner_segments_deleted_total": "Segments deleted by the file cleaner under disk pressure.",
+    "cleaner_bytes_deleted_total": "Bytes of segments deleted by the file cleaner.",
+    "cleaner_forced_deletes_total": "Unexpired segments deleted by the file cleaner above disk_clean_forcibly_ratio.",
+    "files_removed_total": "Deleted segment files removed from disk.",
+    "files_removed_bytes_total": "Bytes of deleted segment files removed from disk.",
+    "reclaim_segments_deleted_total": "Wholly expired segments dropped by reclaim.",
+    "reclaim_segments_rewritten_total": "Partly expired segments rewritten by reclaim.",
+    "reclaim_bytes_total": "Bytes reclaimed by reclaim (dropped and rewritten segments).",
+    "compaction_runs_total": "Key compaction runs.",
+    "compaction_bytes_reclaimed_total": "Bytes reclaimed by key compaction.",
+    "compaction_records_removed_total": "Records removed by key compaction (superseded keys, tombstones).",
+    "compaction_rounds_total": "Rounds of key compaction (a run takes one round per key-map budget).",
+    "compaction_duration_seconds_total": "Time spent in key compaction.",
+    # subscriptions
+    "subscription_ttl_expired_total": "Messages acknowledged on subscriptions by the message TTL.",
+    "backlog_evictions_total": "Subscription cursors moved by the consumer_backlog_eviction quota policy.",
+    "producer_held_total": "Appends held by a producer_request_hold backlog quota.",
+    "producer_rejected_total": "Appends refused by a backlog quota.",
+}
+
+# Engine keys whose metric is not lcs_<key>: the unit goes last, before _total (Prometheus's
+# convention; /v1/stats keeps the engine's keys).
+RENAMED: dict[str, str] = {
+    "retention_bytes_deleted_total": "lcs_retention_deleted_bytes_total",
+    "cleaner_bytes_deleted_total": "lcs_cleaner_deleted_bytes_total",
+    "compaction_bytes_reclaimed_total": "lcs_compaction_reclaimed_bytes_total",
+}
+
+
+def metric_name(key: str) -> str:
+    """The metric publishing the engine figure ``key``."""
+    return RENAMED.get(key, PREFIX + key)
+
+
+# Engine gauge keys → help. Published as lcs_<key> when the engine reports them.
+ENGINE_GAUGES: dict[str, str] = {
+    "failed_shards": "Shards stopped by a failure (the count of lcs_shard_failed == 1).",
+    "read_check_queue_length": "Expired records waiting in the delete queue.",
+    "ttl_scan_last_duration_seconds": "Duration of the last TTL scan.",
+    "ttl_scan_last_expired_records": "Expired records marked dead by the last TTL scan.",
+}
+
+# Engine keys never published as their own metric: the disk figures come fresh from DiskStatus
+# (DISK_GAUGES), and a rate is Prometheus's to compute (rate(lcs_ttl_scan_expired_records_total)).
+NOT_PUBLISHED = frozenset(
+    {
+        "disk_used_bytes",
+        "disk_capacity_bytes",
+        "disk_used_ratio",
+        "disk_full",
+        "disk_pending_delete_bytes",
+        "ttl_scan_last_delete_rate_per_second",
+    }
+)
