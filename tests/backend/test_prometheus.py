@@ -10,6 +10,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from django.core.management import call_command
@@ -17,10 +18,14 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from backend.apps.alerts.models import Alert, AlertRule, AlertState
+from backend.apps.alerts.promql import export as export_rules
+from backend.apps.alerts.rules import DEFAULT_RULES, METRICS, scope_errors
 from backend.apps.metrics.services import write_points
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import Kind, State, TaskRun
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
 from tests.backend.conftest import make_user
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -349,3 +354,42 @@ def test_promtool_unit_tests_the_exported_rules(console, tmp_path):
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     result = subprocess.run([PROMTOOL, "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_export_reads_only_series_the_node_publishes(node):
+    """Every node series an exported rule names, for every metric a rule may watch at every scope, is on a real
+    node's /metrics (the console's own are on the web's)."""
+    with NodeClient(node.url, node.token) as client:
+        client.create_namespace("orders", 2)
+        client.append("orders", 0, [NewRecord(value=b"x")])
+    text = httpx.get(f"{node.url}/metrics", headers={"Authorization": f"Bearer {node.token}"}).text
+    published = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    published |= {re.split(r"[{ ]", line)[0] for line in text.splitlines() if line and not line.startswith("#")}
+    rules = [
+        AlertRule(pk=i, name=r.name, metric=r.metric, comparator=">", threshold=1, threshold_policy=r.threshold_policy)
+        for i, r in enumerate(DEFAULT_RULES)
+    ]
+    for metric in METRICS:
+        for scope_type, scope in (("all", ""), ("namespace", "orders"), ("shard", "orders/1"), ("node", "n1")):
+            if not scope_errors(metric, scope_type, scope):
+                rules.append(
+                    AlertRule(
+                        pk=len(rules),
+                        name=f"r{len(rules)}",
+                        metric=metric,
+                        scope_type=scope_type,
+                        scope=scope,
+                        comparator=">",
+                        threshold=1,
+                    )
+                )
+    document = export_rules(rules)
+    exprs = " ".join(rule["expr"] for group in document["groups"] for rule in group["rules"])
+    named = set(re.findall(r"\b(lcs_[a-z_]+)\b", exprs))
+    console = {
+        "lcs_alert_rule_threshold",
+        "lcs_alert_rule_threshold_factor",
+        "lcs_task_run_duration_seconds",
+        "lcs_celery_queue_messages",
+    }
+    assert named - console and not (named - console - published), sorted(named - console - published)

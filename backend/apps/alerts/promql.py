@@ -32,7 +32,7 @@ from typing import Any
 
 from backend.apps.alerts.models import AlertRule
 from backend.apps.alerts.rules import FORECAST, NODE_POLICY_FIELDS, alert_name, rule_levels, scope_filter
-from backend.apps.metrics.catalog import APPEND_ROUTES, NAMESPACE, NODE, QUEUE, READ_ROUTES, SERIES, SHARD
+from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD
 from backend.apps.metrics.selectors import FORECAST_HORIZON_S, FORECAST_WINDOW_S
 
 GROUP = "lcs-alerts"
@@ -80,9 +80,6 @@ class Quantity:
     matchers: str = ""  # fixed label matchers of the series, e.g. kind="expiry_scan"
 
 
-_APPEND = "|".join(APPEND_ROUTES)
-_READ = "|".join(READ_ROUTES)
-
 QUANTITIES: dict[str, Quantity] = {
     "expired_ratio": Quantity("lcs_shard_expired_records", denominator="lcs_shard_stored_records"),
     "expired_bytes_ratio": Quantity("lcs_shard_expired_bytes", denominator="lcs_shard_stored_bytes"),
@@ -111,39 +108,35 @@ QUANTITIES: dict[str, Quantity] = {
     "scan_runs_total": Quantity("lcs_ttl_scan_runs_total", ""),
     "scan_deleted_records_total": Quantity("lcs_ttl_scan_expired_records_total", ""),
     "compaction_runs_total": Quantity("lcs_compaction_runs_total", ""),
-    "compaction_reclaimed_bytes_total": Quantity("lcs_compaction_bytes_reclaimed_total", ""),
+    "compaction_reclaimed_bytes_total": Quantity("lcs_compaction_reclaimed_bytes_total", ""),
     "reclaimed_bytes_total": Quantity("lcs_reclaim_bytes_total", ""),
     "celery_queue_depth": Quantity("lcs_celery_queue_messages", ""),
 }
 
 
-def _http_total(name: str, routes: str, sel: str, without: str = "route, status") -> str:
-    return f'sum without ({without}) ({name}{{route=~"{routes}"{sel}}})'
+def _latency(series: str, sel: str, without: str = "") -> str:
+    spent = f"rate({_series(series + '_sum', sel)}[{RATE_WINDOW}])"
+    served = f"rate({_series(series + '_count', sel)}[{RATE_WINDOW}])"
+    if without:
+        return f"(sum without ({without}) ({spent}) / sum without ({without}) ({served}))"
+    return f"({spent} / {served})"
 
 
-def _latency(routes: str, sel: str) -> str:
-    spent = f'rate(lcs_node_http_request_duration_seconds_sum{{route=~"{routes}"{sel}}}[{RATE_WINDOW}])'
-    served = f'rate(lcs_node_http_request_duration_seconds_count{{route=~"{routes}"{sel}}}[{RATE_WINDOW}])'
-    return f"(sum without (route) ({spent}) / sum without (route) ({served}))"
+def _reads(part: str, sel: str) -> str:
+    return f"sum without (operation) ({_series('lcs_read_duration_seconds_' + part, sel)})"
 
 
-# Metrics that are PromQL of their own over the node's counters (``sel``: the scope's matchers, each
-# after a comma). The console keeps the running totals of appends and reads and derives rates between two
-# collections; here Prometheus computes the rates.
+# Metrics that are PromQL of their own over the node's histograms and counters (``sel``: the scope's label
+# matchers). The console keeps running totals of appends and reads and derives rates between two
+# collections; here the node's engine histograms give both, and Prometheus computes the rates.
 COMPUTED: dict[str, Callable[[str], str]] = {
-    "append_requests_total": lambda sel: _http_total("lcs_node_http_requests_total", _APPEND, sel),
-    "read_requests_total": lambda sel: _http_total("lcs_node_http_requests_total", _READ, sel),
-    "append_seconds_total": lambda sel: _http_total(
-        "lcs_node_http_request_duration_seconds_sum", _APPEND, sel, "route"
-    ),
-    "read_seconds_total": lambda sel: _http_total("lcs_node_http_request_duration_seconds_sum", _READ, sel, "route"),
-    "delete_rate": lambda sel: (
-        f"rate(lcs_ttl_scan_expired_records_total{{{sel.lstrip(',')}}}[{RATE_WINDOW}])"
-        if sel
-        else f"rate(lcs_ttl_scan_expired_records_total[{RATE_WINDOW}])"
-    ),
-    "append_latency_seconds": lambda sel: _latency(_APPEND, sel),
-    "read_latency_seconds": lambda sel: _latency(_READ, sel),
+    "append_requests_total": lambda sel: _series("lcs_append_duration_seconds_count", sel),
+    "append_seconds_total": lambda sel: _series("lcs_append_duration_seconds_sum", sel),
+    "read_requests_total": lambda sel: _reads("count", sel),
+    "read_seconds_total": lambda sel: _reads("sum", sel),
+    "delete_rate": lambda sel: f"rate({_series('lcs_ttl_scan_expired_records_total', sel)}[{RATE_WINDOW}])",
+    "append_latency_seconds": lambda sel: _latency("lcs_append_duration_seconds", sel),
+    "read_latency_seconds": lambda sel: _latency("lcs_read_duration_seconds", sel, "operation"),
 }
 
 
@@ -176,7 +169,7 @@ def quantity_expr(rule: AlertRule, level: str, node_job: str = NODE_JOB) -> str:
     metric = "disk_used_ratio" if rule.metric == FORECAST else rule.metric
     pinned = scope_filter(rule.scope_type, rule.scope)
     if metric in COMPUTED:
-        return COMPUTED[metric]("," + _matchers(labels=pinned) if pinned else "")
+        return COMPUTED[metric](_matchers(labels=pinned))
     quantity = QUANTITIES[metric]
     fixed = [quantity.matchers]
     if metric == "up":
