@@ -103,7 +103,7 @@ ENGINE_COUNTERS: dict[str, str] = {
     "appended_records_total": "Records appended.",
     "appended_bytes_total": "Bytes appended (encoded record batches).",
     "appends_rejected_disk_full_total": "Appends refused because disk use was above disk_warning_ratio.",
-    "read_requests_total": "Offset reads served (fetches).",
+    "read_requests_total": "Offset reads (fetches) served by the engine.",
     "fsyncs_total": "fsync calls on segment files.",
     # segments
     "segment_rolls_total": "Active segments sealed and replaced by a new one.",

@@ -65,7 +65,7 @@ def test_promtool_has_nothing_to_say_about_a_real_node(tmp_path: Path) -> None:
     metrics token, passes ``promtool check metrics`` without a single warning."""
     if not Path(PROMTOOL).exists():
         pytest.fail("promtool is missing: run `make prometheus` (Debian's prometheus package)")
-    node = start_node(tmp_path / "node", extra=["--metrics-token", METRICS_TOKEN])
+    node = start_node(tmp_path / "node", adapter="segment", extra=["--metrics-token", METRICS_TOKEN])
     try:
         with NodeClient(node.url, node.token) as client:
             client.create_namespace("orders", 2, NamespacePolicy(retention_ms=None))
@@ -131,7 +131,7 @@ def test_histograms_move_after_appends_and_reads(http: TestClient) -> None:
 
 
 def test_the_metrics_token_scrapes_but_cannot_do_anything_else(tmp_path: Path) -> None:
-    node = start_node(tmp_path / "node", extra=["--metrics-token", METRICS_TOKEN])
+    node = start_node(tmp_path / "node", adapter="segment", extra=["--metrics-token", METRICS_TOKEN])
     try:
         scraper = {"Authorization": f"Bearer {METRICS_TOKEN}"}
         assert httpx.get(f"{node.url}/metrics", headers=scraper).status_code == 200
