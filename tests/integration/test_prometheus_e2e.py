@@ -6,6 +6,7 @@ through an Alertmanager channel, and sees it resolve. Scrape and evaluation ever
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from backend.apps.metrics.services import write_points
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from tests.backend.conftest import make_user
-from tests.support.processes import NodeProc, Proc, free_port, http_ok, spawn, wait_until
+from tests.support.processes import BIN, NodeProc, Proc, free_port, http_ok, spawn, wait_until
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
@@ -37,8 +38,8 @@ pytestmark = [
 ]
 
 
-def start(argv: list[str], log: Path, ready: str) -> Proc:
-    proc = spawn(argv, log)
+def start(argv: list[str], log: Path, ready: str, env: dict[str, str] | None = None) -> Proc:
+    proc = spawn(argv, log, env=env)
     try:
         wait_until(lambda: proc.popen.poll() is None and http_ok(ready), 60, f"{argv[0]} at {ready}")
     except TimeoutError:
@@ -187,3 +188,39 @@ def test_the_console_alerts_a_real_alertmanager(alertmanager: str, settings, liv
     assert delivery.send_channel_test(channel=channel, actor=None) == {"delivered": True, "error": ""}
     (test,) = alertmanager_alerts(alertmanager, "TestNotification")
     assert test["labels"]["channel"] == "am"
+
+
+def _database_url(settings: Any) -> str:
+    db = settings.DATABASES["default"]
+    if "sqlite" in db["ENGINE"]:
+        return f"sqlite:///{db['NAME']}"
+    return f"postgresql://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def test_the_web_adds_up_every_gunicorn_worker(tmp_path: Path, settings: Any):
+    """Behind gunicorn (gunicorn.conf.py: prometheus_client's multiprocess mode) a scrape counts the requests of
+    every worker, whichever answers it: the counters only grow from scrape to scrape."""
+    token = Token.objects.create(user=make_user("scraper", "viewer")).key
+    port = free_port()
+    env = {"APP_ENV": "test", "DATABASE_URL": _database_url(settings)}
+    argv = [str(BIN / "gunicorn"), "backend.config.wsgi:application", "--workers", "2", "--threads", "2"]
+    argv += ["--bind", f"127.0.0.1:{port}"]
+    web = start(argv, tmp_path / "gunicorn.log", f"http://127.0.0.1:{port}/livez", env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(20):
+            assert httpx.get(f"{url}/livez", timeout=5).status_code == 200
+        seen = []
+        for _ in range(8):
+            text = httpx.get(f"{url}/metrics", headers={"Authorization": f"Token {token}"}, timeout=10).text
+            (line,) = [
+                x for x in text.splitlines() if x.startswith('django_http_requests_total_by_method_total{method="GET"}')
+            ]
+            seen.append(float(line.split()[-1]))
+            assert "# TYPE lcs_task_runs gauge" in text
+        assert seen == sorted(seen) and seen[0] >= 20, seen
+        if shutil.which("promtool"):
+            check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+            assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check
+    finally:
+        web.stop()

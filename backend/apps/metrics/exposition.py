@@ -6,15 +6,19 @@ metrics. The storage nodes' figures are on each node's own ``/metrics`` only —
 there, so nothing is published twice (``docs/metrics.md``).
 
 Each app registers its collector once, in its ``AppConfig.ready``, into prometheus_client's registry;
-``selectors.prometheus_text`` renders that registry.
+``selectors.prometheus_text`` renders :func:`registry`. Behind gunicorn (``gunicorn.conf.py``) every worker
+keeps its request and database metrics in files under ``PROMETHEUS_MULTIPROC_DIR`` and a scrape, whichever
+worker answers it, adds them all up (prometheus_client's multiprocess mode).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 
 from django.db.models import Count
+from prometheus_client import multiprocess
 from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -24,12 +28,33 @@ from backend.apps.runs.selectors import run_durations
 log = logging.getLogger(__name__)
 
 
-def register(collector: Collector, registry: CollectorRegistry = REGISTRY) -> None:
+# The control plane's own collectors (they read the database: one process's view is everybody's).
+COLLECTORS: list[Collector] = []
+
+
+def register(collector: Collector) -> None:
     """Register ``collector`` once (``ready`` may run again, e.g. in tests)."""
+    if any(type(c) is type(collector) for c in COLLECTORS):
+        return
+    COLLECTORS.append(collector)
     try:
-        registry.register(collector)
+        REGISTRY.register(collector)
     except ValueError:  # the same series names are registered already
         log.debug("metrics: %s already registered", type(collector).__name__)
+
+
+def registry() -> CollectorRegistry:
+    """What ``/metrics`` renders: prometheus_client's registry; with ``PROMETHEUS_MULTIPROC_DIR`` set (the web
+    under gunicorn), every worker's request and database metrics added up from their files, and the control
+    plane's collectors."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return REGISTRY
+    merged = CollectorRegistry()
+    multiprocess.MultiProcessCollector(merged, path=directory)
+    for collector in COLLECTORS:
+        merged.register(collector)
+    return merged
 
 
 class CeleryQueueCollector(Collector):

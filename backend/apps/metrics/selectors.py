@@ -10,10 +10,10 @@ from typing import Any
 
 from django.db.models import Avg, ExpressionWrapper, F, FloatField, Max, QuerySet, Sum
 from django.db.models.functions import Mod
-from prometheus_client import REGISTRY, generate_latest
+from prometheus_client import generate_latest
 
 from backend.apps.catalog.figures import ratio
-from backend.apps.metrics import clock
+from backend.apps.metrics import clock, exposition
 from backend.apps.metrics.catalog import NODE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
 from backend.apps.metrics.services import ROLLUP_STEP_MS, interval_s
@@ -387,4 +387,4 @@ def prometheus_text() -> str:
     """``GET /metrics``: the control plane's own series (``exposition``: Celery queues, task runs, alerts and
     the rules' thresholds) and django-prometheus's request and database metrics, in the text exposition format.
     The nodes' figures are on the nodes' own ``/metrics``, never here."""
-    return generate_latest(REGISTRY).decode()
+    return generate_latest(exposition.registry()).decode()
