@@ -40,6 +40,7 @@ from pathlib import Path
 from storage_engine.model import (
     COMPACTION_COUNTS,
     LIFECYCLE_COUNTS,
+    OFFLOAD_COUNTS,
     AppendResult,
     BacklogInfo,
     CompactionEstimate,
@@ -54,6 +55,7 @@ from storage_engine.model import (
     Record,
     SegmentInfo,
     SegmentState,
+    SegmentTier,
     ShardFailure,
     ShardStats,
     SubscriptionInfo,
@@ -66,6 +68,7 @@ from storage_engine.policy import NamespacePolicy, NodePolicy
 __all__ = [
     "COMPACTION_COUNTS",
     "LIFECYCLE_COUNTS",
+    "OFFLOAD_COUNTS",
     "AppendResult",
     "BacklogInfo",
     "CompactionEstimate",
@@ -80,6 +83,7 @@ __all__ = [
     "Record",
     "SegmentInfo",
     "SegmentState",
+    "SegmentTier",
     "ShardFailure",
     "ShardStats",
     "StorageAdapter",
@@ -298,6 +302,26 @@ class StorageAdapter(abc.ABC):
         pending (:class:`DiskStatus`). ``bytes_reclaimed`` is the bytes the
         run freed; ``pending_delete_bytes`` what remains pending.
         """
+
+    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+        """Tiered storage (DESIGN §3 "Tiers"): one bounded, resumable offload step of a namespace
+        (or one shard; ``None``: every namespace) whose policy has ``remote_storage_enabled``.
+
+        Sealed segments only on local disk are uploaded to the object store, oldest first, at most
+        ``limit`` per call (default 64) and as many bytes as the node's
+        ``offload_bandwidth_bytes_per_s`` grants, ``offload_concurrency`` at a time; each is
+        verified (size, and checksum by ETag or read back) with its manifest before its metadata
+        says it is uploaded. Then local copies of uploaded segments beyond ``local_retention_ms`` /
+        ``local_retention_bytes`` are dropped (reads go on from the object store). Retention, TTL
+        and compaction keep applying to the whole log; deleting a segment deletes its objects. A
+        crash at any point loses and duplicates nothing: the next call finishes the work.
+        Counts ``segments_offloaded``, ``bytes_offloaded``, ``local_copies_dropped`` and
+        ``local_bytes_dropped`` (:data:`OFFLOAD_COUNTS`); ``skipped="policy"`` for a namespace
+        without remote storage, ``skipped="unsupported"`` for adapters without segment files.
+        """
+        if namespace is not None:
+            self.get_namespace(namespace)  # an unknown namespace is an error on every adapter
+        return LifecycleResult(operation="offload", namespace=namespace, shard=shard, skipped="unsupported")
 
     @abc.abstractmethod
     def check_disk(self) -> DiskStatus:

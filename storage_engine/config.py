@@ -38,6 +38,10 @@ class EngineConfig:
     fsync_interval_ms: int = 100
     disk_capacity_bytes: int | None = None  # None: use the filesystem's real size
     node_policy: NodePolicy = field(default_factory=NodePolicy)
+    # The object-store tier of offloaded segments (``segment`` adapter; storage_engine.tier.store):
+    # ``file:///dir`` or ``s3://bucket[/prefix]`` (endpoint and credentials from the environment).
+    # None: ``file://<data_dir>-tier``, a directory beside the data directory.
+    tier_uri: str | None = None
     # A background thread drains the read-time clean-up queue (DESIGN §3, layer 1);
     # tests turn it off and call drain_read_checks() to be deterministic.
     lifecycle_worker: bool = True

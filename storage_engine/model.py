@@ -82,6 +82,16 @@ class SegmentState(enum.StrEnum):
     OFFLOADED = "offloaded"
 
 
+class SegmentTier(enum.StrEnum):
+    """Where a sealed segment's bytes are (tiered storage, DESIGN §3 "Tiers"): only on the
+    node's disk, on disk and in the object store (uploaded and verified), or only in the
+    object store (the local copy went past local retention; reads fetch ranges of it)."""
+
+    LOCAL = "local"
+    BOTH = "both"
+    REMOTE = "remote"
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
     """Metadata and figures of one segment (DESIGN §2, §3 "Figures"). ``last_offset`` is -1 when empty.
@@ -121,6 +131,7 @@ class SegmentInfo:
     deadline: int | None = None
     min_expire_at: int | None = None
     first_timestamp: int | None = None  # the first record's timestamp: a segment's age for rolling (None when empty)
+    tier: SegmentTier = SegmentTier.LOCAL  # where its bytes are; ``state`` stays sealed in the object store
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +243,11 @@ class LifecycleResult:
     - compaction: ``scanned`` counts records read, ``records_written`` the
       records kept in rewritten segments, ``bytes_before`` / ``bytes_after``
       the stored bytes of the shards before and after (estimated by a dry
-      run), ``rounds`` the key-map rounds (one per map fill).
+      run), ``rounds`` the key-map rounds (one per map fill);
+    - offload (tiered storage): ``segments_offloaded`` / ``bytes_offloaded`` the
+      sealed segments uploaded and verified by the call and their bytes,
+      ``local_copies_dropped`` / ``local_bytes_dropped`` the local files of
+      offloaded segments removed past local retention.
     """
 
     operation: str
@@ -257,6 +272,10 @@ class LifecycleResult:
     bytes_after: int = 0
     rounds: int = 0
     pending_delete_bytes: int = 0
+    segments_offloaded: int = 0
+    bytes_offloaded: int = 0
+    local_copies_dropped: int = 0
+    local_bytes_dropped: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -320,6 +339,8 @@ LIFECYCLE_COUNTS = (
 )
 # The further counts of a compaction result that add up the same way.
 COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
+# The further counts of an offload result (tiered storage) that add up the same way.
+OFFLOAD_COUNTS = ("segments_offloaded", "bytes_offloaded", "local_copies_dropped", "local_bytes_dropped")
 
 
 @dataclass(frozen=True, slots=True)

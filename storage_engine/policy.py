@@ -3,8 +3,8 @@
 Two policies exist (DESIGN §3):
 
 - :class:`NamespacePolicy`: per namespace (expiry, retention, segment rolling,
-  compaction, subscriptions and backlog quotas);
-- :class:`NodePolicy`: per storage node (file cleaning and disk watermarks).
+  compaction, subscriptions and backlog quotas, tiered storage);
+- :class:`NodePolicy`: per storage node (file cleaning, disk watermarks, pacing, the tier cache).
 
 Durations are milliseconds and sizes are bytes; ``None`` means "infinite /
 unset". Policies inherit built-in defaults → cluster default → namespace
@@ -65,6 +65,12 @@ class NamespacePolicy:
     backlog_quota_policy: str = "producer_request_hold"
     backlog_hold_timeout_ms: int = 30_000
     retention_respects_subscriptions: bool = False
+    # Tiered storage (Kafka's remote.storage.enable, local.retention.*): what stays on local disk
+    # while retention_ms / retention_bytes, TTL and compaction apply to the whole log across tiers.
+    # None: as much as the total retention (the local copy goes when the segment goes).
+    remote_storage_enabled: bool = False
+    local_retention_ms: int | None = None
+    local_retention_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -96,6 +102,10 @@ class NodePolicy:
     off_peak_hours: str | None = None
     urgent_expired_ratio: float = 0.5
     compaction_map_budget_bytes: int = 64 * MiB
+    # Tiered storage: the on-disk cache of ranged reads of offloaded segments, and the offloader's pacing.
+    tier_cache_bytes: int = 256 * MiB
+    offload_bandwidth_bytes_per_s: int | None = None
+    offload_concurrency: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -139,6 +149,11 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "reclaim_bytes_per_s": (1, None),
     "urgent_expired_ratio": (0.0, 1.0),
     "compaction_map_budget_bytes": (MIN_MAP_BUDGET_BYTES, None),  # the smallest key map compaction can honour
+    "local_retention_ms": (0, None),
+    "local_retention_bytes": (1, None),
+    "tier_cache_bytes": (MiB, None),  # at least one cache block (storage_engine.tier.remote_reads)
+    "offload_bandwidth_bytes_per_s": (1, None),
+    "offload_concurrency": (1, 64),
 }
 
 
@@ -213,8 +228,29 @@ def validate_namespace_policy(p: NamespacePolicy) -> None:
             and (p.retention_bytes <= p.backlog_quota_bytes)
         ):
             errors["retention_bytes"] = "must exceed the backlog quota (backlog_quota_bytes)"
+        _check_local_retention(p, errors)
     if errors:
         raise PolicyValidationError(errors)
+
+
+def _check_local_retention(p: NamespacePolicy, errors: dict[str, str]) -> None:
+    """Local retention never exceeds the total (``None`` local: the same as the total; ``None``
+    total: infinite, so any local bound fits)."""
+    for local_name, total_name in (
+        ("local_retention_ms", "retention_ms"),
+        ("local_retention_bytes", "retention_bytes"),
+    ):
+        local, total = getattr(p, local_name), getattr(p, total_name)
+        if local is not None and total is not None and local > total:
+            errors[local_name] = f"must be ≤ {total_name} ({total}): local retention never exceeds total retention"
+
+
+def effective_local_retention(p: NamespacePolicy) -> tuple[int | None, int | None]:
+    """``(ms, bytes)`` that bound the local copies of offloaded segments: the ``local_retention_*``
+    fields, or the total retention where they are unset (``None``: no bound)."""
+    ms = p.local_retention_ms if p.local_retention_ms is not None else p.retention_ms
+    size = p.local_retention_bytes if p.local_retention_bytes is not None else p.retention_bytes
+    return ms, size
 
 
 def validate_node_policy(p: NodePolicy) -> None:
@@ -330,6 +366,13 @@ NAMESPACE_FIELDS: dict[str, FieldInfo] = {
     ),
     "backlog_hold_timeout_ms": FieldInfo("subscriptions", "ms", "How long a held producer waits"),
     "retention_respects_subscriptions": FieldInfo("subscriptions", "bool", "Retention deletes only acknowledged data"),
+    "remote_storage_enabled": FieldInfo("retention", "bool", "Offload sealed segments to the node's object store"),
+    "local_retention_ms": FieldInfo(
+        "retention", "ms", "Keep local copies of offloaded segments this long (unset: retention_ms)", nullable=True
+    ),
+    "local_retention_bytes": FieldInfo(
+        "retention", "bytes", "Keep this many bytes per shard locally (unset: retention_bytes)", nullable=True
+    ),
 }
 
 NODE_FIELDS: dict[str, FieldInfo] = {
@@ -349,6 +392,11 @@ NODE_FIELDS: dict[str, FieldInfo] = {
     "off_peak_hours": FieldInfo("pacing", "hours", "Hours for non-urgent rewrites (e.g. 01-05)", nullable=True),
     "urgent_expired_ratio": FieldInfo("pacing", "ratio", "Expired ratio that makes work urgent off-peak"),
     "compaction_map_budget_bytes": FieldInfo("pacing", "bytes", "Memory budget of the compaction key map"),
+    "tier_cache_bytes": FieldInfo("disk", "bytes", "On-disk cache of reads of offloaded segments"),
+    "offload_bandwidth_bytes_per_s": FieldInfo(
+        "pacing", "bytes", "Offload upload bytes per second at most", nullable=True
+    ),
+    "offload_concurrency": FieldInfo("pacing", "count", "Segments uploaded at the same time at most"),
 }
 
 FIELDS: dict[str, FieldInfo] = {**NAMESPACE_FIELDS, **NODE_FIELDS}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
 from storage_engine.cleaning import in_off_peak
 from storage_engine.expiry import segment_expired
 from storage_engine.lifecycle.runtime import LifecycleRuntime
@@ -116,7 +116,8 @@ class Reclaimer:
 
     @staticmethod
     def _worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
-        """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``."""
-        if not segment.record_count:
+        """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``
+        (segments in the object store are not rewritten yet: storage_engine.segment.tiered_log)."""
+        if not segment.record_count or segment.tier is not SegmentTier.LOCAL:
             return False
         return (segment.record_count - segment.live_count) / segment.record_count > policy.reclaim_dead_ratio

@@ -1,32 +1,60 @@
 """The ``segment`` adapter: the production default.
 
 Records live in segment files (``<data_dir>/segments/<namespace>/<shard>/``),
-indexes and metadata in the RocksDB index store (``<data_dir>/index/``).
+indexes and metadata in the RocksDB index store (``<data_dir>/index/``), sealed
+segments of namespaces with ``remote_storage_enabled`` also (or only) in the
+object-store tier (``EngineConfig.tier_uri``, :mod:`storage_engine.tier`).
 Everything above the shard is shared with the ``rocksdb`` adapter
-(:mod:`storage_engine.segment.base_adapter`); the shard is a :class:`ShardLog`.
+(:mod:`storage_engine.segment.base_adapter`); the shard is a
+:class:`~storage_engine.segment.tiered_log.TieredShardLog`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
+from storage_engine.api import LifecycleResult, VerifyReport
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
+from storage_engine.lifecycle import MAX_PROBLEMS
+from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_records import NamespaceRecord
-from storage_engine.segment.log import ShardLog
+from storage_engine.segment.meta import TierState
 from storage_engine.segment.shard import ShardBase
 from storage_engine.segment.shard_index import ShardIndex
+from storage_engine.segment.tiered_log import TieredShardLog
+from storage_engine.tier.context import TierContext
+from storage_engine.tier.offload import Offloader
+from storage_engine.tier.store import TierError, default_tier_uri
+from storage_engine.tier.verify import verify_tier
+
+log = logging.getLogger(__name__)
 
 
 class SegmentAdapter(IndexedLogAdapter):
     name = "segment"
 
     def __init__(self, config: EngineConfig, clock: Clock) -> None:
+        self._tier: TierContext | None = None
+        self._offloader: Offloader | None = None
         super().__init__(config, clock)
+
+    @property
+    def tier(self) -> TierContext:
+        """The object-store tier (built when the first shard opens; the store is only contacted
+        when something is offloaded or read from it)."""
+        if self._tier is None:
+            uri = self.config.tier_uri or default_tier_uri(self.data_dir.root)
+            self._tier = TierContext(
+                uri, self.data_dir.root, lambda: self.lifecycle.runtime.node_policy.tier_cache_bytes, self.counters
+            )
+        return self._tier
 
     def _shard_dir(self, record: NamespaceRecord, shard: int) -> Path:
         return self.data_dir.segments_dir / record.name / str(shard)
@@ -42,12 +70,59 @@ class SegmentAdapter(IndexedLogAdapter):
             "config": self.config,
             "clock": self.clock,
             "counters": self.counters,
+            "tier": self.tier.shard(record.name, record.ns_id, shard),
         }
         if create:
             if directory.exists():  # left by a crash before the namespace was recorded
                 self._trash(directory, f"{record.ns_id}-{shard}")
-            return ShardLog.create(**kwargs)
-        return ShardLog.open(**kwargs)
+            return TieredShardLog.create(**kwargs)
+        return TieredShardLog.open(**kwargs)
+
+    # -- tiered storage ---------------------------------------------------------------------------
+    def _tiered(self, name: str | None) -> list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]]:
+        names = self.namespace_names() if name is None else [name]
+        out: list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]] = []
+        for n in names:
+            ns = self._namespace(n)
+            out.append((n, ns.record.policy, [s for s in ns.shards if isinstance(s, TieredShardLog)]))
+        return out
+
+    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+        if self._offloader is None:
+            self._offloader = Offloader(self.lifecycle.runtime, self._tiered)
+        return self._offloader.offload(namespace, shard, limit)
+
+    def verify(self, namespace: str) -> VerifyReport:
+        """The indexes against the data (every record, offloaded ones read from the object store),
+        and the object store against the catalog (:mod:`storage_engine.tier.verify`)."""
+        report = super().verify(namespace)
+        _, _, shards = self._tiered(namespace)[0]
+        checked, problems = verify_tier(shards)
+        if not checked and not problems:
+            return report
+        every = [*report.problems, *problems]
+        return VerifyReport(
+            namespace,
+            report.records_checked,
+            report.index_entries_checked + checked,
+            report.problem_count + len(problems),
+            tuple(every[:MAX_PROBLEMS]),
+        )
+
+    def delete_namespace(self, name: str) -> None:
+        """Also deletes the namespace's objects in the tier, after its data is gone locally (a
+        tier that fails then is logged, not raised: the namespace is already deleted)."""
+        ns = self._namespace(name)
+        record = ns.record
+        tiered = record.policy.remote_storage_enabled or any(
+            m.tier is not TierState.LOCAL for s in ns.shards for m in s.view.metas()
+        )
+        super().delete_namespace(name)
+        if tiered:
+            try:
+                self.tier.delete_namespace(record.name, record.ns_id)
+            except TierError as exc:
+                log.warning("namespace %s deleted; its objects in the tier were not: %s", name, exc)
 
     def _remove_namespace_files(self, record: NamespaceRecord) -> None:
         directory = self.data_dir.segments_dir / record.name

@@ -252,6 +252,27 @@ class IndexStore:
             (U64.unpack_from(k, 6)[0], *POSITION.unpack(v)) for k, v in self._range(CF_OFFSETS, prefix, end_of(prefix))
         ]
 
+    def offset_entries_in(self, prefix: bytes, start: int, end: int) -> list[tuple[int, int]]:
+        """The ``offsets`` entries of a shard in ``[start, end)`` as (offset, position) (a segment's
+        sparse index, for its manifest)."""
+        return [
+            (U64.unpack_from(k, 6)[0], POSITION.unpack(v)[1])
+            for k, v in self._range(CF_OFFSETS, prefix + U64.pack(start), prefix + U64.pack(end))
+        ]
+
+    def time_entries_in(self, prefix: bytes, first: int, last: int, min_timestamp: int) -> list[tuple[int, int]]:
+        """The ``times`` entries of a shard pointing at offsets ``first..last`` as (max_timestamp,
+        offset). Keys are running maxima, so every such entry's key is at least the smallest
+        timestamp in that range (``min_timestamp``): the walk starts there and stops past ``last``."""
+        out: list[tuple[int, int]] = []
+        for k, v in self._range(CF_TIMES, prefix + U64.pack(max(0, min_timestamp)), end_of(prefix)):
+            offset = U64.unpack(v)[0]
+            if offset > last:
+                break
+            if offset >= first:
+                out.append((U64.unpack_from(k, 6)[0], offset))
+        return out
+
     def get_key(self, prefix: bytes, key: bytes) -> int | None:
         raw = self._cf[CF_KEYS].get(prefix + key)
         return None if raw is None else int(U64.unpack(raw)[0])

@@ -47,7 +47,7 @@ from storage_engine.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_keys import CF_OFFSETS, POSITION, offset_key
 from storage_engine.segment.meta import SegmentMeta
-from storage_engine.segment.recovery import recover
+from storage_engine.segment.recovery import RemoteFactory, recover
 from storage_engine.segment.rewrite import SegmentRewrite
 from storage_engine.segment.segment import (
     DELETED_SUFFIX,
@@ -125,6 +125,7 @@ class ShardLog(ShardBase):
             counters=self.counters,
             interval_bytes=self.policy.index_interval_bytes,
             now=self.clock.now_ms(),
+            remote=self._remote_factory(),
         )
         self._segments, self._dropping, self._next_offset = found.segments, found.dropping, found.next_offset
         self.failure = found.failure
@@ -133,6 +134,10 @@ class ShardLog(ShardBase):
             metas = [seg.meta for seg in self._dropping.values()]
             self._finish_drop(metas, self.clock.now_ms(), 0, ShardWork())
         return self
+
+    def _remote_factory(self) -> RemoteFactory | None:
+        """How recovery opens a segment whose bytes are only in the object store (none without a tier)."""
+        return None
 
     # -- appending (the shard's I/O worker only) -----------------------------------------
     def _append_group(self, bodies: list[EncodedRecords]) -> list[int]:
@@ -307,7 +312,11 @@ class ShardLog(ShardBase):
     def _release_dropped(self, metas: list[SegmentMeta], now: int, delay_ms: int, work: ShardWork) -> None:
         """Rename deleted segments' files ``.deleted``; remove them now when there is no
         delay and no reader, else a later :meth:`remove_due_files` does."""
-        renamed = [(m, seg) for m in metas if (seg := self._dropping.pop(m.base_offset, None)) is not None]
+        popped = [(m, seg) for m in metas if (seg := self._dropping.pop(m.base_offset, None)) is not None]
+        for _m, seg in popped:
+            if not seg.local:  # only in the object store (its objects went before the metadata)
+                seg.remove(force=True)
+        renamed = [(m, seg) for m, seg in popped if seg.local]
         for m, seg in renamed:
             seg.rename(seg.path.with_name(file_name(m.base_offset) + DELETED_SUFFIX), sync=False)
         if renamed:

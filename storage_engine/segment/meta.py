@@ -1,12 +1,13 @@
 """Per-segment metadata (DESIGN §2) and the rolling rule shared by every log adapter.
 
 A :class:`SegmentMeta` is the value stored in the index store's ``segments``
-column family, keyed ``ns_id | shard | base_offset``. Value layout (108 bytes,
-big-endian; version 2 values, 100 bytes, lack the last field; version 1 values,
-91 bytes, the last three)::
+column family, keyed ``ns_id | shard | base_offset``. Value layout (117 bytes,
+big-endian; version 3 values, 108 bytes, lack the two tier fields (read as local);
+version 2 values, 100 bytes, also ``min_expire_at``; version 1 values, 91 bytes,
+the last five)::
 
     pos size type field
-      0    1 u8   format version (3)
+      0    1 u8   format version (4)
       1    8 u64  base_offset
       9    8 i64  last_offset         −1 while empty
      17    8 u64  record_count
@@ -26,27 +27,63 @@ big-endian; version 2 values, 100 bytes, lack the last field; version 1 values,
     100    8 i64  min_expire_at       smallest explicit expire_at, −1 when none
                                       (0 from older values that have one: unknown,
                                       so the figures read the segment to be exact)
+    108    1 u8   tier                :class:`TierState`: 0 local, 1 uploading,
+                                      2 both (uploaded and verified, local copy
+                                      kept), 3 remote (local copy dropped)
+    109    8 u64  tier_generation     names the segment's objects in the object
+                                      store (0 while local; see storage_engine.tier)
 
 ``state`` DELETING marks a segment whose deletion has begun: it is no longer
-part of the log, and opening the shard finishes the deletion.
+part of the log, and opening the shard finishes the deletion. A segment in the
+object store keeps ``state`` SEALED (every lifecycle rule treats it as sealed:
+retention and TTL drops delete its objects too); ``tier`` says where its bytes are.
 """
 
 from __future__ import annotations
 
+import enum
 import struct
 from dataclasses import dataclass
 
-from storage_engine.api import SegmentInfo, SegmentState
+from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
 from storage_engine.figures import ExpiredFigures, SegmentFacts
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import should_roll
 
-_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBq")
+_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBqBQ")
+_STRUCT_V3 = struct.Struct(">BQqQQQqqqqBBqqQBq")
 _STRUCT_V2 = struct.Struct(">BQqQQQqqqqBBqqQB")
 _STRUCT_V1 = struct.Struct(">BQqQQQqqqqBBqq")
-_VERSION = 3
+_VERSION = 4
 UNKNOWN_FLAGS = 0xFF
 _STATES = tuple(SegmentState)
+
+
+class TierState(enum.IntEnum):
+    """Where a sealed segment's bytes are (the ``tier`` byte of the metadata).
+
+    ``UPLOADING``: an offload chose ``tier_generation`` and may have written objects under it;
+    the local file is the only copy that counts (a restarted offload uploads again under the
+    same generation, so a crash leaves no stray objects). ``BOTH``: the objects are uploaded
+    and verified; the local file may go. ``REMOTE``: only the objects remain.
+    """
+
+    LOCAL = 0
+    UPLOADING = 1
+    BOTH = 2
+    REMOTE = 3
+
+    @property
+    def public(self) -> SegmentTier:
+        """The tier as :class:`~storage_engine.api.SegmentInfo` reports it."""
+        if self is TierState.BOTH:
+            return SegmentTier.BOTH
+        return SegmentTier.REMOTE if self is TierState.REMOTE else SegmentTier.LOCAL
+
+    @property
+    def uploaded(self) -> bool:
+        """The objects are complete and verified (the local copy may go)."""
+        return self in (TierState.BOTH, TierState.REMOTE)
 
 
 @dataclass(slots=True)
@@ -67,6 +104,8 @@ class SegmentMeta:
     dead_bytes: int = 0
     content_flags: int = 0
     min_expire_at: int = -1
+    tier: TierState = TierState.LOCAL
+    tier_generation: int = 0
 
     @property
     def next_offset(self) -> int:
@@ -130,6 +169,8 @@ class SegmentMeta:
             self.dead_bytes,
             self.content_flags,
             self.min_expire_at,
+            int(self.tier),
+            self.tier_generation,
         )
 
     @classmethod
@@ -138,7 +179,9 @@ class SegmentMeta:
             raw = raw + struct.pack(">QB", 0, UNKNOWN_FLAGS)
         if len(raw) == _STRUCT_V2.size:
             has_explicit = _STRUCT_V2.unpack(raw)[9] >= 0  # max_expire_at
-            raw = bytes([_VERSION]) + raw[1:] + struct.pack(">q", 0 if has_explicit else -1)
+            raw = bytes([3]) + raw[1:] + struct.pack(">q", 0 if has_explicit else -1)
+        if len(raw) == _STRUCT_V3.size:
+            raw = bytes([_VERSION]) + raw[1:] + struct.pack(">BQ", TierState.LOCAL, 0)
         (
             version,
             base,
@@ -157,12 +200,14 @@ class SegmentMeta:
             dead_bytes,
             content_flags,
             min_exp,
+            tier,
+            generation,
         ) = _STRUCT.unpack(raw)
         if version != _VERSION:
             raise ValueError(f"unsupported segment metadata version {version}")
         return cls(
             base, created, last, count, live, size, first_ts, min_ts, max_ts, max_exp, bool(unbounded),
-            _STATES[state], modified, dead_bytes, content_flags, min_exp,
+            _STATES[state], modified, dead_bytes, content_flags, min_exp, TierState(tier), generation,
         )  # fmt: skip
 
     def facts(self) -> SegmentFacts:
@@ -204,4 +249,5 @@ class SegmentMeta:
             deadline=figures.deadline,
             min_expire_at=None if self.min_expire_at < 0 else self.min_expire_at,
             first_timestamp=None if empty else self.first_timestamp,
+            tier=self.tier.public,
         )

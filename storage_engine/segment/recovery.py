@@ -27,6 +27,12 @@ rewrite (deleted), a ``.swap`` file of a decided one (renamed over its ``.log``,
 the whole shard re-indexed), DELETING metadata of an interrupted deletion (its
 segments are handed back for :class:`~storage_engine.segment.log.ShardLog` to
 finish the deletion), ``.deleted`` files (removed).
+
+Offloaded segments (tiered storage, :mod:`storage_engine.tier`): a segment whose metadata says
+its tier is *remote* has no local file by design; it is opened as a remote segment (``remote``,
+reads go to the object store) and its batches are not re-verified here (``verify`` checks the
+object against its manifest's checksum). A local file still present for it is the leftover of
+an interrupted drop of the local copy (the metadata is switched first) and is removed.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +59,7 @@ from storage_engine.codec import (
 from storage_engine.counters import Counters
 from storage_engine.errors import CorruptSegmentError
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -125,11 +132,34 @@ class RecoveredBatch:
         return batch
 
 
+RemoteFactory = Callable[[SegmentMeta], Segment]  # a segment served from the object store
+
+
 def recover(
-    directory: Path, index: ShardIndex, *, route: str, counters: Counters, interval_bytes: int, now: int
+    directory: Path,
+    index: ShardIndex,
+    *,
+    route: str,
+    counters: Counters,
+    interval_bytes: int,
+    now: int,
+    remote: RemoteFactory | None = None,
 ) -> Recovered:
     """Recover the shard whose segment files are in ``directory`` (see the module docstring)."""
-    return LogRecovery(directory, index, route, counters, interval_bytes, now).run()
+    return LogRecovery(directory, index, route, counters, interval_bytes, now, remote).run()
+
+
+def _fresh_meta(seg: Segment, now: int) -> SegmentMeta:
+    """Empty metadata for a segment about to be re-indexed; where its bytes are is kept."""
+    m = seg.meta
+    return SegmentMeta(
+        seg.base_offset,
+        created_at=m.created_at,
+        modified_at=now,
+        state=m.state,
+        tier=m.tier,
+        tier_generation=m.tier_generation,
+    )
 
 
 @dataclass(slots=True)
@@ -142,6 +172,7 @@ class LogRecovery:
     counters: Counters
     interval_bytes: int
     now: int
+    remote: RemoteFactory | None = None
     segments: list[Segment] = field(default_factory=list)
     dropping: dict[int, Segment] = field(default_factory=dict)
     next_offset: int = 0
@@ -172,13 +203,22 @@ class LogRecovery:
                 files[parse_file_name(target.name) or 0] = target
                 self.reindex_all = True
                 log.warning("%s: finished the interrupted swap of %s", self.route, target.name)
-        for base in sorted(set(metas) - set(files)):
+        remote: dict[int, Segment] = {}
+        for base in sorted(b for b, m in metas.items() if m.tier is TierState.REMOTE and self.remote is not None):
+            assert self.remote is not None
+            if base in files:  # the local copy's drop was interrupted after the metadata switched
+                log.warning("%s: removing %s, offloaded and dropped locally", self.route, files[base].name)
+                os.unlink(files.pop(base))
+                fsync_dir(self.directory)
+            remote[base] = self.remote(metas[base])
+        for base in sorted(set(metas) - set(files) - set(remote)):
             log.warning("%s: segment %d has metadata but no file; dropping the metadata", self.route, base)
             store.delete_segment(wb, prefix, base)
             del metas[base]
         for base in sorted(b for b, m in metas.items() if m.state is SegmentState.DELETING):
             # A deletion began (the segment left the log) and was interrupted: open() finishes it.
-            self.dropping[base] = Segment.open(files.pop(base), metas.pop(base))
+            meta = metas.pop(base)
+            self.dropping[base] = remote.pop(base) if base in remote else Segment.open(files.pop(base), meta)
         newest_known = max(metas, default=-1)
         for base in sorted(b for b in set(files) - set(metas) if b < newest_known):
             # Only the newest file can lack metadata legitimately (a roll just before a crash);
@@ -186,22 +226,38 @@ class LogRecovery:
             log.warning("%s: removing %s, deleted before a crash", self.route, files[base].name)
             os.unlink(files.pop(base))
         cp = self.index.checkpoint
+        local_metas = {b: m for b, m in metas.items() if b not in remote}
         if not files:  # never lose the end offset, even if every file is gone
             base = max([cp.next_offset, *(m.next_offset for m in metas.values())])
             meta = SegmentMeta(base, created_at=now, modified_at=now)
-            self.segments = [Segment.create(self.directory, meta)]
-            metas = {}
+            self.segments = [*(remote[b] for b in sorted(remote)), Segment.create(self.directory, meta)]
+            metas = dict(sorted((b, m) for b, m in metas.items() if b in remote))
         else:
-            self.segments = [
-                Segment.open(files[b], metas.get(b) or SegmentMeta(b, created_at=now, modified_at=now))
-                for b in sorted(files)
-            ]
+            opened = {
+                b: Segment.open(files[b], local_metas.get(b) or SegmentMeta(b, created_at=now, modified_at=now))
+                for b in files
+            }
+            self.segments = [opened[b] if b in opened else remote[b] for b in sorted({*opened, *remote})]
+            if self.segments[-1].base_offset in remote:  # the active file is gone: start one at the end
+                end = max([cp.next_offset, *(m.next_offset for m in metas.values())])
+                self.segments.append(Segment.create(self.directory, SegmentMeta(end, created_at=now, modified_at=now)))
         known = set(metas)
 
         # Step 2: verify every batch; find where the valid data ends.
         ends: list[int] = []  # end offset of each segment's valid data
         for i, seg in enumerate(self.segments):
             expected = seg.base_offset
+            if seg.base_offset in remote:  # not downloaded: its object is checked by verify
+                expected = seg.meta.next_offset
+                if i and seg.base_offset < ends[-1]:
+                    self.failure = CorruptSegmentError(
+                        str(seg.path), 0, f"base offset {seg.base_offset} does not follow offset {ends[-1] - 1}"
+                    )
+                    log.error("%s: %s; the shard is unavailable until repaired", self.route, self.failure)
+                    self.next_offset = max(cp.next_offset, expected)
+                    return self._result()
+                ends.append(expected)
+                continue
             try:
                 if i and (seg.base_offset < ends[-1] or (seg.base_offset > ends[-1] and seg.base_offset not in known)):
                     # Cannot follow from a crash (a roll fsyncs the full segment before
@@ -245,9 +301,7 @@ class LogRecovery:
         if checkpoint_ok:
             start_index, start_pos = i, cp.position
             for seg in self.segments[i + 1 :]:  # never indexed: their metadata starts over
-                seg.meta = SegmentMeta(
-                    seg.base_offset, created_at=seg.meta.created_at, modified_at=now, state=seg.meta.state
-                )
+                seg.meta = _fresh_meta(seg, now)
         else:
             if self.reindex_all:
                 self.counters.add("recovery_swaps_finished_total")
@@ -257,9 +311,7 @@ class LogRecovery:
                 self.counters.add("recovery_index_past_data_total", lost)
             self.index.reset(wb, self.segments[0].base_offset, self.segments[0].base_offset)
             for seg in self.segments:
-                seg.meta = SegmentMeta(
-                    seg.base_offset, created_at=seg.meta.created_at, modified_at=now, state=seg.meta.state
-                )
+                seg.meta = _fresh_meta(seg, now)
             start_index, start_pos = 0, 0
         self._reindex(wb, start_index, start_pos, now)
         return self._result()

@@ -59,6 +59,8 @@ def parse_file_name(name: str) -> int | None:
 class Segment:
     """A segment file and its metadata (``meta`` is persisted by the index store)."""
 
+    local = True  # a file on this node's disk (an offloaded segment's stand-in is not: storage_engine.tier)
+
     def __init__(self, path: Path, meta: SegmentMeta, fd: int) -> None:
         self.path = path
         self.meta = meta

@@ -17,7 +17,8 @@ three steps, each atomic in RocksDB:
    (sparse offsets, dead marks, the ``rocksdb`` adapter's records), the
    ``times`` entries below a new log start and the metadata; then the
    storage is released (the ``segment`` adapter renames the file
-   ``.deleted``).
+   ``.deleted``); an offloaded segment's objects are deleted just before
+   this write (:meth:`ShardBase._before_forget`).
 
 Opening a shard finds DELETING metadata after a crash in 1–3 and runs 2–3
 again (both are idempotent).
@@ -398,6 +399,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
                     work.index_entries_deleted += self._unindex_chunk(pending)
                     pending = []
             work.index_entries_deleted += self._unindex_chunk(pending)
+        self._before_forget(metas)
         with self.write_lock:
             wb = store.batch()
             start = self.view.log_start_offset
@@ -413,6 +415,11 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         work.bytes_reclaimed += sum(m.size_bytes for m in metas)
         self.counters.add_many({"segments_deleted_total": len(metas)})
         self._release_dropped(metas, now, delay_ms, work)
+
+    def _before_forget(self, metas: list[SegmentMeta]) -> None:
+        """Between steps 2 and 3 of a deletion: release what the segments have outside the index
+        store and the local files (an offloaded segment's objects). Idempotent: a crash after it
+        runs it again from the DELETING metadata."""
 
     def _unindex_chunk(self, records: Sequence[Record]) -> int:
         if not records:

@@ -1,0 +1,168 @@
+"""A shard's log with an object-store tier: the state changes of offloading, and what every other
+step does differently for a segment that is (also) in the object store.
+
+Where a sealed segment's bytes are is its metadata's ``tier`` (:class:`TierState`), changed only
+here, each change one synced RocksDB write under the shard's write lock:
+
+1. :meth:`TieredShardLog.begin_offload` — LOCAL → UPLOADING with a fresh generation (the object
+   names), before any byte is uploaded; a restarted offload finds UPLOADING and keeps the
+   generation, so it overwrites whatever the interrupted one wrote, and nothing is duplicated;
+2. :meth:`TieredShardLog.finish_offload` — UPLOADING → BOTH, only after the data object and its
+   manifest are uploaded and verified (:mod:`storage_engine.tier.offload`);
+3. :meth:`TieredShardLog.drop_local_copies` — BOTH → REMOTE, then the segment is swapped in the
+   log for a :class:`~storage_engine.tier.remote_reads.RemoteSegment` and its file renamed
+   ``.deleted`` (removed after ``file_delete_delay_ms`` like any deleted file). A crash after the
+   write leaves a file that opening the shard removes (:mod:`storage_engine.segment.recovery`).
+
+Deleting a segment (retention, TTL, file cleaning) deletes its objects too, between the index
+clean-up and the metadata's removal (:meth:`TieredShardLog._before_forget`), and a rewrite
+(reclamation, compaction) leaves segments in the object store alone for now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from storage_engine.lifecycle import Removal, ShardWork
+from storage_engine.segment.datadir import fsync_dir
+from storage_engine.segment.log import ShardLog
+from storage_engine.segment.meta import SegmentMeta, TierState
+from storage_engine.segment.recovery import RemoteFactory
+from storage_engine.segment.segment import DELETED_SUFFIX, Segment, file_name
+
+
+class TierHooks(Protocol):
+    """What the log needs from the object-store tier (:class:`storage_engine.tier.context.ShardTier`)."""
+
+    def remote_segment(self, meta: SegmentMeta) -> Segment:
+        """A stand-in serving the segment's bytes from the object store."""
+        ...
+
+    def delete_objects(self, meta: SegmentMeta) -> None:
+        """Delete the segment's data object and manifest (missing ones are fine)."""
+        ...
+
+
+class TieredShardLog(ShardLog):
+    """:class:`ShardLog` with an object-store tier (``tier`` ``None``: none configured)."""
+
+    def __init__(self, *, tier: TierHooks | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tier = tier
+
+    def _remote_factory(self) -> RemoteFactory | None:
+        return None if self.tier is None else self.tier.remote_segment
+
+    def _sealed(self, base: int) -> Segment | None:
+        """The live sealed segment with this base (write lock held)."""
+        return next((s for s in self._segments[:-1] if s.base_offset == base), None)
+
+    def local_file(self, base: int) -> Segment | None:
+        """The local file of live sealed segment ``base`` (``None``: no such segment, or only remote)."""
+        with self.write_lock:
+            seg = self._sealed(base)
+            return seg if seg is not None and seg.local else None
+
+    def _persist(self, metas: Sequence[SegmentMeta]) -> None:
+        store = self.index.store
+        wb = store.batch()
+        for m in metas:
+            store.put_segment(wb, self.index.prefix, m)
+        store.write(wb, sync=True)
+
+    # -- offloading: the three state changes ---------------------------------------------------
+    def begin_offload(self, base: int, generation: int) -> SegmentMeta | None:
+        """Step 1: a copy of the segment's metadata, UPLOADING under its generation (the one given
+        for a LOCAL segment, the recorded one for an UPLOADING segment); ``None`` when ``base`` is
+        not a live, sealed, non-empty segment with a local file waiting for an upload."""
+        with self.write_lock:
+            self.check_usable()
+            seg = self._sealed(base)
+            if seg is None or not seg.local or seg.meta.record_count == 0:
+                return None
+            m = seg.meta
+            if m.tier is TierState.LOCAL:
+                m.tier, m.tier_generation = TierState.UPLOADING, generation
+                self._persist([m])
+            elif m.tier is not TierState.UPLOADING:
+                return None
+            return replace(m)
+
+    def finish_offload(self, base: int, generation: int, size: int) -> bool:
+        """Step 2: UPLOADING → BOTH, if the segment is still the one uploaded (same generation and
+        size); whether it changed."""
+        with self.write_lock:
+            self.check_usable()
+            seg = self._sealed(base)
+            m = None if seg is None else seg.meta
+            if m is None or m.tier is not TierState.UPLOADING or m.tier_generation != generation:
+                return False
+            if m.size_bytes != size:
+                return False
+            m.tier = TierState.BOTH
+            self._persist([m])
+            self._publish()
+            return True
+
+    def drop_local_copies(self, bases: Collection[int], now: int, delay_ms: int) -> tuple[int, int, ShardWork]:
+        """Step 3 for the segments ``bases`` names whose tier is BOTH: ``(copies dropped, their
+        bytes, files removed now)``. Readers holding the old file keep reading it until they let go."""
+        work = ShardWork()
+        if self.tier is None:
+            return 0, 0, work
+        wanted = set(bases)
+        with self.write_lock:
+            self.check_usable()
+            chosen = [
+                s for s in self._segments[:-1] if s.base_offset in wanted and s.local and s.meta.tier is TierState.BOTH
+            ]
+            if not chosen:
+                return 0, 0, work
+            for seg in chosen:
+                seg.meta.tier = TierState.REMOTE
+            self._persist([seg.meta for seg in chosen])  # from here the catalog says remote
+            by_base = {seg.base_offset: self.tier.remote_segment(seg.meta) for seg in chosen}
+            self._segments = [by_base.get(s.base_offset, s) for s in self._segments]
+            self._layout_changed = True
+            self._publish()
+        for seg in chosen:
+            seg.rename(seg.path.with_name(file_name(seg.base_offset) + DELETED_SUFFIX), sync=False)
+        fsync_dir(self.directory)
+        for seg in chosen:
+            size = seg.size
+            if delay_ms <= 0 and seg.remove():
+                work.files_removed += 1
+                work.files_removed_bytes += size
+            else:
+                with self._trash_lock:
+                    self._trash.append((seg, now, delay_ms))
+        self.counters.add_many({"tier_local_copies_dropped_total": len(chosen)})
+        return len(chosen), sum(seg.size for seg in chosen), work
+
+    # -- what other steps do differently ---------------------------------------------------------
+    def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
+        """Segments in the object store are not rewritten (reclamation and compaction of offloaded
+        segments are a later phase); others as :meth:`ShardLog.rewrite_segment`."""
+        with self.write_lock:
+            seg = self._sealed(base)
+            tiered = seg is not None and seg.meta.tier is not TierState.LOCAL
+        if tiered:
+            return ShardWork()
+        return super().rewrite_segment(base, now, remove)
+
+    def _before_forget(self, metas: list[SegmentMeta]) -> None:
+        """Delete the objects of deleted segments that were (being) offloaded. Their index entries
+        are gone by now (step 2): the metadata first says so (no content flags, one synced write),
+        so a crash after the objects went never makes a restart read them again."""
+        tiered = [m for m in metas if m.tier is not TierState.LOCAL]
+        if not tiered or self.tier is None:
+            return
+        changed = [m for m in tiered if m.content_flags]
+        for m in changed:
+            m.content_flags = 0
+        if changed:
+            self._persist(changed)
+        for m in tiered:
+            self.tier.delete_objects(m)

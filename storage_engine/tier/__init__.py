@@ -1,0 +1,17 @@
+"""Tiered storage (DESIGN §3 "Tiers"): sealed segments offloaded to an object store, read back
+transparently. One module per thing in the object store or one rule:
+
+- :mod:`.store` — the object store behind one small interface (``obstore``: ``file://``, ``s3://``);
+- :mod:`.layout` — the names of a segment's objects;
+- :mod:`.manifest` — the per-segment manifest (reading an object without RocksDB);
+- :mod:`.rules` — which segments are offloaded, which local copies go (local retention);
+- :mod:`.upload` — uploading and verifying one segment;
+- :mod:`.offload` — the ``offload`` lifecycle step;
+- :mod:`.remote_reads` — ranged reads through a bounded on-disk cache, a segment served remotely;
+- :mod:`.context` — one engine's tier and each shard's part of it;
+- :mod:`.verify` — what ``verify`` checks in the object store.
+
+The segment states (local, uploading, both, remote) and their changes are
+:mod:`storage_engine.segment.tiered_log`; the design, the crash-safety protocol and what is not
+done yet are in ``docs/tiered-storage.md``.
+"""

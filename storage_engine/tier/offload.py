@@ -1,0 +1,155 @@
+"""The offload lifecycle operation (DESIGN §3 "Tiers"): sealed segments of namespaces with
+``remote_storage_enabled`` go to the object store, then local copies beyond local retention go.
+
+One call (:meth:`Offloader.offload`) is one bounded, resumable step, under the lifecycle lock
+(so no retention, reclamation or compaction changes a segment while it is uploaded):
+
+1. per shard, an idle active segment is sealed first (as every lifecycle step does), then the
+   offload candidates (:func:`~storage_engine.tier.rules.offload_candidates`) are taken oldest
+   first, at most ``limit`` segments per call (default ``DEFAULT_OFFLOAD_SEGMENTS``) and, with the
+   node policy's ``offload_bandwidth_bytes_per_s``, as many bytes as its token bucket grants
+   (``more`` when either stops the call);
+2. each chosen segment's metadata records UPLOADING and its generation (one synced write) before
+   any upload, so a crash anywhere leaves either nothing or objects a retry overwrites;
+3. the uploads (:func:`~storage_engine.tier.upload.upload_segment`: data, verify, manifest,
+   verify) run ``offload_concurrency`` at a time;
+4. each verified segment's metadata says BOTH (one synced write);
+5. local copies beyond local retention whose segments are BOTH are dropped
+   (:func:`~storage_engine.tier.rules.local_copies_to_drop`,
+   :meth:`~storage_engine.segment.tiered_log.TieredShardLog.drop_local_copies`).
+
+A failed upload leaves its segment UPLOADING (retried by the next call); the call finishes the
+others (steps 4–5 for them) and then raises the first failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from storage_engine.api import LifecycleResult
+from storage_engine.lifecycle.runtime import LifecycleRuntime
+from storage_engine.pacing import TokenBucket
+from storage_engine.policy import NamespacePolicy
+from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.tiered_log import TieredShardLog
+from storage_engine.tier.context import ShardTier
+from storage_engine.tier.layout import new_generation
+from storage_engine.tier.rules import local_copies_to_drop, offload_candidates
+from storage_engine.tier.upload import upload_segment
+from storage_engine.validation import select_shards
+from storage_engine.work import sum_work
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OFFLOAD_SEGMENTS = 64  # segments one offload call uploads at most
+OPERATION = "offload"
+
+TieredNamespaces = Callable[[str | None], list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]]]
+"""The namespace named (every one for ``None``): its name, policy and shards."""
+
+
+@dataclass(slots=True)
+class _Job:
+    log: TieredShardLog
+    shard: ShardTier
+    meta: SegmentMeta
+
+
+class Offloader:
+    """The engine's offload step (one per ``segment`` engine)."""
+
+    def __init__(self, rt: LifecycleRuntime, namespaces: TieredNamespaces) -> None:
+        self._rt = rt
+        self._namespaces = namespaces
+        self.bucket = TokenBucket(rt.clock, rt.node_policy.offload_bandwidth_bytes_per_s)
+
+    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+        rt = self._rt
+        rt.check_limit(limit)
+        t0 = time.perf_counter()
+        named = self._namespaces(namespace)
+        budget = DEFAULT_OFFLOAD_SEGMENTS if limit is None else limit
+        node = rt.node_policy
+        self.bucket.set_rate(node.offload_bandwidth_bytes_per_s)
+        totals: dict[str, Any] = {}
+        more = False
+        enabled = [(name, policy, shards) for name, policy, shards in named if policy.remote_storage_enabled]
+        if namespace is not None and not enabled:
+            return rt.result(OPERATION, namespace, shard, t0, skipped="policy")
+        with rt.ops:
+            now = rt.clock.now_ms()
+            selected: list[tuple[NamespacePolicy, TieredShardLog]] = []
+            for name, policy, shards in enabled:
+                selected += [(policy, s) for s in select_shards(name, shards, shard)]
+            jobs: list[_Job] = []
+            for policy, s in selected:
+                segments = rt.step_segments(s, policy, now, totals)
+                totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                for seg in offload_candidates(segments):
+                    if budget <= 0 or not self.bucket.take(seg.size_bytes):
+                        more = True
+                        break
+                    job = self._begin(s, seg.base_offset)
+                    if job is not None:
+                        jobs.append(job)
+                        budget -= 1
+                if more:
+                    break
+            failure = self._upload(jobs, now, totals)
+            for policy, s in selected:
+                drops = local_copies_to_drop(s.lifecycle_segments(), policy, now)
+                if drops:
+                    n, nbytes, work = s.drop_local_copies(drops, now, node.file_delete_delay_ms)
+                    totals["local_copies_dropped"] = totals.get("local_copies_dropped", 0) + n
+                    totals["local_bytes_dropped"] = totals.get("local_bytes_dropped", 0) + nbytes
+                    sum_work(totals, work)
+            rt.remove_files([s for _, s in selected], now, totals)
+        if failure is not None:
+            raise failure
+        rt.counters.add_many(
+            {
+                "tier_segments_offloaded_total": totals.get("segments_offloaded", 0),
+                "tier_bytes_offloaded_total": totals.get("bytes_offloaded", 0),
+            }
+        )
+        return rt.result(OPERATION, namespace, shard, t0, more=more, **totals)
+
+    @staticmethod
+    def _begin(s: TieredShardLog, base: int) -> _Job | None:
+        hooks = s.tier
+        if not isinstance(hooks, ShardTier):
+            return None
+        meta = s.begin_offload(base, new_generation())
+        return None if meta is None else _Job(s, hooks, meta)
+
+    def _upload(self, jobs: list[_Job], now: int, totals: dict[str, Any]) -> Exception | None:
+        """Upload the jobs ``offload_concurrency`` at a time; mark each verified one BOTH.
+        Returns the first failure (the others still finish)."""
+        if not jobs:
+            return None
+        workers = max(1, min(self._rt.node_policy.offload_concurrency, len(jobs)))
+
+        def run(job: _Job) -> int | Exception:
+            try:
+                return upload_segment(job.shard, job.log, job.meta, now)
+            except Exception as exc:  # reported after the others finish
+                return exc
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="offload") as pool:
+            outcomes = list(pool.map(run, jobs))
+        failure: Exception | None = None
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                log.warning("%s: offload of segment %d failed: %s", job.log.route, job.meta.base_offset, outcome)
+                self._rt.counters.add("tier_offload_failures_total")
+                failure = failure or outcome
+                continue
+            if job.log.finish_offload(job.meta.base_offset, job.meta.tier_generation, job.meta.size_bytes):
+                totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
+                totals["bytes_offloaded"] = totals.get("bytes_offloaded", 0) + outcome
+        return failure

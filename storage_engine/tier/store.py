@@ -1,0 +1,210 @@
+"""The object-store tier behind one small interface (:class:`ObjectTier`), over ``obstore``.
+
+A tier is named by a URI, node configuration (``EngineConfig.tier_uri``), never policy:
+
+- ``file:///abs/dir`` — a directory (the embedded default: ``<data_dir>-tier`` next to the
+  data directory; :func:`default_tier_uri`);
+- ``s3://bucket[/prefix]`` — an S3-compatible bucket. Endpoint and credentials come from the
+  environment: ``TIER_S3_ENDPOINT`` (e.g. ``http://127.0.0.1:8333``; unset: AWS),
+  ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` (optional),
+  ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` (default ``us-east-1``). ``http://`` endpoints are
+  allowed (a local S3 server); requests use path style.
+
+Keys are ``/``-separated paths relative to the tier's root (see :mod:`storage_engine.tier.layout`).
+Secrets are never logged or put into an error: :attr:`ObjectTier.uri` is the URI without any
+user info, and errors name the URI, the key and the operation only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+from urllib.parse import urlsplit
+
+import obstore
+from obstore.exceptions import BaseError as ObstoreError
+from obstore.exceptions import NotFoundError
+from obstore.store import LocalStore, S3Store
+
+from storage_engine.errors import InvalidArgumentError, StorageError
+
+SCHEMES = ("file", "s3")
+READ_CHUNK = 8 << 20  # bytes per chunk when an object is streamed back (verification)
+
+T = TypeVar("T")
+
+
+class TierError(StorageError):
+    """The object store failed or refused an operation (network, permissions, a missing bucket)."""
+
+    code = "tier_unavailable"
+
+    def __init__(self, uri: str, key: str, operation: str, reason: str) -> None:
+        self.uri = uri
+        self.key = key
+        self.operation = operation
+        super().__init__(f"object store {uri}: {operation} {key!r} failed: {reason}")
+
+
+class ObjectMissingError(TierError):
+    """An object the catalog references is not in the object store."""
+
+    code = "tier_object_missing"
+
+    def __init__(self, uri: str, key: str, operation: str) -> None:
+        super().__init__(uri, key, operation, "no such object")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """What a HEAD or a listing says of one object."""
+
+    key: str
+    size: int
+    etag: str | None
+
+
+def default_tier_uri(data_dir: Path) -> str:
+    """The embedded default: a directory beside the data directory (``var/data`` → ``var/data-tier``)."""
+    root = Path(data_dir).resolve()
+    return (root.parent / f"{root.name}-tier").as_uri()
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]
+
+
+class ObjectTier:
+    """An object store named by a URI; every call is synchronous and thread-safe (obstore
+    releases the GIL while it waits). The store is built on first use, so an engine whose
+    namespaces never offload never touches it."""
+
+    def __init__(self, uri: str, env: Mapping[str, str] | None = None) -> None:
+        parts = urlsplit(uri)
+        if parts.scheme not in SCHEMES:
+            raise InvalidArgumentError("tier_uri", f"must be a file:// or s3:// URI, got scheme {parts.scheme!r}")
+        if parts.scheme == "s3" and not parts.hostname:
+            raise InvalidArgumentError("tier_uri", "an s3:// URI names a bucket: s3://bucket[/prefix]")
+        if parts.scheme == "file" and not parts.path.startswith("/"):
+            raise InvalidArgumentError("tier_uri", "a file:// URI names an absolute directory: file:///dir")
+        self.scheme = parts.scheme
+        # Shown in errors and logs: no user info, query or fragment (they could carry secrets).
+        host = parts.hostname or ""
+        self.uri = f"{parts.scheme}://{host}{parts.path}".rstrip("/")
+        self._parts = parts
+        self._env = dict(os.environ if env is None else env)
+        self._store: Any = None
+
+    def __repr__(self) -> str:
+        return f"ObjectTier({self.uri})"
+
+    # -- building the store -------------------------------------------------------------
+    def _build(self) -> Any:
+        parts = self._parts
+        if parts.scheme == "file":
+            return LocalStore(Path(parts.path), mkdir=True)
+        env = self._env
+        config: dict[str, Any] = {
+            "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            "virtual_hosted_style_request": False,
+        }
+        endpoint = env.get("TIER_S3_ENDPOINT")
+        if endpoint:
+            config["endpoint"] = endpoint
+        for name, key in (
+            ("AWS_ACCESS_KEY_ID", "access_key_id"),
+            ("AWS_SECRET_ACCESS_KEY", "secret_access_key"),
+            ("AWS_SESSION_TOKEN", "token"),
+        ):
+            if env.get(name):
+                config[key] = env[name]
+        client = {"allow_http": True} if endpoint and endpoint.startswith("http://") else {}
+        prefix = parts.path.strip("/") or None
+        try:
+            return S3Store(parts.hostname, prefix=prefix, config=config, client_options=client)  # type: ignore[arg-type]
+        except (ObstoreError, ValueError) as exc:
+            raise TierError(self.uri, "", "configure", _reason(exc)) from None
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = self._build()
+        return self._store
+
+    def _call(self, operation: str, key: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except (NotFoundError, FileNotFoundError):
+            raise ObjectMissingError(self.uri, key, operation) from None
+        except TierError:
+            raise
+        except (ObstoreError, OSError, ValueError, RuntimeError) as exc:
+            raise TierError(self.uri, key, operation, _reason(exc)) from None
+
+    # -- the interface --------------------------------------------------------------------
+    def put(self, key: str, data: bytes | BinaryIO) -> None:
+        """Write an object whole (atomic: readers see the old object or the new one)."""
+        self._call("put", key, lambda: obstore.put(self.store, key, data))
+
+    def get(self, key: str) -> bytes:
+        """A whole (small) object: manifests."""
+        return self._call("get", key, lambda: bytes(obstore.get(self.store, key).bytes()))
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of an object (fewer when it ends sooner)."""
+        if end <= start:
+            return b""
+        return self._call("get_range", key, lambda: bytes(obstore.get_range(self.store, key, start=start, end=end)))
+
+    def head(self, key: str) -> ObjectInfo:
+        meta = self._call("head", key, lambda: obstore.head(self.store, key))
+        return ObjectInfo(key, int(meta["size"]), meta.get("e_tag"))
+
+    def delete(self, key: str) -> bool:
+        """Delete an object; whether it was there (deleting a missing object is not an error)."""
+        try:
+            self.head(key)
+        except ObjectMissingError:
+            return False
+        try:
+            self._call("delete", key, lambda: obstore.delete(self.store, key))
+        except ObjectMissingError:
+            return False
+        return True
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        """Every object whose key starts with the directory ``prefix`` (``a/b/``), in key order."""
+
+        def run() -> list[ObjectInfo]:
+            found: list[ObjectInfo] = []
+            for chunk in obstore.list(self.store, prefix=prefix.rstrip("/") or None):
+                found.extend(ObjectInfo(str(m["path"]), int(m["size"]), m.get("e_tag")) for m in chunk)
+            return sorted(found, key=lambda o: o.key)
+
+        try:
+            return self._call("list", prefix, run)
+        except ObjectMissingError:  # a local directory not created yet
+            return []
+
+    def stream(self, key: str) -> Iterator[bytes]:
+        """An object's bytes in chunks (read back for verification)."""
+        result = self._call("get", key, lambda: obstore.get(self.store, key))
+        try:
+            for chunk in result.stream(min_chunk_size=READ_CHUNK):
+                yield bytes(chunk)
+        except (ObstoreError, OSError) as exc:
+            raise TierError(self.uri, key, "get", _reason(exc)) from None
+
+    def sha256(self, key: str) -> tuple[int, str]:
+        """``(size, sha256 hex)`` of an object as the store returns it now."""
+        digest = hashlib.sha256()
+        size = 0
+        for chunk in self.stream(key):
+            digest.update(chunk)
+            size += len(chunk)
+        return size, digest.hexdigest()

@@ -1,0 +1,110 @@
+"""Uploading one sealed segment: its data object, then its manifest, each verified before the
+catalog may say "uploaded" (:meth:`~storage_engine.segment.tiered_log.TieredShardLog.finish_offload`).
+
+Steps, for a segment whose metadata already records UPLOADING and the generation (so the names
+below are fixed before any byte leaves the node):
+
+1. hash the local file (SHA-256 for the manifest, MD5 to compare with an S3 single-part ETag);
+2. PUT the data object from the file (obstore uses a multipart upload for large files);
+3. verify it: HEAD gives the size, which must be the segment's; the ETag, when it is the MD5 of
+   the bytes (a single-part S3 upload), proves the content, else the object is read back and its
+   SHA-256 compared;
+4. PUT the manifest (:mod:`storage_engine.tier.manifest`), read it back and compare it byte for byte.
+
+Any failure raises (:class:`~storage_engine.tier.store.TierError`, :class:`TierVerifyError`) and
+leaves the segment UPLOADING: the next offload uploads again under the same names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from storage_engine.errors import StorageError
+from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.tiered_log import TieredShardLog
+from storage_engine.segment_files import dead_ranges
+from storage_engine.tier.context import ShardTier
+from storage_engine.tier.manifest import Manifest, pairs
+
+HASH_CHUNK = 4 << 20
+
+
+class TierVerifyError(StorageError):
+    """An uploaded object does not match what was sent (size or checksum)."""
+
+    code = "tier_verify_failed"
+
+    def __init__(self, key: str, what: str, expected: object, found: object) -> None:
+        self.key = key
+        super().__init__(f"object {key!r}: {what} is {found}, expected {expected}")
+
+
+def _optional(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+def build_manifest(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, sha256: str, now: int) -> Manifest:
+    """The manifest of ``meta``'s segment from its metadata and the shard's index entries."""
+    store, prefix = log.index.store, log.index.prefix
+    first, last = meta.base_offset, meta.last_offset
+    empty = meta.record_count == 0
+    return Manifest(
+        namespace=shard.namespace,
+        ns_id=shard.ns_id,
+        shard=shard.shard,
+        base_offset=first,
+        last_offset=last,
+        generation=f"{meta.tier_generation:016x}",
+        data_object=shard.data_key(meta),
+        size_bytes=meta.size_bytes,
+        sha256=sha256,
+        record_count=meta.record_count,
+        live_count=meta.live_count,
+        first_timestamp=None if empty else meta.first_timestamp,
+        min_timestamp=None if empty else meta.min_timestamp,
+        max_timestamp=None if empty else meta.max_timestamp,
+        min_expire_at=_optional(meta.min_expire_at),
+        max_expire_at=_optional(meta.max_expire_at),
+        has_unbounded=meta.has_unbounded,
+        content_flags=meta.content_flags,
+        created_at=now,
+        dead_ranges=dead_ranges(store.dead_offsets(prefix, first, last + 1)),
+        offset_index=pairs(store.offset_entries_in(prefix, first, last + 1)),
+        time_index=pairs(store.time_entries_in(prefix, first, last, meta.min_timestamp)),
+    )
+
+
+def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now: int) -> int:
+    """Steps 1–4 for ``meta`` (a copy, UPLOADING); returns the bytes uploaded."""
+    tier = shard.tier
+    key = shard.data_key(meta)
+    seg = log.local_file(meta.base_offset)
+    if seg is None or seg.size != meta.size_bytes:
+        found = "gone" if seg is None else f"{seg.size} bytes"
+        raise TierVerifyError(key, "the local segment file", f"{meta.size_bytes} bytes", found)
+    seg.retain()
+    try:
+        sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+        for pos in range(0, meta.size_bytes, HASH_CHUNK):
+            chunk = seg.read(pos, min(HASH_CHUNK, meta.size_bytes - pos))
+            sha.update(chunk)
+            md5.update(chunk)
+        with open(seg.path, "rb") as f:
+            tier.put(key, f)
+    finally:
+        seg.release()
+    info = tier.head(key)
+    if info.size != meta.size_bytes:
+        raise TierVerifyError(key, "the size", meta.size_bytes, info.size)
+    etag = (info.etag or "").strip('"').lower()
+    if etag != md5.hexdigest():  # not a single-part S3 ETag: read it back
+        size, digest = tier.sha256(key)
+        if (size, digest) != (meta.size_bytes, sha.hexdigest()):
+            raise TierVerifyError(key, "the SHA-256 read back", sha.hexdigest(), f"{digest} ({size} bytes)")
+    manifest = build_manifest(shard, log, meta, sha.hexdigest(), now).to_bytes()
+    manifest_key = shard.manifest_key(meta)
+    tier.put(manifest_key, manifest)
+    back = tier.get(manifest_key)
+    if back != manifest:
+        raise TierVerifyError(manifest_key, "the manifest read back", f"{len(manifest)} bytes", f"{len(back)} bytes")
+    return meta.size_bytes
