@@ -13,6 +13,7 @@ from backend.apps.alerts.models import Alert
 from backend.apps.lifecycle import services as lifecycle
 from backend.apps.metrics import services as metrics
 from backend.apps.namespaces.services import create_namespace
+from backend.apps.nodes.gateway import node_health_summary
 from backend.apps.nodes.models import StorageNode
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
@@ -48,6 +49,9 @@ def test_disk_alerts_fire_forced_deletion_cleans_and_they_resolve(db, small_node
                 break  # disk full: the node refuses writes above the warning watermark
             used = client.check_disk()["used_ratio"]
         assert client.check_disk()["used_ratio"] > 0.90
+        # The console's health names the node degraded while it refuses writes (its /health says why).
+        healthy, detail = node_health_summary()
+        assert not healthy and detail == "node-1: degraded (disk_full)", (detail, client.check_disk())
     now = timezone.now()
     metrics.collect(now=now)
     assert "disk_warning" in firing(now)  # `for` 0: at once
@@ -63,6 +67,7 @@ def test_disk_alerts_fire_forced_deletion_cleans_and_they_resolve(db, small_node
     with NodeClient(proc.url, proc.token) as client:
         assert client.check_disk()["used_ratio"] <= 0.85
         client.append("fill", 0, [NewRecord(value=b"writes resume")])
+    assert node_health_summary()[0]
     later = now + timedelta(seconds=180)
     metrics.collect(now=later)
     assert not {"disk_warning", "disk_clean_forcibly"} & firing(later)

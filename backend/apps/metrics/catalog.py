@@ -137,5 +137,5 @@ NODE_COUNTER_KEYS: dict[str, tuple[str, ...]] = {
     "reclaimed_bytes_total": ("reclaim_bytes_total",),
 }
 # Node HTTP routes (GET /v1/stats "http") that count as appends and as reads.
-APPEND_ROUTES = ("produce_shard", "produce_placed", "append")
+APPEND_ROUTES = ("produce_shard", "produce")
 READ_ROUTES = ("fetch", "read_key", "read_tag", "offset_for_time")

@@ -85,6 +85,11 @@ def describe_node_error(exc: BaseException) -> str:
     return f"answered something unexpected ({type(exc).__name__})"
 
 
+# What a node's /health may name when it answers "degraded" (storage_engine.node.probes): only these words
+# are repeated, never text from the answer.
+DEGRADED_REASONS = {"disk_full", "shard_failed"}
+
+
 def node_health_summary() -> tuple[bool, str]:
     """Ask every registered node for ``/health``; all must answer. Each node is asked on its own: one that
     is down, misconfigured or answers nonsense is named, the others are still checked."""
@@ -100,8 +105,13 @@ def node_health_summary() -> tuple[bool, str]:
             log.info("health: node %s: %r", node.name, exc)
             problems.append(f"{node.name}: {describe_node_error(exc)}")
             continue
-        if not isinstance(answer, dict) or answer.get("status") != "ok":
+        if not isinstance(answer, dict) or answer.get("status") not in ("ok", "degraded"):
             problems.append(f"{node.name}: answered something that is not a node's health")
+            continue
+        if answer["status"] == "degraded":  # answers, but refuses writes or has stopped shards
+            reasons = answer.get("reasons") if isinstance(answer.get("reasons"), list) else []
+            codes = sorted({r.get("reason") for r in reasons if isinstance(r, dict)} & DEGRADED_REASONS)
+            problems.append(f"{node.name}: degraded ({', '.join(codes) or 'reason not given'})")
             continue
         adapter = answer.get("adapter")
         fine.append(f"{node.name} ({adapter if adapter in ADAPTERS else '?'})")  # no text from the answer
