@@ -51,10 +51,14 @@ class SegmentAdapter(IndexedLogAdapter):
         when something is offloaded or read from it)."""
         if self._tier is None:
             uri = self.config.tier_uri or default_tier_uri(self.data_dir.root)
-            self._tier = TierContext(
-                uri, self.data_dir.root, lambda: self.lifecycle.runtime.node_policy.tier_cache_bytes, self.counters
-            )
+            self._tier = TierContext(uri, self.data_dir.root, self._tier_cache_bytes, self.counters)
         return self._tier
+
+    def _tier_cache_bytes(self) -> int:
+        """The node policy's cache bound (while the engine opens, before its parts exist: the configured one)."""
+        lifecycle = getattr(self, "lifecycle", None)
+        policy = self.config.node_policy if lifecycle is None else lifecycle.runtime.node_policy
+        return policy.tier_cache_bytes
 
     def _shard_dir(self, record: NamespaceRecord, shard: int) -> Path:
         return self.data_dir.segments_dir / record.name / str(shard)

@@ -1,0 +1,307 @@
+"""Tiered storage (issue 19, DESIGN §3 "Tiers"): offload, transparent reads, local against total
+retention, TTL and retention deleting objects, the read cache's bound, pacing — against a
+``file://`` tier and a real S3 server (SeaweedFS, :mod:`tests.storage_engine.tier_util`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storage_engine import open_engine
+from storage_engine.api import NewRecord, Record, SegmentTier, StorageAdapter
+from storage_engine.clock import ManualClock
+from storage_engine.config import EngineConfig
+from storage_engine.errors import PolicyValidationError
+from storage_engine.policy import MiB, NamespacePolicy, NodePolicy, namespace_policy_from
+from storage_engine.segment.meta import SegmentMeta, TierState
+from storage_engine.segment.segment import iter_file_records
+from storage_engine.tier.manifest import Manifest
+from storage_engine.tier.remote_reads import CACHE_DIR
+from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
+
+T0 = 1_700_000_000_000
+N = 120
+
+
+def policy(**over: object) -> NamespacePolicy:
+    base: dict[str, object] = {
+        "segment_bytes": 4096,
+        "retention_ms": None,
+        "remote_storage_enabled": True,
+        "local_retention_ms": 0,
+    }
+    return NamespacePolicy(**{**base, **over})  # type: ignore[arg-type]
+
+
+def record(i: int, **over: object) -> NewRecord:
+    fields: dict[str, object] = {
+        "value": b"%d:" % i + b"v" * 200,
+        "key": b"k%d" % (i % 11),
+        "tags": (f"t{i % 3}",),
+        "timestamp": T0 + i * 10,
+    }
+    return NewRecord(**{**fields, **over})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+def engine_for(data_dir: Path, tier: Tier, clock: ManualClock, node: NodePolicy | None = None) -> StorageAdapter:
+    config = EngineConfig(
+        data_dir=data_dir,
+        lifecycle_worker=False,
+        tier_uri=tier.uri,
+        node_policy=node or NodePolicy(file_delete_delay_ms=0),
+    )
+    return open_engine(config, clock)
+
+
+@pytest.fixture
+def engine(tmp_path: Path, tier: Tier, clock: ManualClock) -> Iterator[StorageAdapter]:
+    e = engine_for(tmp_path / "data", tier, clock)
+    yield e
+    e.close()
+
+
+def fill(engine: StorageAdapter, clock: ManualClock, n: int = N, **over: object) -> None:
+    engine.create_namespace("n", 1, policy(**over))
+    for i in range(n):
+        engine.append("n", 0, [record(i)])
+    clock.set(T0 + n * 10 + 1000)
+
+
+def read_all(engine: StorageAdapter, start: int = 0) -> list[Record]:
+    out: list[Record] = []
+    offset = start
+    while True:
+        page = engine.read("n", 0, offset, max_records=17)
+        if not page.records:
+            return out
+        out += page.records
+        offset = page.next_offset
+
+
+def local_files(data_dir: Path) -> list[str]:
+    return sorted(p.name for p in (data_dir / "segments" / "n" / "0").iterdir())
+
+
+def check_every_lookup(engine: StorageAdapter, n: int = N) -> None:
+    records = read_all(engine)
+    assert [r.offset for r in records] == list(range(n))
+    assert all(r.value == b"%d:" % r.offset + b"v" * 200 for r in records)
+    for k in range(11):
+        latest = max(i for i in range(n) if i % 11 == k)
+        found = engine.read_key("n", 0, b"k%d" % k)
+        assert found is not None and found.offset == latest
+    for t in range(3):
+        got = engine.read_tag("n", 0, f"t{t}", max_records=1000)
+        assert [r.offset for r in got.records] == [i for i in range(n) if i % 3 == t]
+    for i in (0, 1, 57, n - 1):
+        assert engine.offset_for_timestamp("n", 0, T0 + i * 10) == i
+        assert engine.offset_for_timestamp("n", 0, T0 + i * 10 - 5) == i
+
+
+def test_offload_then_every_lookup_reads_the_object_store(tmp_path: Path, tier: Tier, clock: ManualClock) -> None:
+    data_dir = tmp_path / "data"
+    engine = engine_for(data_dir, tier, clock)
+    try:
+        fill(engine, clock)
+        sealed = [s for s in engine.list_segments("n", 0)[:-1]]
+        result = engine.offload("n")
+        assert result.segments_offloaded == len(sealed) > 3
+        assert result.bytes_offloaded == sum(s.size_bytes for s in sealed)
+        assert result.local_copies_dropped == len(sealed) and not result.more
+        segments = engine.list_segments("n", 0)
+        assert [s.tier for s in segments] == [SegmentTier.REMOTE] * len(sealed) + [SegmentTier.LOCAL]
+        assert local_files(data_dir) == [f"{segments[-1].base_offset:020d}.log"]  # only the active one
+        assert len(tier.object_keys()) == 2 * len(sealed)  # a data object and a manifest each, nothing twice
+        check_every_lookup(engine)
+        assert engine.verify("n").ok, engine.verify("n").problems
+        assert engine.offload("n").segments_offloaded == 0  # idempotent: nothing left to do
+        assert len(tier.object_keys()) == 2 * len(sealed)
+    finally:
+        engine.close()
+    engine = engine_for(data_dir, tier, clock)  # reopened: segments served remotely from the start
+    try:
+        check_every_lookup(engine)
+        report = engine.verify("n")
+        assert report.ok, report.problems
+    finally:
+        engine.close()
+
+
+def test_the_manifest_and_object_are_readable_without_rocksdb(
+    engine: StorageAdapter, tier: Tier, clock: ManualClock, tmp_path: Path
+) -> None:
+    fill(engine, clock)
+    engine.expire_scan("n", manual=True)
+    engine.offload("n")
+    first = engine.list_segments("n", 0)[0]
+    store = tier.store()
+    manifests = sorted(k for k in tier.object_keys() if k.endswith(".manifest.json"))
+    manifest = Manifest.from_bytes(manifests[0], store.get(manifests[0]))
+    assert (manifest.base_offset, manifest.last_offset) == (first.base_offset, first.last_offset)
+    assert manifest.record_count == first.record_count and manifest.size_bytes == first.size_bytes
+    assert manifest.min_timestamp == first.min_timestamp and manifest.max_timestamp == first.max_timestamp
+    assert manifest.offset_index[0] == (first.base_offset, 0)
+    assert json.loads(store.get(manifests[0]))["format"] == 1
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(store.get(manifest.data_object))
+    assert store.sha256(manifest.data_object)[1] == manifest.sha256
+    offsets = [r.offset for r in iter_file_records(copy)]
+    assert offsets == list(range(first.base_offset, first.last_offset + 1))
+
+
+def test_local_retention_bounds_local_copies_while_total_retention_spans_both_tiers(
+    tmp_path: Path, tier: Tier, clock: ManualClock
+) -> None:
+    data_dir = tmp_path / "data"
+    engine = engine_for(data_dir, tier, clock)
+    try:
+        # Local retention 3 KiB of the ~25 KiB per shard; total retention one minute.
+        fill(engine, clock, local_retention_ms=None, local_retention_bytes=3 * 1024, retention_ms=60_000)
+        result = engine.offload("n")
+        segments = engine.list_segments("n", 0)
+        local = [s for s in segments if s.tier is not SegmentTier.REMOTE]
+        assert result.local_copies_dropped == len(segments) - len(local) > 0
+        assert sum(s.size_bytes for s in local[1:]) < 3 * 1024 <= sum(s.size_bytes for s in local)
+        assert all(s.tier is SegmentTier.BOTH for s in local[:-1])  # uploaded, still local
+        check_every_lookup(engine)
+        # Total retention deletes across both tiers: every sealed segment and its objects go.
+        clock.advance(120_000)
+        gone = engine.apply_retention("n")
+        assert gone.segments_deleted == len(segments)
+        assert engine.shard_stats("n", 0).log_start_offset == N
+        assert tier.object_keys() == []
+        assert engine.verify("n").ok
+    finally:
+        engine.close()
+
+
+def test_local_retention_never_exceeds_total_retention() -> None:
+    with pytest.raises(PolicyValidationError) as err:
+        namespace_policy_from({"retention_ms": 1000, "local_retention_ms": 2000})
+    assert set(err.value.errors) == {"local_retention_ms"}
+    with pytest.raises(PolicyValidationError) as err:
+        namespace_policy_from({"retention_bytes": 10_000, "local_retention_bytes": 10_001})
+    assert set(err.value.errors) == {"local_retention_bytes"}
+    namespace_policy_from({"retention_ms": None, "local_retention_ms": 2000})  # infinite total: any local
+
+
+def test_ttl_drops_of_whole_offloaded_segments_delete_their_objects(
+    engine: StorageAdapter, tier: Tier, clock: ManualClock
+) -> None:
+    engine.create_namespace("n", 1, policy())
+    for i in range(N):  # the first 60 expire at T0 + 5000, the rest never
+        engine.append("n", 0, [record(i, expire_at=T0 + 5000 if i < 60 else None)])
+    clock.set(T0 + 2000)  # past every timestamp (local retention 0 drops the copies), before the deadline
+    engine.offload("n")
+    before = engine.list_segments("n", 0)
+    doomed = [s for s in before[:-1] if s.last_offset < 60]
+    assert doomed and all(s.tier is SegmentTier.REMOTE for s in doomed)
+    keys = set(tier.object_keys())
+    clock.set(T0 + 6000)
+    result = engine.reclaim("n", manual=True)
+    assert result.segments_deleted == len(doomed)
+    left = set(tier.object_keys())
+    assert len(keys - left) == 2 * len(doomed) and len(left) == len(keys) - 2 * len(doomed)
+    records = read_all(engine, engine.shard_stats("n", 0).log_start_offset)
+    assert [r.offset for r in records] == list(range(60, N))  # the rest of 0-59 is hidden by the read check
+    assert engine.verify("n").ok
+
+
+def test_the_read_cache_stays_within_its_bound(tmp_path: Path, tier: Tier, clock: ManualClock) -> None:
+    data_dir = tmp_path / "data"
+    engine = engine_for(data_dir, tier, clock, NodePolicy(file_delete_delay_ms=0, tier_cache_bytes=MiB))
+    try:
+        engine.create_namespace("n", 1, policy(segment_bytes=256 * 1024))
+        big = b"x" * 2000
+        for i in range(0, 1500, 50):  # ~3 MB in segments of 256 KiB
+            engine.append("n", 0, [NewRecord(b"%d:" % j + big, timestamp=T0 + j) for j in range(i, i + 50)])
+        clock.set(T0 + 10_000)
+        engine.offload("n")
+        cache = data_dir / CACHE_DIR
+        offset, seen = 0, 0
+        while True:
+            page = engine.read("n", 0, offset, max_records=100, max_bytes=1 << 20)
+            if not page.records:
+                break
+            seen += len(page.records)
+            offset = page.next_offset
+            assert sum(p.stat().st_size for p in cache.iterdir()) <= MiB
+        assert seen == 1500
+        counters = engine.stats().counters
+        assert counters["tier_cache_evictions_total"] > 0 and counters["tier_fetched_bytes_total"] > MiB
+    finally:
+        engine.close()
+
+
+def test_offload_is_bounded_paced_and_resumable(tmp_path: Path, tier: Tier, clock: ManualClock) -> None:
+    node = NodePolicy(file_delete_delay_ms=0, offload_bandwidth_bytes_per_s=6000, offload_concurrency=3)
+    engine = engine_for(tmp_path / "data", tier, clock, node)
+    try:
+        fill(engine, clock)
+        sealed = len(engine.list_segments("n", 0)) - 1
+        first = engine.offload("n", limit=2)
+        assert first.segments_offloaded == 2 and first.more
+        second = engine.offload("n")  # the bucket is in debt: nothing until the clock moves
+        assert second.segments_offloaded == 0 and second.more
+        done = 2
+        for _ in range(20):
+            clock.advance(1000)
+            step = engine.offload("n", shard=0)
+            done += step.segments_offloaded
+            if not step.more:
+                break
+        assert done == sealed
+        check_every_lookup(engine)
+        engine.create_namespace("plain", 1, NamespacePolicy())
+        assert engine.offload("plain").skipped == "policy"
+        assert engine.offload(None).segments_offloaded == 0  # node-wide: nothing left
+    finally:
+        engine.close()
+
+
+def test_other_adapters_do_not_offload(tmp_path: Path, clock: ManualClock) -> None:
+    engine = open_engine(EngineConfig(adapter="memory", lifecycle_worker=False), clock)
+    try:
+        engine.create_namespace("n", 1, policy())
+        assert engine.offload("n").skipped == "unsupported"
+    finally:
+        engine.close()
+
+
+def test_old_segment_metadata_reads_as_local() -> None:
+    meta = SegmentMeta(5, created_at=T0, last_offset=9, record_count=5, live_count=5, size_bytes=100)
+    meta.tier, meta.tier_generation = TierState.REMOTE, 42
+    packed = meta.pack()
+    assert SegmentMeta.unpack(packed) == meta
+    v3 = bytes([3]) + packed[1:108]  # a version 3 value: no tier fields
+    old = SegmentMeta.unpack(v3)
+    assert old.tier is TierState.LOCAL and old.tier_generation == 0 and old.size_bytes == 100
+
+
+def test_verify_reports_missing_damaged_and_stray_objects(
+    engine: StorageAdapter, tier: Tier, clock: ManualClock
+) -> None:
+    fill(engine, clock)
+    engine.offload("n")
+    assert engine.verify("n").ok
+    store = tier.store()
+    keys = tier.object_keys()
+    data = sorted(k for k in keys if k.endswith(".log"))
+    manifests = sorted(k for k in keys if k.endswith(".manifest.json"))
+    prefix = data[0].rsplit("/", 1)[0] + "/"
+    original = store.get(data[0])
+    store.put(data[0], original[:-1] + bytes([original[-1] ^ 0xFF]))  # same size, other bytes
+    store.delete(manifests[1])
+    store.put(prefix + "00000000000000000000-00000000000000aa.log", b"stray")
+    problems = "\n".join(engine.verify("n").problems)
+    assert "SHA-256" in problems and data[0] in problems
+    assert "manifest" in problems and "missing" in problems
+    assert "stray object" in problems
