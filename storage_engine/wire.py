@@ -10,7 +10,16 @@ import dataclasses
 from typing import Any
 
 from storage_engine import errors, problem
-from storage_engine.api import NamespaceInfo, NewRecord, ReadResult, Record, SegmentInfo, SegmentState, ShardStats
+from storage_engine.api import (
+    NamespaceInfo,
+    NewRecord,
+    ReadResult,
+    Record,
+    SegmentInfo,
+    SegmentState,
+    SegmentTier,
+    ShardStats,
+)
 from storage_engine.policy import NamespacePolicy, namespace_policy_from
 
 # error class → HTTP status (the node's contract, see docs/node-api.md)
@@ -264,11 +273,14 @@ def read_result_from_json(body: dict[str, Any]) -> ReadResult:
 def segment_to_json(info: SegmentInfo) -> dict[str, Any]:
     body = {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
     body["state"] = info.state.value
+    body["tier"] = info.tier.value
     return body
 
 
 def segment_from_json(body: dict[str, Any]) -> SegmentInfo:
-    return SegmentInfo(**{**body, "state": SegmentState(body["state"])})
+    """A segment as a node sent it (an older node sends no ``tier``: local)."""
+    tier = SegmentTier(body.get("tier", SegmentTier.LOCAL.value))
+    return SegmentInfo(**{**body, "state": SegmentState(body["state"]), "tier": tier})
 
 
 def shard_stats_to_json(stats: ShardStats) -> dict[str, Any]:

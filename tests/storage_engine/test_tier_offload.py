@@ -20,6 +20,7 @@ from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import iter_file_records
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.remote_reads import CACHE_DIR
+from storage_engine.wire import segment_from_json, segment_to_json
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
 T0 = 1_700_000_000_000
@@ -305,3 +306,19 @@ def test_verify_reports_missing_damaged_and_stray_objects(
     assert "SHA-256" in problems and data[0] in problems
     assert "manifest" in problems and "missing" in problems
     assert "stray object" in problems
+
+
+def test_remote_storage_is_refused_for_compacted_namespaces() -> None:
+    with pytest.raises(PolicyValidationError) as err:
+        namespace_policy_from({"cleanup_policy": "compact", "remote_storage_enabled": True})
+    assert set(err.value.errors) == {"remote_storage_enabled"}
+
+
+def test_segments_cross_the_wire_with_their_tier(engine: StorageAdapter, clock: ManualClock) -> None:
+    fill(engine, clock)
+    engine.offload("n")
+    for info in engine.list_segments("n", 0):
+        body = json.loads(json.dumps(segment_to_json(info)))
+        assert segment_from_json(body) == info
+    old = {k: v for k, v in segment_to_json(info).items() if k != "tier"}
+    assert segment_from_json(old).tier is SegmentTier.LOCAL
