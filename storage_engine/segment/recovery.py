@@ -32,7 +32,8 @@ Offloaded segments (tiered storage, :mod:`storage_engine.tier`): a segment whose
 its tier is *remote* has no local file by design; it is opened as a remote segment (``remote``,
 reads go to the object store) and its batches are not re-verified here (``verify`` checks the
 object against its manifest's checksum). A local file still present for it is the leftover of
-an interrupted drop of the local copy (the metadata is switched first) and is removed.
+an interrupted drop of the local copy (the metadata is switched first) and is removed. A segment
+uploaded and verified (*both*) whose local file is missing is served remotely from then on.
 """
 
 from __future__ import annotations
@@ -204,6 +205,11 @@ class LogRecovery:
                 self.reindex_all = True
                 log.warning("%s: finished the interrupted swap of %s", self.route, target.name)
         remote: dict[int, Segment] = {}
+        for base, m in metas.items():
+            if m.tier is TierState.BOTH and base not in files and self.remote is not None:
+                # Uploaded and verified, and its local copy is gone (removed by hand): serve it remotely.
+                log.warning("%s: segment %d has no local file; serving it from the object store", self.route, base)
+                m.tier = TierState.REMOTE
         for base in sorted(b for b, m in metas.items() if m.tier is TierState.REMOTE and self.remote is not None):
             assert self.remote is not None
             if base in files:  # the local copy's drop was interrupted after the metadata switched

@@ -322,3 +322,25 @@ def test_segments_cross_the_wire_with_their_tier(engine: StorageAdapter, clock: 
         assert segment_from_json(body) == info
     old = {k: v for k, v in segment_to_json(info).items() if k != "tier"}
     assert segment_from_json(old).tier is SegmentTier.LOCAL
+
+
+def test_an_uploaded_segment_whose_local_file_vanished_is_served_remotely(
+    tmp_path: Path, tier: Tier, clock: ManualClock
+) -> None:
+    data_dir = tmp_path / "data"
+    engine = engine_for(data_dir, tier, clock)
+    try:
+        fill(engine, clock, local_retention_ms=None)  # uploaded, local copies kept (no local bound)
+        engine.offload("n")
+        first = engine.list_segments("n", 0)[0]
+        assert first.tier is SegmentTier.BOTH
+    finally:
+        engine.close()
+    (data_dir / "segments" / "n" / "0" / f"{first.base_offset:020d}.log").unlink()
+    engine = engine_for(data_dir, tier, clock)
+    try:
+        assert engine.list_segments("n", 0)[0].tier is SegmentTier.REMOTE
+        check_every_lookup(engine)
+        assert engine.verify("n").ok
+    finally:
+        engine.close()
