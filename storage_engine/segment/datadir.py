@@ -9,6 +9,8 @@ Layout (``segment`` adapter; the ``rocksdb`` adapter has only ``LOCK``,
     <data_dir>/index/                                 RocksDB (IndexStore)
     <data_dir>/segments/<namespace>/<shard>/<20-digit base offset>.log
     <data_dir>/trash/                                 directories being removed
+    <data_dir>/tier-cache/                            blocks of offloaded segments read back
+                                                      (storage_engine.tier.remote_reads; disposable)
 """
 
 from __future__ import annotations

@@ -109,14 +109,14 @@ class Offloader:
                     totals["local_bytes_dropped"] = totals.get("local_bytes_dropped", 0) + nbytes
                     sum_work(totals, work)
             rt.remove_files([s for _, s in selected], now, totals)
-        if failure is not None:
-            raise failure
         rt.counters.add_many(
             {
                 "tier_segments_offloaded_total": totals.get("segments_offloaded", 0),
                 "tier_bytes_offloaded_total": totals.get("bytes_offloaded", 0),
             }
         )
+        if failure is not None:
+            raise failure
         return rt.result(OPERATION, namespace, shard, t0, more=more, **totals)
 
     @staticmethod

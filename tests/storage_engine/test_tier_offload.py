@@ -20,6 +20,7 @@ from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import iter_file_records
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.remote_reads import CACHE_DIR
+from storage_engine.tier.store import ObjectTier, TierError
 from storage_engine.wire import segment_from_json, segment_to_json
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
@@ -340,6 +341,41 @@ def test_an_uploaded_segment_whose_local_file_vanished_is_served_remotely(
     engine = engine_for(data_dir, tier, clock)
     try:
         assert engine.list_segments("n", 0)[0].tier is SegmentTier.REMOTE
+        check_every_lookup(engine)
+        assert engine.verify("n").ok
+    finally:
+        engine.close()
+
+
+def test_a_failed_upload_keeps_the_local_copy_and_the_next_offload_finishes(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tier = Tier("file", (tmp_path / "tier").as_uri())
+    engine = engine_for(tmp_path / "data", tier, clock)
+    try:
+        fill(engine, clock)
+        real_put = ObjectTier.put
+        calls = {"n": 0}
+
+        def flaky_put(self: ObjectTier, key: str, data: object) -> None:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise TierError(self.uri, key, "put", "connection reset")
+            real_put(self, key, data)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ObjectTier, "put", flaky_put)
+        with pytest.raises(TierError, match="connection reset"):
+            engine.offload("n", limit=1000)
+        assert engine.stats().counters["tier_offload_failures_total"] == 1
+        segments = engine.list_segments("n", 0)
+        assert any(s.tier is SegmentTier.LOCAL for s in segments[:-1])  # the failed one stayed local
+        check_every_lookup(engine)
+        assert engine.verify("n").ok
+        monkeypatch.setattr(ObjectTier, "put", real_put)
+        engine.offload("n")
+        sealed = len(engine.list_segments("n", 0)) - 1
+        assert all(s.tier is SegmentTier.REMOTE for s in engine.list_segments("n", 0)[:-1])
+        assert len(tier.object_keys()) == 2 * sealed
         check_every_lookup(engine)
         assert engine.verify("n").ok
     finally:
