@@ -324,6 +324,24 @@ SPECTACULAR_SETTINGS = {
     # The schema describes the API, not data: anyone may read it (every route still checks its caller).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per choice set that more than one field uses (the frontend's generated types name them).
+    "ENUM_NAME_OVERRIDES": {
+        "SyncStateEnum": "backend.apps.core.models.SyncState",
+        "RunKindEnum": "backend.apps.runs.models.Kind",
+        "RunStateEnum": "backend.apps.runs.models.State",
+        "ActionKindEnum": "backend.apps.lifecycle.serializers.ACTION_KINDS",
+        "CursorActionEnum": "backend.apps.namespaces.subscriptions.CURSOR_ACTIONS",
+        "SegmentStateEnum": "backend.apps.catalog.serializers.SEGMENT_STATES",
+        "RunOriginEnum": "backend.apps.runs.serializers.ORIGINS",
+        "AuditResultEnum": "backend.apps.audit.serializers.RESULTS",
+        "PolicyGroupEnum": "backend.apps.policies.serializers.POLICY_GROUPS",
+        "PolicyUnitEnum": "backend.apps.policies.serializers.POLICY_UNITS",
+        "PolicySourceEnum": "backend.apps.policies.serializers.POLICY_SOURCES",
+        "AlertStateEnum": "backend.apps.alerts.models.AlertState",
+        "AlertEventKindEnum": "backend.apps.alerts.models.EventKind",
+        "ChannelKindEnum": "backend.apps.alerts.models.ChannelKind",
+        "OffsetOutOfRangeEnum": ["offset_out_of_range"],
+    },
     # /api/docs/ works offline: Swagger UI and Redoc come from drf-spectacular-sidecar under /static/.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

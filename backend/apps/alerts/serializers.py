@@ -11,6 +11,7 @@ from backend.apps.alerts.models import (
     Channel,
     ChannelKind,
     Comparator,
+    EventKind,
     Notification,
     ScopeType,
     Severity,
@@ -80,7 +81,7 @@ class AlertEventOutputSerializer(serializers.ModelSerializer):
 
 class NotificationOutputSerializer(serializers.ModelSerializer):
     channel = serializers.CharField(source="channel.name")
-    event = serializers.CharField(source="event.kind")
+    event = serializers.ChoiceField(choices=EventKind.choices, source="event.kind", read_only=True)
 
     class Meta:
         model = Notification
@@ -145,6 +146,13 @@ class RuleEnabledInputSerializer(StrictSerializer):
 
 
 class AlertRuleOutputSerializer(serializers.ModelSerializer):
+    metric = serializers.ChoiceField(choices=list(METRICS), read_only=True)
+    threshold_policy = serializers.ChoiceField(
+        choices=["", *POLICY_FIELDS],
+        allow_blank=True,
+        read_only=True,
+        help_text="a numeric policy field whose value the threshold multiplies; empty: the threshold is absolute",
+    )
     channels = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     builtin = serializers.SerializerMethodField()
 

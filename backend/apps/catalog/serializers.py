@@ -5,10 +5,14 @@ from backend.apps.catalog.selectors import expired_ratio
 from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import NamespaceOutputSerializer
+from storage_engine.api import SegmentState
+
+SEGMENT_STATES = tuple(state.value for state in SegmentState)
 
 
 class SegmentOutputSerializer(serializers.ModelSerializer):
     namespace = serializers.CharField(source="namespace.name")
+    state = serializers.ChoiceField(choices=SEGMENT_STATES, read_only=True)
 
     class Meta:
         model = Segment

@@ -1,7 +1,10 @@
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from backend.apps.core.roles import ROLES
 
 
 class StrictFieldsMixin:
@@ -55,8 +58,31 @@ class LoginInputSerializer(StrictSerializer):
 
 class MeOutputSerializer(serializers.Serializer):
     username = serializers.CharField()
-    role = serializers.CharField()
+    role = serializers.ChoiceField(choices=ROLES)
 
 
 class CsrfOutputSerializer(serializers.Serializer):
     csrftoken = serializers.CharField()
+
+
+class NodeRefusalSerializer(serializers.Serializer):
+    """A storage node refused the request: its words and its error code, as the node sent them."""
+
+    detail = serializers.CharField()
+    error = serializers.CharField(help_text="the node's error code, e.g. disk_full, record_too_large, already_running")
+
+
+# A policy value in the API: a number, a string (a choice, hours) or a boolean; null (infinite / unset)
+# where the field allows it.
+POLICY_VALUE_SCHEMA: dict[str, Any] = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}
+
+
+@extend_schema_field(POLICY_VALUE_SCHEMA)
+class PolicyValueField(serializers.JSONField):
+    """One policy value: any JSON in and out, as a JSONField; the schema says which JSON (``allow_null``
+    makes it nullable there too)."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {**POLICY_VALUE_SCHEMA, "nullable": True}})
+class PolicyOverridesField(serializers.JSONField):
+    """Policy field → value: the overrides one layer (a namespace, a node) sets."""

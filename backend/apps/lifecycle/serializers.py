@@ -3,6 +3,23 @@ from rest_framework import serializers
 from backend.apps.core.serializers import StrictSerializer
 from backend.apps.lifecycle.actions import ACTIONS
 
+ACTION_KINDS = [str(kind) for kind in ACTIONS]
+
+
+class ActionOutputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=ACTION_KINDS)
+    scope = serializers.ChoiceField(choices=["namespace", "node"], help_text="what an operator starts it on")
+    operation = serializers.ChoiceField(
+        choices=list(dict.fromkeys(str(a.operation) for a in ACTIONS.values())),
+        help_text="the node's lifecycle operation",
+    )
+    label = serializers.CharField()
+    help = serializers.CharField()
+    destructive = serializers.BooleanField(help_text="deletes data: a manual start must repeat the target's name")
+    dry_run = serializers.BooleanField(help_text="offered as a dry run")
+    sweeps = serializers.BooleanField(help_text="also runs node-wide, over every namespace")
+
+
 DRY_RUN_HELP = "report what the action would do (records, segments, bytes) and change nothing"
 
 

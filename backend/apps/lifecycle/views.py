@@ -8,21 +8,14 @@ from rest_framework.views import APIView
 from backend.apps.core.permissions import IsOperator
 from backend.apps.lifecycle import services
 from backend.apps.lifecycle.actions import ACTIONS
-from backend.apps.lifecycle.serializers import NamespaceActionInputSerializer, NodeActionInputSerializer
+from backend.apps.lifecycle.serializers import (
+    ActionOutputSerializer,
+    NamespaceActionInputSerializer,
+    NodeActionInputSerializer,
+)
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.serializers import TaskRunOutputSerializer
-
-
-class ActionOutputSerializer(serializers.Serializer):
-    kind = serializers.CharField()
-    scope = serializers.ChoiceField(choices=["namespace", "node"], help_text="what an operator starts it on")
-    operation = serializers.CharField(help_text="the node's lifecycle operation")
-    label = serializers.CharField()
-    help = serializers.CharField()
-    destructive = serializers.BooleanField(help_text="deletes data: a manual start must repeat the target's name")
-    dry_run = serializers.BooleanField(help_text="offered as a dry run")
-    sweeps = serializers.BooleanField(help_text="also runs node-wide, over every namespace")
 
 
 class ActionListView(APIView):

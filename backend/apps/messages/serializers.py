@@ -2,6 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from backend.apps.core.serializers import NodeRefusalSerializer as NodeRefusalSerializer  # the views' 413/429/507
 from backend.apps.core.serializers import StrictSerializer
 
 MAX_TTL_MS = (1 << 62) // 1000  # far beyond any deadline; now + ttl stays within 64 bits
@@ -72,17 +73,12 @@ class BrowseOutputSerializer(serializers.Serializer):
 
 class OutOfRangeSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    error = serializers.CharField(help_text="offset_out_of_range")
+    error = serializers.ChoiceField(choices=["offset_out_of_range"])
     shard = serializers.IntegerField()
     offset = serializers.IntegerField()
     log_start_offset = serializers.IntegerField(help_text="the first offset still stored")
     end_offset = serializers.IntegerField(help_text="one past the last offset")
     below_log_start = serializers.BooleanField(help_text="true: deleted by retention or expiry; false: past the end")
-
-
-class NodeRefusalSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    error = serializers.CharField(help_text="the node's error code, e.g. disk_full, record_too_large")
 
 
 class ProduceInputSerializer(StrictSerializer):

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from backend.apps.core.serializers import StrictSerializer
+from backend.apps.core.serializers import PolicyOverridesField, PolicyValueField, StrictSerializer
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import shard_nodes
 from backend.apps.nodes.models import StorageNode
@@ -19,7 +19,7 @@ class NamespaceInputSerializer(StrictSerializer):
     )
     shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)
     policy = serializers.DictField(
-        child=serializers.JSONField(), required=False, default=dict, help_text="overrides of the cluster default policy"
+        child=PolicyValueField(), required=False, default=dict, help_text="overrides of the cluster default policy"
     )
     node = serializers.SlugRelatedField(
         slug_field="name",
@@ -57,6 +57,7 @@ class ShardPlacementSerializer(serializers.Serializer):
 class NamespaceOutputSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.name", allow_null=True)
     placement = serializers.SerializerMethodField()
+    policy_overrides = PolicyOverridesField(read_only=True)
 
     class Meta:
         model = Namespace
@@ -99,7 +100,7 @@ class ShardBacklogSerializer(serializers.Serializer):
 
 class SubscriptionOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
-    initial = serializers.CharField()
+    initial = serializers.ChoiceField(choices=["earliest", "latest"])
     created_at = serializers.DateTimeField()
     backlog = ShardBacklogSerializer(many=True, allow_null=True)
     messages = serializers.IntegerField(allow_null=True, help_text="sum of the shards' offset distances")

@@ -27,7 +27,7 @@ from rest_framework.views import APIView
 
 from backend.apps.audit import services as audit
 from backend.apps.core.permissions import IsAdmin, IsOperator
-from backend.apps.core.serializers import StrictSerializer
+from backend.apps.core.serializers import NodeRefusalSerializer, StrictSerializer
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace, Subscription
 from backend.apps.namespaces.serializers import (
@@ -103,14 +103,9 @@ class CursorMoveSerializer(serializers.Serializer):
 
 
 class CursorOutputSerializer(serializers.Serializer):
-    action = serializers.CharField()
+    action = serializers.ChoiceField(choices=CURSOR_ACTIONS)
     moves = CursorMoveSerializer(many=True)
     subscription = SubscriptionRowSerializer()
-
-
-class NodeRefusalSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    error = serializers.CharField(help_text="the node's error code, e.g. already_running")
 
 
 # -- reads and writes -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from backend.apps.core.models import SyncState
 from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
-from backend.apps.core.serializers import StrictModelSerializer
+from backend.apps.core.serializers import PolicyOverridesField, StrictModelSerializer
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import TOKEN_REQUIRED
 
@@ -60,6 +60,7 @@ class NodeOutputSerializer(serializers.ModelSerializer):
     policy_version = serializers.IntegerField(
         allow_null=True, help_text="the node policy version the node last confirmed (null: never)"
     )
+    policy_overrides = PolicyOverridesField(read_only=True)
 
     class Meta:
         model = StorageNode

@@ -787,8 +787,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description * `expiry_scan` - expiry_scan
+         *     * `retention` - retention
+         *     * `reclaim` - reclaim
+         *     * `compaction` - compaction
+         *     * `subscription_ttl` - subscription_ttl
+         *     * `backlog_quota` - backlog_quota
+         *     * `file_clean` - file_clean
+         *     * `disk_check` - disk_check
+         *     * `force_delete` - force_delete
+         * @enum {string}
+         */
+        ActionKindEnum: "expiry_scan" | "retention" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "file_clean" | "disk_check" | "force_delete";
         ActionOutput: {
-            kind: string;
+            kind: components["schemas"]["ActionKindEnum"];
             /**
              * @description what an operator starts it on
              *
@@ -796,8 +809,19 @@ export interface components {
              *     * `node` - node
              */
             scope: components["schemas"]["ScopeEnum"];
-            /** @description the node's lifecycle operation */
-            operation: string;
+            /**
+             * @description the node's lifecycle operation
+             *
+             *     * `expire-scan` - expire-scan
+             *     * `retention` - retention
+             *     * `reclaim` - reclaim
+             *     * `compact` - compact
+             *     * `subscription-ttl` - subscription-ttl
+             *     * `backlog-quota` - backlog-quota
+             *     * `clean-files` - clean-files
+             *     * `disk-check` - disk-check
+             */
+            operation: components["schemas"]["OperationEnum"];
             label: string;
             help: string;
             /** @description deletes data: a manual start must repeat the target's name */
@@ -817,7 +841,7 @@ export interface components {
             metric: string;
             severity: components["schemas"]["SeverityEnum"];
             /** @default pending */
-            readonly state: components["schemas"]["State55dEnum"];
+            readonly state: components["schemas"]["AlertStateEnum"];
             /** @description the label set, e.g. "namespace=orders,shard=0" */
             scope: string;
             labels: {
@@ -844,16 +868,6 @@ export interface components {
             events: components["schemas"]["AlertEventOutput"][];
             notifications: components["schemas"]["NotificationOutput"][];
         };
-        AlertEventOutput: {
-            readonly id: number;
-            readonly kind: components["schemas"]["AlertEventOutputKindEnum"];
-            /** Format: date-time */
-            readonly at: string;
-            /** Format: double */
-            readonly value: number | null;
-            actor?: string | null;
-            readonly detail: string;
-        };
         /**
          * @description * `pending` - Pending
          *     * `firing` - Firing
@@ -862,7 +876,17 @@ export interface components {
          *     * `silenced` - Silenced
          * @enum {string}
          */
-        AlertEventOutputKindEnum: "pending" | "firing" | "resolved" | "acknowledged" | "silenced";
+        AlertEventKindEnum: "pending" | "firing" | "resolved" | "acknowledged" | "silenced";
+        AlertEventOutput: {
+            readonly id: number;
+            readonly kind: components["schemas"]["AlertEventKindEnum"];
+            /** Format: date-time */
+            readonly at: string;
+            /** Format: double */
+            readonly value: number | null;
+            actor?: string | null;
+            readonly detail: string;
+        };
         AlertOutput: {
             readonly id: number;
             /** @description null: the rule was deleted */
@@ -873,7 +897,7 @@ export interface components {
             metric: string;
             severity: components["schemas"]["SeverityEnum"];
             /** @default pending */
-            readonly state: components["schemas"]["State55dEnum"];
+            readonly state: components["schemas"]["AlertStateEnum"];
             /** @description the label set, e.g. "namespace=orders,shard=0" */
             scope: string;
             labels: {
@@ -933,11 +957,15 @@ export interface components {
              *     * `file_delete_delay_ms` - file_delete_delay_ms
              *     * `file_reserved_ms` - file_reserved_ms
              *     * `index_interval_bytes` - index_interval_bytes
+             *     * `local_retention_bytes` - local_retention_bytes
+             *     * `local_retention_ms` - local_retention_ms
              *     * `max_compaction_lag_ms` - max_compaction_lag_ms
              *     * `max_delete_per_scan` - max_delete_per_scan
              *     * `max_record_bytes` - max_record_bytes
              *     * `min_cleanable_dirty_ratio` - min_cleanable_dirty_ratio
              *     * `min_compaction_lag_ms` - min_compaction_lag_ms
+             *     * `offload_bandwidth_bytes_per_s` - offload_bandwidth_bytes_per_s
+             *     * `offload_concurrency` - offload_concurrency
              *     * `read_check_queue_size` - read_check_queue_size
              *     * `reclaim_bytes_per_s` - reclaim_bytes_per_s
              *     * `reclaim_dead_ratio` - reclaim_dead_ratio
@@ -947,6 +975,7 @@ export interface components {
              *     * `scan_interval_ms` - scan_interval_ms
              *     * `segment_bytes` - segment_bytes
              *     * `segment_ms` - segment_ms
+             *     * `tier_cache_bytes` - tier_cache_bytes
              *     * `ttl_check_interval_ms` - ttl_check_interval_ms
              *     * `ttl_ms` - ttl_ms
              *     * `urgent_expired_ratio` - urgent_expired_ratio
@@ -966,13 +995,57 @@ export interface components {
         AlertRuleOutput: {
             readonly id: number;
             readonly name: string;
-            readonly metric: string;
+            readonly metric: components["schemas"]["MetricEnum"];
             readonly scope_type: components["schemas"]["ScopeTypeEnum"];
             readonly scope: string;
             readonly comparator: components["schemas"]["ComparatorEnum"];
             /** Format: double */
             readonly threshold: number;
-            readonly threshold_policy: string;
+            /**
+             * @description a numeric policy field whose value the threshold multiplies; empty: the threshold is absolute
+             *
+             *     * `` -
+             *     * `backlog_hold_timeout_ms` - backlog_hold_timeout_ms
+             *     * `backlog_quota_bytes` - backlog_quota_bytes
+             *     * `backlog_quota_seconds` - backlog_quota_seconds
+             *     * `clean_interval_ms` - clean_interval_ms
+             *     * `compaction_check_interval_ms` - compaction_check_interval_ms
+             *     * `compaction_map_budget_bytes` - compaction_map_budget_bytes
+             *     * `delete_batch_max` - delete_batch_max
+             *     * `delete_interval_ms` - delete_interval_ms
+             *     * `delete_rate_per_s` - delete_rate_per_s
+             *     * `delete_retention_ms` - delete_retention_ms
+             *     * `destroy_forcibly_after_ms` - destroy_forcibly_after_ms
+             *     * `disk_clean_forcibly_ratio` - disk_clean_forcibly_ratio
+             *     * `disk_max_used_ratio` - disk_max_used_ratio
+             *     * `disk_warning_ratio` - disk_warning_ratio
+             *     * `file_delete_delay_ms` - file_delete_delay_ms
+             *     * `file_reserved_ms` - file_reserved_ms
+             *     * `index_interval_bytes` - index_interval_bytes
+             *     * `local_retention_bytes` - local_retention_bytes
+             *     * `local_retention_ms` - local_retention_ms
+             *     * `max_compaction_lag_ms` - max_compaction_lag_ms
+             *     * `max_delete_per_scan` - max_delete_per_scan
+             *     * `max_record_bytes` - max_record_bytes
+             *     * `min_cleanable_dirty_ratio` - min_cleanable_dirty_ratio
+             *     * `min_compaction_lag_ms` - min_compaction_lag_ms
+             *     * `offload_bandwidth_bytes_per_s` - offload_bandwidth_bytes_per_s
+             *     * `offload_concurrency` - offload_concurrency
+             *     * `read_check_queue_size` - read_check_queue_size
+             *     * `reclaim_bytes_per_s` - reclaim_bytes_per_s
+             *     * `reclaim_dead_ratio` - reclaim_dead_ratio
+             *     * `retention_bytes` - retention_bytes
+             *     * `retention_ms` - retention_ms
+             *     * `scan_batch_size` - scan_batch_size
+             *     * `scan_interval_ms` - scan_interval_ms
+             *     * `segment_bytes` - segment_bytes
+             *     * `segment_ms` - segment_ms
+             *     * `tier_cache_bytes` - tier_cache_bytes
+             *     * `ttl_check_interval_ms` - ttl_check_interval_ms
+             *     * `ttl_ms` - ttl_ms
+             *     * `urgent_expired_ratio` - urgent_expired_ratio
+             */
+            readonly threshold_policy: components["schemas"]["ThresholdPolicyEnum"] | components["schemas"]["BlankEnum"];
             readonly for_s: number;
             readonly severity: components["schemas"]["SeverityEnum"];
             readonly channels: number[];
@@ -984,6 +1057,13 @@ export interface components {
             /** Format: date-time */
             readonly updated_at: string;
         };
+        /**
+         * @description * `pending` - Pending
+         *     * `firing` - Firing
+         *     * `resolved` - Resolved
+         * @enum {string}
+         */
+        AlertStateEnum: "pending" | "firing" | "resolved";
         AlertStatusOutput: {
             /**
              * @description firing while any alert fires
@@ -1017,11 +1097,23 @@ export interface components {
             readonly target: string;
             readonly before: unknown;
             readonly after: unknown;
-            readonly diff: unknown;
-            readonly result: string;
+            readonly diff: {
+                [key: string]: {
+                    before: unknown;
+                    after: unknown;
+                };
+            };
+            readonly result: components["schemas"]["AuditResultEnum"];
             readonly detail: string;
             readonly remote_addr: string | null;
         };
+        /**
+         * @description * `ok` - ok
+         *     * `failed` - failed
+         *     * `denied` - denied
+         * @enum {string}
+         */
+        AuditResultEnum: "ok" | "failed" | "denied";
         /** @enum {unknown} */
         BlankEnum: "";
         BrowseOutput: {
@@ -1038,7 +1130,7 @@ export interface components {
         /** @description Base of every API input (request body) serializer. */
         ChannelInputRequest: {
             name: string;
-            kind: components["schemas"]["Kind962Enum"];
+            kind: components["schemas"]["ChannelKindEnum"];
             /** @description comma-separated email addresses, the webhook URL, or the Alertmanager's base URL (alerts are POSTed to <url>/api/v2/alerts) */
             target: string;
             /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
@@ -1047,13 +1139,20 @@ export interface components {
             enabled: boolean;
         };
         /**
+         * @description * `email` - Email
+         *     * `webhook` - Webhook
+         *     * `alertmanager` - Alertmanager
+         * @enum {string}
+         */
+        ChannelKindEnum: "email" | "webhook" | "alertmanager";
+        /**
          * @description A channel; the secret is never shown, and the target only to admins (context ``full_target``):
          *     others see a webhook's scheme and host, an address's domain.
          */
         ChannelOutput: {
             readonly id: number;
             readonly name: string;
-            readonly kind: components["schemas"]["Kind962Enum"];
+            readonly kind: components["schemas"]["ChannelKindEnum"];
             /** @description redacted unless the caller is an admin */
             readonly target: string;
             readonly target_redacted: boolean;
@@ -1098,7 +1197,7 @@ export interface components {
          *     * `clear` - clear
          * @enum {string}
          */
-        CursorInputActionEnum: "earliest" | "latest" | "time" | "skip" | "clear";
+        CursorActionEnum: "earliest" | "latest" | "time" | "skip" | "clear";
         /** @description Base of every API input (request body) serializer. */
         CursorInputRequest: {
             /**
@@ -1110,7 +1209,7 @@ export interface components {
              *     * `skip` - skip
              *     * `clear` - clear
              */
-            action: components["schemas"]["CursorInputActionEnum"];
+            action: components["schemas"]["CursorActionEnum"];
             /** @description one shard; default: every shard */
             shard?: number | null;
             /**
@@ -1134,7 +1233,7 @@ export interface components {
             after: number;
         };
         CursorOutput: {
-            action: string;
+            action: components["schemas"]["CursorActionEnum"];
             moves: components["schemas"]["CursorMove"][];
             subscription: components["schemas"]["SubscriptionRow"];
         };
@@ -1171,13 +1270,6 @@ export interface components {
          * @enum {string}
          */
         InitialEnum: "earliest" | "latest";
-        /**
-         * @description * `email` - Email
-         *     * `webhook` - Webhook
-         *     * `alertmanager` - Alertmanager
-         * @enum {string}
-         */
-        Kind962Enum: "email" | "webhook" | "alertmanager";
         /** @description What ``python -m spark_jobs lifecycle-report --post-url`` sends. */
         LifecycleReportInputRequest: {
             /** Format: date-time */
@@ -1348,7 +1440,7 @@ export interface components {
         };
         MeOutput: {
             username: string;
-            role: string;
+            role: components["schemas"]["RoleEnum"];
         };
         Message: {
             /** @description the shard the record was read from */
@@ -1437,7 +1529,7 @@ export interface components {
             shards: number;
             /** @description overrides of the cluster default policy */
             policy?: {
-                [key: string]: unknown;
+                [key: string]: number | string | boolean;
             };
             /** @description the node every shard goes to unless `placement` says otherwise (default: the default node) */
             node?: string;
@@ -1450,7 +1542,9 @@ export interface components {
             readonly shards: number;
             node: string | null;
             readonly placement: components["schemas"]["ShardPlacement"][];
-            readonly policy_overrides: unknown;
+            readonly policy_overrides: {
+                [key: string]: (number | string | boolean) | null;
+            };
             readonly sync_state: components["schemas"]["SyncStateEnum"];
             readonly sync_error: string;
             /** Format: date-time */
@@ -1472,7 +1566,9 @@ export interface components {
             readonly shards: number;
             node: string | null;
             readonly placement: components["schemas"]["ShardPlacement"][];
-            readonly policy_overrides: unknown;
+            readonly policy_overrides: {
+                [key: string]: (number | string | boolean) | null;
+            };
             readonly sync_state: components["schemas"]["SyncStateEnum"];
             readonly sync_error: string;
             /** Format: date-time */
@@ -1557,7 +1653,9 @@ export interface components {
             /** Format: date-time */
             readonly last_seen_at: string | null;
             readonly last_error: string;
-            readonly policy_overrides: unknown;
+            readonly policy_overrides: {
+                [key: string]: (number | string | boolean) | null;
+            };
             /**
              * @description synced: the node confirmed the effective node policy; pending: not yet (retried); failed: the node refused it (policy_sync_error says why)
              *
@@ -1565,7 +1663,7 @@ export interface components {
              *     * `pending` - Pending
              *     * `failed` - Failed
              */
-            policy_sync_state: components["schemas"]["PolicySyncStateEnum"];
+            policy_sync_state: components["schemas"]["SyncStateEnum"];
             readonly policy_sync_error: string;
             /** @description the node policy version the node last confirmed (null: never) */
             policy_version: number | null;
@@ -1574,9 +1672,10 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        /** @description A storage node refused the request: its words and its error code, as the node sent them. */
         NodeRefusal: {
             detail: string;
-            /** @description the node's error code, e.g. disk_full, record_too_large */
+            /** @description the node's error code, e.g. disk_full, record_too_large, already_running */
             error: string;
         };
         NodeSummaryOutput: {
@@ -1619,7 +1718,7 @@ export interface components {
         NotificationOutput: {
             readonly id: number;
             channel: string;
-            event: string;
+            readonly event: components["schemas"]["AlertEventKindEnum"];
             readonly status: components["schemas"]["NotificationOutputStatusEnum"];
             readonly attempts: number;
             readonly last_error: string;
@@ -1638,10 +1737,26 @@ export interface components {
          * @enum {string}
          */
         NotificationOutputStatusEnum: "pending" | "sending" | "retrying" | "sent" | "failed" | "skipped";
+        /**
+         * @description * `offset_out_of_range` - offset_out_of_range
+         * @enum {string}
+         */
+        OffsetOutOfRangeEnum: "offset_out_of_range";
+        /**
+         * @description * `expire-scan` - expire-scan
+         *     * `retention` - retention
+         *     * `reclaim` - reclaim
+         *     * `compact` - compact
+         *     * `subscription-ttl` - subscription-ttl
+         *     * `backlog-quota` - backlog-quota
+         *     * `clean-files` - clean-files
+         *     * `disk-check` - disk-check
+         * @enum {string}
+         */
+        OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "clean-files" | "disk-check";
         OutOfRange: {
             detail: string;
-            /** @description offset_out_of_range */
-            error: string;
+            error: components["schemas"]["OffsetOutOfRangeEnum"];
             shard: number;
             offset: number;
             /** @description the first offset still stored */
@@ -1751,11 +1866,15 @@ export interface components {
              *     * `file_delete_delay_ms` - file_delete_delay_ms
              *     * `file_reserved_ms` - file_reserved_ms
              *     * `index_interval_bytes` - index_interval_bytes
+             *     * `local_retention_bytes` - local_retention_bytes
+             *     * `local_retention_ms` - local_retention_ms
              *     * `max_compaction_lag_ms` - max_compaction_lag_ms
              *     * `max_delete_per_scan` - max_delete_per_scan
              *     * `max_record_bytes` - max_record_bytes
              *     * `min_cleanable_dirty_ratio` - min_cleanable_dirty_ratio
              *     * `min_compaction_lag_ms` - min_compaction_lag_ms
+             *     * `offload_bandwidth_bytes_per_s` - offload_bandwidth_bytes_per_s
+             *     * `offload_concurrency` - offload_concurrency
              *     * `read_check_queue_size` - read_check_queue_size
              *     * `reclaim_bytes_per_s` - reclaim_bytes_per_s
              *     * `reclaim_dead_ratio` - reclaim_dead_ratio
@@ -1765,6 +1884,7 @@ export interface components {
              *     * `scan_interval_ms` - scan_interval_ms
              *     * `segment_bytes` - segment_bytes
              *     * `segment_ms` - segment_ms
+             *     * `tier_cache_bytes` - tier_cache_bytes
              *     * `ttl_check_interval_ms` - ttl_check_interval_ms
              *     * `ttl_ms` - ttl_ms
              *     * `urgent_expired_ratio` - urgent_expired_ratio
@@ -1784,7 +1904,7 @@ export interface components {
         /** @description Base of every API input (request body) serializer. */
         PatchedChannelInputRequest: {
             name?: string;
-            kind?: components["schemas"]["Kind962Enum"];
+            kind?: components["schemas"]["ChannelKindEnum"];
             /** @description comma-separated email addresses, the webhook URL, or the Alertmanager's base URL (alerts are POSTed to <url>/api/v2/alerts) */
             target?: string;
             /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
@@ -1803,37 +1923,60 @@ export interface components {
         /** @description ``set``: field → value (null = infinite where allowed); ``reset``: fields that inherit again. */
         PatchedPolicyChangeInputRequest: {
             set?: {
-                [key: string]: unknown;
+                [key: string]: (number | string | boolean) | null;
             };
             reset?: string[];
         };
         PolicyField: {
-            value: unknown;
-            source: components["schemas"]["SourceEnum"];
+            value: (number | string | boolean) | null;
+            source: components["schemas"]["PolicySourceEnum"];
             overridden: boolean;
-            default: unknown;
-            group: string;
-            unit: string;
+            default: (number | string | boolean) | null;
+            group: components["schemas"]["PolicyGroupEnum"];
+            unit: components["schemas"]["PolicyUnitEnum"];
             nullable: boolean;
             choices: string[];
             help: string;
         };
+        /**
+         * @description * `expiry` - expiry
+         *     * `retention` - retention
+         *     * `compaction` - compaction
+         *     * `subscriptions` - subscriptions
+         *     * `cleaning` - cleaning
+         *     * `disk` - disk
+         *     * `pacing` - pacing
+         * @enum {string}
+         */
+        PolicyGroupEnum: "expiry" | "retention" | "compaction" | "subscriptions" | "cleaning" | "disk" | "pacing";
         PolicyOutput: {
             fields: {
                 [key: string]: components["schemas"]["PolicyField"];
             };
-            sync_state?: string;
+            sync_state?: components["schemas"]["SyncStateEnum"];
             sync_error?: string;
             /** @description node policy only: the version the node last confirmed */
             version?: number | null;
         };
         /**
-         * @description * `synced` - Synced
-         *     * `pending` - Pending
-         *     * `failed` - Failed
+         * @description * `builtin` - builtin
+         *     * `cluster` - cluster
+         *     * `namespace` - namespace
+         *     * `node` - node
          * @enum {string}
          */
-        PolicySyncStateEnum: "synced" | "pending" | "failed";
+        PolicySourceEnum: "builtin" | "cluster" | "namespace" | "node";
+        /**
+         * @description * `ms` - ms
+         *     * `bool` - bool
+         *     * `count` - count
+         *     * `ratio` - ratio
+         *     * `choice` - choice
+         *     * `bytes` - bytes
+         *     * `hours` - hours
+         * @enum {string}
+         */
+        PolicyUnitEnum: "ms" | "bool" | "count" | "ratio" | "choice" | "bytes" | "hours";
         /** @description A test message. Text in, UTF-8 on the wire; unknown fields are refused. */
         ProduceInputRequest: {
             /** @description places the record by key */
@@ -1864,11 +2007,47 @@ export interface components {
          * @enum {string}
          */
         ResolutionEnum: "raw" | "5m";
+        /**
+         * @description * `viewer` - viewer
+         *     * `operator` - operator
+         *     * `admin` - admin
+         * @enum {string}
+         */
+        RoleEnum: "viewer" | "operator" | "admin";
         /** @description Base of every API input (request body) serializer. */
         RuleEnabledInputRequest: {
             /** @description false: the rule is not evaluated and its open alerts close */
             enabled: boolean;
         };
+        /**
+         * @description * `expiry_scan` - Expiry Scan
+         *     * `retention` - Retention
+         *     * `file_clean` - File Clean
+         *     * `disk_check` - Disk Check
+         *     * `force_delete` - Force Delete
+         *     * `reclaim` - Reclaim
+         *     * `compaction` - Compaction
+         *     * `subscription_ttl` - Subscription Ttl
+         *     * `backlog_quota` - Backlog Quota
+         *     * `catalog_sync` - Catalog Sync
+         *     * `lake_export` - Lake Export
+         *     * `lifecycle_report` - Lifecycle Report
+         *     * `compaction_plan` - Compaction Plan
+         *     * `ttl_backfill` - Ttl Backfill
+         * @enum {string}
+         */
+        RunKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
+        /** @enum {string} */
+        RunOriginEnum: "manual" | "scheduled";
+        /**
+         * @description * `queued` - Queued
+         *     * `running` - Running
+         *     * `succeeded` - Succeeded
+         *     * `failed` - Failed
+         *     * `cancelled` - Cancelled
+         * @enum {string}
+         */
+        RunStateEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         /**
          * @description * `namespace` - namespace
          *     * `node` - node
@@ -1896,7 +2075,7 @@ export interface components {
             readonly max_timestamp: number | null;
             readonly max_expire_at: number | null;
             readonly has_unbounded: boolean;
-            readonly state: string;
+            readonly state: components["schemas"]["SegmentStateEnum"];
             readonly created_at_ms: number;
             readonly modified_at_ms: number;
             readonly expired_records: number;
@@ -1907,6 +2086,15 @@ export interface components {
             /** Format: date-time */
             readonly synced_at: string;
         };
+        /**
+         * @description * `active` - active
+         *     * `sealed` - sealed
+         *     * `deleting` - deleting
+         *     * `deleted` - deleted
+         *     * `offloaded` - offloaded
+         * @enum {string}
+         */
+        SegmentStateEnum: "active" | "sealed" | "deleting" | "deleted" | "offloaded";
         SeriesLineOutput: {
             /** @description node, namespace, shard or queue */
             labels: {
@@ -1919,7 +2107,7 @@ export interface components {
         };
         SeriesOutput: {
             series: string;
-            unit: components["schemas"]["UnitEnum"];
+            unit: components["schemas"]["SeriesOutputUnitEnum"];
             range: string;
             step_s: number;
             resolution: components["schemas"]["ResolutionEnum"];
@@ -1939,6 +2127,14 @@ export interface components {
             /** @description disk_used_ratio: epoch ms when the forecast reaches the warning watermark (within 7 days) */
             forecast_warning_at?: number | null;
         };
+        /**
+         * @description * `ratio` - ratio
+         *     * `bytes` - bytes
+         *     * `messages` - messages
+         *     * `count` - count
+         * @enum {string}
+         */
+        SeriesOutputUnitEnum: "ratio" | "bytes" | "messages" | "count";
         /**
          * @description * `info` - Info
          *     * `warning` - Warning
@@ -1995,14 +2191,6 @@ export interface components {
             /** @description 0 lifts the silence */
             minutes: number;
         };
-        /**
-         * @description * `builtin` - builtin
-         *     * `cluster` - cluster
-         *     * `namespace` - namespace
-         *     * `node` - node
-         * @enum {string}
-         */
-        SourceEnum: "builtin" | "cluster" | "namespace" | "node";
         /** @description Base of every API input (request body) serializer. */
         SparkJobInputRequest: {
             /** @description a job of `python -m spark_jobs`, e.g. lifecycle-report */
@@ -2013,13 +2201,6 @@ export interface components {
                 [key: string]: string;
             };
         };
-        /**
-         * @description * `pending` - Pending
-         *     * `firing` - Firing
-         *     * `resolved` - Resolved
-         * @enum {string}
-         */
-        State55dEnum: "pending" | "firing" | "resolved";
         /** @description Base of every API input (request body) serializer. */
         SubscriptionInputRequest: {
             name: string;
@@ -2028,7 +2209,7 @@ export interface components {
         };
         SubscriptionRow: {
             name: string;
-            initial: string;
+            initial: components["schemas"]["InitialEnum"];
             /** Format: date-time */
             created_at: string;
             backlog: components["schemas"]["ShardBacklog"][] | null;
@@ -2085,23 +2266,27 @@ export interface components {
         SyncStateEnum: "synced" | "pending" | "failed";
         TaskRunOutput: {
             readonly id: number;
-            readonly kind: components["schemas"]["TaskRunOutputKindEnum"];
+            readonly kind: components["schemas"]["RunKindEnum"];
             namespace?: string | null;
             node?: string | null;
             readonly shard: number | null;
-            readonly state: components["schemas"]["TaskRunOutputStateEnum"];
+            readonly state: components["schemas"]["RunStateEnum"];
             /** Format: double */
             readonly progress: number;
             readonly steps: number;
-            readonly counts: unknown;
+            readonly counts: {
+                [key: string]: number;
+            };
             readonly bytes_reclaimed: number;
             readonly dry_run: boolean;
-            readonly params: unknown;
+            readonly params: {
+                [key: string]: unknown;
+            };
             readonly error: string;
             started_by?: string | null;
             readonly schedule: string;
             /** @description manual (started by someone) or scheduled */
-            readonly origin: string;
+            readonly origin: components["schemas"]["RunOriginEnum"];
             readonly cancel_requested: boolean;
             /** Format: date-time */
             readonly created_at: string;
@@ -2110,33 +2295,6 @@ export interface components {
             /** Format: date-time */
             readonly finished_at: string | null;
         };
-        /**
-         * @description * `expiry_scan` - Expiry Scan
-         *     * `retention` - Retention
-         *     * `file_clean` - File Clean
-         *     * `disk_check` - Disk Check
-         *     * `force_delete` - Force Delete
-         *     * `reclaim` - Reclaim
-         *     * `compaction` - Compaction
-         *     * `subscription_ttl` - Subscription Ttl
-         *     * `backlog_quota` - Backlog Quota
-         *     * `catalog_sync` - Catalog Sync
-         *     * `lake_export` - Lake Export
-         *     * `lifecycle_report` - Lifecycle Report
-         *     * `compaction_plan` - Compaction Plan
-         *     * `ttl_backfill` - Ttl Backfill
-         * @enum {string}
-         */
-        TaskRunOutputKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
-        /**
-         * @description * `queued` - Queued
-         *     * `running` - Running
-         *     * `succeeded` - Succeeded
-         *     * `failed` - Failed
-         *     * `cancelled` - Cancelled
-         * @enum {string}
-         */
-        TaskRunOutputStateEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         /**
          * @description * `` -
          *     * `backlog_hold_timeout_ms` - backlog_hold_timeout_ms
@@ -2156,11 +2314,15 @@ export interface components {
          *     * `file_delete_delay_ms` - file_delete_delay_ms
          *     * `file_reserved_ms` - file_reserved_ms
          *     * `index_interval_bytes` - index_interval_bytes
+         *     * `local_retention_bytes` - local_retention_bytes
+         *     * `local_retention_ms` - local_retention_ms
          *     * `max_compaction_lag_ms` - max_compaction_lag_ms
          *     * `max_delete_per_scan` - max_delete_per_scan
          *     * `max_record_bytes` - max_record_bytes
          *     * `min_cleanable_dirty_ratio` - min_cleanable_dirty_ratio
          *     * `min_compaction_lag_ms` - min_compaction_lag_ms
+         *     * `offload_bandwidth_bytes_per_s` - offload_bandwidth_bytes_per_s
+         *     * `offload_concurrency` - offload_concurrency
          *     * `read_check_queue_size` - read_check_queue_size
          *     * `reclaim_bytes_per_s` - reclaim_bytes_per_s
          *     * `reclaim_dead_ratio` - reclaim_dead_ratio
@@ -2170,20 +2332,13 @@ export interface components {
          *     * `scan_interval_ms` - scan_interval_ms
          *     * `segment_bytes` - segment_bytes
          *     * `segment_ms` - segment_ms
+         *     * `tier_cache_bytes` - tier_cache_bytes
          *     * `ttl_check_interval_ms` - ttl_check_interval_ms
          *     * `ttl_ms` - ttl_ms
          *     * `urgent_expired_ratio` - urgent_expired_ratio
          * @enum {string}
          */
-        ThresholdPolicyEnum: "backlog_hold_timeout_ms" | "backlog_quota_bytes" | "backlog_quota_seconds" | "clean_interval_ms" | "compaction_check_interval_ms" | "compaction_map_budget_bytes" | "delete_batch_max" | "delete_interval_ms" | "delete_rate_per_s" | "delete_retention_ms" | "destroy_forcibly_after_ms" | "disk_clean_forcibly_ratio" | "disk_max_used_ratio" | "disk_warning_ratio" | "file_delete_delay_ms" | "file_reserved_ms" | "index_interval_bytes" | "max_compaction_lag_ms" | "max_delete_per_scan" | "max_record_bytes" | "min_cleanable_dirty_ratio" | "min_compaction_lag_ms" | "read_check_queue_size" | "reclaim_bytes_per_s" | "reclaim_dead_ratio" | "retention_bytes" | "retention_ms" | "scan_batch_size" | "scan_interval_ms" | "segment_bytes" | "segment_ms" | "ttl_check_interval_ms" | "ttl_ms" | "urgent_expired_ratio";
-        /**
-         * @description * `ratio` - ratio
-         *     * `bytes` - bytes
-         *     * `messages` - messages
-         *     * `count` - count
-         * @enum {string}
-         */
-        UnitEnum: "ratio" | "bytes" | "messages" | "count";
+        ThresholdPolicyEnum: "backlog_hold_timeout_ms" | "backlog_quota_bytes" | "backlog_quota_seconds" | "clean_interval_ms" | "compaction_check_interval_ms" | "compaction_map_budget_bytes" | "delete_batch_max" | "delete_interval_ms" | "delete_rate_per_s" | "delete_retention_ms" | "destroy_forcibly_after_ms" | "disk_clean_forcibly_ratio" | "disk_max_used_ratio" | "disk_warning_ratio" | "file_delete_delay_ms" | "file_reserved_ms" | "index_interval_bytes" | "local_retention_bytes" | "local_retention_ms" | "max_compaction_lag_ms" | "max_delete_per_scan" | "max_record_bytes" | "min_cleanable_dirty_ratio" | "min_compaction_lag_ms" | "offload_bandwidth_bytes_per_s" | "offload_concurrency" | "read_check_queue_size" | "reclaim_bytes_per_s" | "reclaim_dead_ratio" | "retention_bytes" | "retention_ms" | "scan_batch_size" | "scan_interval_ms" | "segment_bytes" | "segment_ms" | "tier_cache_bytes" | "ttl_check_interval_ms" | "ttl_ms" | "urgent_expired_ratio";
         WatermarksOutput: {
             /** Format: double */
             max_used: number;
