@@ -42,6 +42,22 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class RoutineFilter(logging.Filter):
+    """Drops INFO lines of ``loggers`` that mention one of ``words`` (e.g. Celery's "received" and "succeeded"
+    lines of a task beat starts every second): routine work would otherwise bury what matters. Warnings and
+    errors always pass; with ``LOG_LEVEL=DEBUG`` the filter is not installed."""
+
+    def __init__(self, loggers: tuple[str, ...] = (), words: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.loggers, self.words = tuple(loggers), tuple(words)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO or not record.name.startswith(self.loggers):
+            return True
+        message = record.getMessage()
+        return not any(word in message for word in self.words)
+
+
 class PlainFormatter(logging.Formatter):
     """``time level logger [request_id=… task_id=…] message``."""
 
@@ -84,16 +100,23 @@ def formatter(fmt: str) -> logging.Formatter:
     raise ValueError(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {fmt!r}")
 
 
-def logging_config(fmt: str, level: str) -> dict[str, Any]:
-    """A ``logging.config.dictConfig`` for ``LOG_FORMAT``/``LOG_LEVEL`` (Django's ``LOGGING`` uses it too)."""
+def logging_config(
+    fmt: str, level: str, *, routine_loggers: tuple[str, ...] = (), routine_words: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A ``logging.config.dictConfig`` for ``LOG_FORMAT``/``LOG_LEVEL`` (Django's ``LOGGING`` uses it too).
+    INFO lines of ``routine_loggers`` naming one of ``routine_words`` are dropped unless the level is DEBUG
+    (:class:`RoutineFilter`)."""
     formatter(fmt)  # refuse a bad format before anything is configured
+    filters: dict[str, Any] = {"context": {"()": ContextFilter}}
+    if routine_words and level != "DEBUG":
+        filters["routine"] = {"()": RoutineFilter, "loggers": routine_loggers, "words": routine_words}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": ContextFilter}},
+        "filters": filters,
         "formatters": {"default": {"()": formatter, "fmt": fmt}},
         "handlers": {
-            "console": {"class": "logging.StreamHandler", "formatter": "default", "filters": ["context"]},
+            "console": {"class": "logging.StreamHandler", "formatter": "default", "filters": list(filters)},
         },
         "root": {"handlers": ["console"], "level": level},
         "loggers": {name: {"level": "DEBUG" if level == "DEBUG" else "WARNING"} for name in QUIET_LOGGERS},

@@ -355,4 +355,20 @@ if LOG_FORMAT not in LOG_FORMATS:
 LOG_LEVEL = env("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}")
-LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
+# Tasks beat starts every few seconds: Celery's "received"/"succeeded"/"Sending due task" lines of them are
+# routine and shown at LOG_LEVEL=DEBUG only (their warnings and errors always show).
+ROUTINE_TASKS = (
+    "tick_schedules",
+    "tick lifecycle schedules",
+    "poll_due_sweeps",
+    "beat_heartbeat",
+    "beat heartbeat",
+    "push_pending_namespaces",
+    "push pending namespaces",
+)
+LOGGING = logging_config(
+    LOG_FORMAT,
+    LOG_LEVEL,
+    routine_loggers=("celery.app.trace", "celery.worker.strategy", "celery.beat"),
+    routine_words=ROUTINE_TASKS,
+)

@@ -122,6 +122,24 @@ def test_routine_http_client_lines_are_debug_only() -> None:
     assert logs.logging_config("plain", "DEBUG")["loggers"]["httpx"]["level"] == "DEBUG"
 
 
+def test_celery_lines_of_tasks_beat_starts_every_second_are_debug_only(settings: Any) -> None:
+    """The lifecycle tick runs every second: its "received"/"succeeded" lines would be 2 a second."""
+    spec = settings.LOGGING["filters"]["routine"]
+    assert "routine" in settings.LOGGING["handlers"]["console"]["filters"]
+    routine = logs.RoutineFilter(spec["loggers"], spec["words"])
+
+    def passes(logger: str, level: int, message: str) -> bool:
+        return routine.filter(logging.LogRecord(logger, level, __file__, 1, message, None, None))
+
+    tick = "Task backend.apps.lifecycle.tasks.tick_schedules[1437e428] succeeded in 0.003s: 0"
+    assert not passes("celery.app.trace", logging.INFO, tick)
+    assert not passes("celery.beat", logging.INFO, "Scheduler: Sending due task platform: tick lifecycle schedules")
+    assert passes("celery.app.trace", logging.ERROR, tick.replace("succeeded", "raised"))  # failures always show
+    assert passes("celery.app.trace", logging.INFO, "Task backend.apps.lifecycle.tasks.lifecycle_step[6c] succeeded")
+    assert passes("backend.apps.lifecycle", logging.INFO, "tick_schedules started 3 schedules")  # not Celery's
+    assert "routine" not in logs.logging_config("plain", "DEBUG", routine_words=("x",))["filters"]
+
+
 def test_liveness_answers_without_checking_anything() -> None:
     response = Client().get("/livez")
     assert response.status_code == 200

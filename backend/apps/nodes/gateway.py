@@ -109,8 +109,9 @@ def node_health_summary() -> tuple[bool, str]:
             problems.append(f"{node.name}: answered something that is not a node's health")
             continue
         if answer["status"] == "degraded":  # answers, but refuses writes or has stopped shards
-            reasons = answer.get("reasons") if isinstance(answer.get("reasons"), list) else []
-            codes = sorted({r.get("reason") for r in reasons if isinstance(r, dict)} & DEGRADED_REASONS)
+            reasons = answer.get("reasons")
+            named = {r.get("reason") for r in reasons if isinstance(r, dict)} if isinstance(reasons, list) else set()
+            codes = sorted(DEGRADED_REASONS.intersection(named))
             problems.append(f"{node.name}: degraded ({', '.join(codes) or 'reason not given'})")
             continue
         adapter = answer.get("adapter")
