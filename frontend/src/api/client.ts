@@ -2,6 +2,7 @@
 // every request sends cookies (credentials: "same-origin") and every unsafe
 // request (non-GET/HEAD/OPTIONS) carries the X-CSRFToken header.
 
+import type { paths } from "./schema";
 import type {
   ActionInfo,
   Alert,
@@ -10,11 +11,13 @@ import type {
   AlertRule,
   AlertRuleInput,
   AlertStatus,
+  ChannelTestResult,
   CompactionEstimate,
   CsrfResponse,
   CursorPage,
   CursorRequest,
   CursorResult,
+  DeleteConfirm,
   FieldErrors,
   Health,
   LifecycleReport,
@@ -23,6 +26,7 @@ import type {
   MessageQuery,
   MetricRange,
   MetricSeries,
+  MetricSeriesName,
   MetricsSummary,
   Namespace,
   NamespaceActionRequest,
@@ -30,6 +34,7 @@ import type {
   NamespaceSummary,
   NodeActionRequest,
   NodeCreate,
+  NodeUpdate,
   PolicyChangeRequest,
   PolicyScope,
   PolicyView,
@@ -37,6 +42,7 @@ import type {
   ProduceResult,
   SparkJobRequest,
   StorageNode,
+  SubscriptionCreate,
   SubscriptionList,
   SubscriptionRow,
   SyncResult,
@@ -136,7 +142,7 @@ export async function getCsrfToken(refresh = false): Promise<string> {
     if (fromCookie) return fromCookie;
     if (csrfTokenFromBody) return csrfTokenFromBody;
   }
-  const res = await request<CsrfResponse>("/api/auth/csrf");
+  const res: CsrfResponse | undefined = await api("get", "/api/auth/csrf");
   csrfTokenFromBody = res?.csrftoken ?? null;
   const token = readCookie(CSRF_COOKIE) ?? csrfTokenFromBody;
   if (!token) throw new ApiError(0, "The server did not provide a CSRF token.");
@@ -316,12 +322,108 @@ async function request<T>(path: string, opts: RequestOptions = {}, retriedCsrf =
 export const apiRequest = request;
 
 // ---------------------------------------------------------------------------
+// Typed calls: paths, parameters, bodies and answers checked against the OpenAPI schema
+
+type HttpMethod = "get" | "post" | "patch" | "delete";
+
+/** The schema's paths that take `M` (e.g. `ApiPath<"post">`). */
+export type ApiPath<M extends HttpMethod> = {
+  [P in keyof paths]: paths[P] extends { [K in M]: object } ? P : never;
+}[keyof paths];
+
+/** The schema's operation `M path`. */
+type Operation<P extends keyof paths, M extends HttpMethod> = paths[P] extends { [K in M]: infer O } ? O : never;
+
+type JsonContent<X> = X extends { content: { "application/json": infer T } } ? T : never;
+
+/** What a successful call answers: the JSON of its 2xx response, undefined for a 204. */
+export type Answer<O> = O extends { responses: infer R }
+  ? { [C in keyof R]: C extends 200 | 201 | 202 ? JsonContent<R[C]> : C extends 204 ? undefined : never }[keyof R]
+  : never;
+
+type PathParams<O> = O extends { parameters: { path: infer A } } ? A : undefined;
+type QueryParams<O> = O extends { parameters: { query?: infer Q } } ? Q : undefined;
+type JsonBody<O> = O extends { requestBody?: infer B }
+  ? [NonNullable<B>] extends [never]
+    ? undefined
+    : JsonContent<NonNullable<B>>
+  : undefined;
+
+/**
+ * What a call takes besides method and path: `params` fill the path's `{placeholders}`, `query` is
+ * the query string, `body` the JSON body; each is required exactly when the schema requires it.
+ * A DELETE may carry a `{confirm}` body, which the schema does not describe (see DeleteConfirm).
+ */
+export type CallOptions<O, M extends HttpMethod> = { signal?: AbortSignal; acceptStatus?: number[] } & (PathParams<O> extends undefined
+  ? { params?: undefined }
+  : { params: PathParams<O> }) &
+  ([QueryParams<O>] extends [undefined]
+    ? { query?: undefined }
+    : {} extends NonNullable<QueryParams<O>>
+      ? { query?: QueryParams<O> }
+      : { query: QueryParams<O> }) &
+  (JsonBody<O> extends undefined
+    ? { body?: M extends "delete" ? DeleteConfirm : undefined }
+    : { body: JsonBody<O> });
+
+type OptionsArg<T> = {} extends T ? [options?: T] : [options: T];
+
+/** `path` with its `{placeholders}` filled from `params`, each URI-encoded. */
+export function fillPath(path: string, params: Record<string, string | number> = {}): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`${path}: no value for {${name}}`);
+    return encodeURIComponent(String(value));
+  });
+}
+
+/**
+ * One call of the API as the schema describes it: `api("get", "/api/namespaces/{name}/", {params: {name}})`.
+ * tsc checks the path, the parameters and the body against the generated `paths` and types the answer;
+ * the request itself is `request()`'s (cookies, CSRF header, errors).
+ */
+export function api<M extends HttpMethod, P extends ApiPath<M>>(
+  method: M,
+  path: P,
+  ...[options]: OptionsArg<CallOptions<Operation<P, M>, M>>
+): Promise<Answer<Operation<P, M>>> {
+  const o = (options ?? {}) as {
+    params?: Record<string, string | number>;
+    query?: Record<string, QueryValue>;
+    body?: unknown;
+    signal?: AbortSignal;
+    acceptStatus?: number[];
+  };
+  let url = fillPath(path, o.params);
+  if (o.query) url = withQuery(url, o.query);
+  return request<Answer<Operation<P, M>>>(url, {
+    method: method.toUpperCase() as NonNullable<RequestOptions["method"]>,
+    body: o.body,
+    signal: o.signal,
+    acceptStatus: o.acceptStatus,
+  });
+}
+
+/** GET paths that answer a cursor page, and the row type of their pages. */
+export type PagedPath = {
+  [P in ApiPath<"get">]: Answer<Operation<P, "get">> extends { results: unknown[] } ? P : never;
+}[ApiPath<"get">];
+export type PageRow<P extends PagedPath> = Answer<Operation<P, "get">> extends { results: (infer T)[] } ? T : never;
+/** The query parameters (filters, ordering, page size) a paged GET path takes. */
+export type PageQuery<P extends PagedPath> = NonNullable<QueryParams<Operation<P, "get">>>;
+
+/** The first page's URL of a paged list with these filters (empty ones left out); later pages follow `next`. */
+export function pageUrl<P extends PagedPath>(path: P, query: { [K in keyof PageQuery<P>]?: PageQuery<P>[K] | null | "" } = {}): string {
+  return withQuery(path, query as Record<string, QueryValue>);
+}
+
+// ---------------------------------------------------------------------------
 // Endpoints
 
 /** The logged-in user, or null when not logged in (401/403). */
 export async function getMe(signal?: AbortSignal): Promise<User | null> {
   try {
-    return await request<User>("/api/auth/me", { signal });
+    return await api("get", "/api/auth/me", { signal });
   } catch (err) {
     if (err instanceof ApiError && err.isUnauthenticated) return null;
     throw err;
@@ -331,14 +433,14 @@ export async function getMe(signal?: AbortSignal): Promise<User | null> {
 export async function login(credentials: LoginRequest): Promise<User> {
   // Always start from a fresh token: this also sets the cookie.
   await getCsrfToken(true);
-  const user = await request<User>("/api/auth/login", { method: "POST", body: credentials });
+  const user = await api("post", "/api/auth/login", { body: credentials });
   resetCsrfToken(); // Django rotates the token at login.
   return user;
 }
 
 export async function logout(): Promise<void> {
   try {
-    await request<void>("/api/auth/logout", { method: "POST" });
+    await api("post", "/api/auth/logout");
   } finally {
     resetCsrfToken();
   }
@@ -356,7 +458,8 @@ function isHealth(body: unknown): body is Health {
 
 /** Public health check; a 503 carrying a health body is data, not an error. */
 export async function getHealth(signal?: AbortSignal): Promise<Health> {
-  const body = await request<unknown>("/api/health", { signal, acceptStatus: [503] });
+  // The schema types the 200 answer; a 503 is whatever the server sent, so it is checked.
+  const body: unknown = await api("get", "/api/health", { signal, acceptStatus: [503] });
   if (!isHealth(body)) {
     throw new ApiError(503, "The health endpoint answered without component data.", {}, body);
   }
@@ -382,18 +485,23 @@ export async function listAll<T>(
       throw new ApiError(200, `Unexpected list response from ${url}.`, {}, page);
     }
     items.push(...page.results);
-    next = page.next;
+    next = page.next ?? null;
     pages += 1;
   }
   return { items, truncated: next !== null && pages >= maxPages };
 }
 
+/** Every row of a paged list (following `next`), typed by its path. */
+export function listPaged<P extends PagedPath>(path: P, opts: { signal?: AbortSignal; maxPages?: number } = {}) {
+  return listAll<PageRow<P>>(path, opts);
+}
+
 export function listNamespaces(signal?: AbortSignal) {
-  return listAll<Namespace>("/api/namespaces/", { signal });
+  return listPaged("/api/namespaces/", { signal });
 }
 
 export function createNamespace(body: NamespaceCreate): Promise<Namespace> {
-  return request<Namespace>("/api/namespaces/", { method: "POST", body });
+  return api("post", "/api/namespaces/", { body });
 }
 
 // ---------------------------------------------------------------------------
@@ -417,7 +525,7 @@ export function withQuery(path: string, params: Record<string, QueryValue>): str
   return `${path}${path.includes("?") ? "&" : "?"}${text}`;
 }
 
-/** One cursor page: `url` is a first-page path or a `next`/`previous` link. */
+/** One cursor page: `url` is a first-page URL (see pageUrl) or a `next`/`previous` link. */
 export async function getPage<T>(url: string, signal?: AbortSignal): Promise<CursorPage<T>> {
   const path = toApiPath(url);
   const page = await request<CursorPage<T>>(path, { signal });
@@ -427,70 +535,68 @@ export async function getPage<T>(url: string, signal?: AbortSignal): Promise<Cur
   return page;
 }
 
-const enc = encodeURIComponent;
-
 // ---------------------------------------------------------------------------
 // Namespaces
 
 export function getNamespace(name: string, signal?: AbortSignal): Promise<Namespace> {
-  return request<Namespace>(`/api/namespaces/${enc(name)}/`, { signal });
+  return api("get", "/api/namespaces/{name}/", { params: { name }, signal });
 }
 
 export function deleteNamespace(name: string, confirm: string): Promise<void> {
-  return request<void>(`/api/namespaces/${enc(name)}/`, { method: "DELETE", body: { confirm } });
+  return api("delete", "/api/namespaces/{name}/", { params: { name }, body: { confirm } });
 }
 
 export function getNamespaceSummary(name: string, signal?: AbortSignal): Promise<NamespaceSummary> {
-  return request<NamespaceSummary>(`/api/namespaces/${enc(name)}/summary`, { signal });
+  return api("get", "/api/namespaces/{name}/summary", { params: { name }, signal });
 }
 
 export function syncNamespace(name: string): Promise<SyncResult> {
-  return request<SyncResult>(`/api/namespaces/${enc(name)}/sync`, { method: "POST" });
+  return api("post", "/api/namespaces/{name}/sync", { params: { name } });
 }
 
 export function listActions(signal?: AbortSignal): Promise<ActionInfo[]> {
-  return request<ActionInfo[]>("/api/actions", { signal });
+  return api("get", "/api/actions", { signal });
 }
 
 export function startNamespaceAction(name: string, body: NamespaceActionRequest): Promise<TaskRun> {
-  return request<TaskRun>(`/api/namespaces/${enc(name)}/actions`, { method: "POST", body });
+  return api("post", "/api/namespaces/{name}/actions", { params: { name }, body });
 }
 
 export function getCompactionEstimate(name: string, signal?: AbortSignal): Promise<CompactionEstimate> {
-  return request<CompactionEstimate>(`/api/namespaces/${enc(name)}/compaction-estimate`, { signal });
+  return api("get", "/api/namespaces/{name}/compaction-estimate", { params: { name }, signal });
 }
 
 export function browseMessages(name: string, q: MessageQuery, signal?: AbortSignal): Promise<MessagePage> {
-  return request<MessagePage>(withQuery(`/api/namespaces/${enc(name)}/messages`, { ...q }), { signal });
+  return api("get", "/api/namespaces/{name}/messages", { params: { name }, query: q, signal });
 }
 
 /** Produce a test message (operator); answers where it landed. */
 export function produceMessage(name: string, body: ProduceRequest): Promise<ProduceResult> {
-  return request<ProduceResult>(`/api/namespaces/${enc(name)}/messages`, { method: "POST", body });
+  return api("post", "/api/namespaces/{name}/messages", { params: { name }, body });
 }
 
 // ---------------------------------------------------------------------------
 // Subscriptions
 
 export function listSubscriptions(name: string, signal?: AbortSignal): Promise<SubscriptionList> {
-  return request<SubscriptionList>(`/api/namespaces/${enc(name)}/subscriptions`, { signal });
+  return api("get", "/api/namespaces/{name}/subscriptions", { params: { name }, signal });
 }
 
-export function createSubscription(name: string, body: { name: string; initial: "earliest" | "latest" }): Promise<SubscriptionRow> {
-  return request<SubscriptionRow>(`/api/namespaces/${enc(name)}/subscriptions`, { method: "POST", body });
+export function createSubscription(name: string, body: SubscriptionCreate): Promise<SubscriptionRow> {
+  return api("post", "/api/namespaces/{name}/subscriptions", { params: { name }, body });
 }
 
 export function deleteSubscription(name: string, subscription: string, confirm: string): Promise<void> {
-  return request<void>(`/api/namespaces/${enc(name)}/subscriptions/${enc(subscription)}`, {
-    method: "DELETE",
+  return api("delete", "/api/namespaces/{name}/subscriptions/{subscription}", {
+    params: { name, subscription },
     body: { confirm },
   });
 }
 
 /** Reset, skip or clear a subscription's cursor (operator; `confirm` repeats its name). */
 export function moveSubscriptionCursor(name: string, subscription: string, body: CursorRequest): Promise<CursorResult> {
-  return request<CursorResult>(`/api/namespaces/${enc(name)}/subscriptions/${enc(subscription)}/cursor`, {
-    method: "POST",
+  return api("post", "/api/namespaces/{name}/subscriptions/{subscription}/cursor", {
+    params: { name, subscription },
     body,
   });
 }
@@ -498,88 +604,91 @@ export function moveSubscriptionCursor(name: string, subscription: string, body:
 // ---------------------------------------------------------------------------
 // Policies
 
-export function policyPath(scope: PolicyScope): string {
+export function getPolicy(scope: PolicyScope, signal?: AbortSignal): Promise<PolicyView> {
   switch (scope.kind) {
     case "cluster":
-      return "/api/policies/cluster";
+      return api("get", "/api/policies/cluster", { signal });
     case "namespace":
-      return `/api/namespaces/${enc(scope.name)}/policy`;
+      return api("get", "/api/namespaces/{name}/policy", { params: { name: scope.name }, signal });
     case "node":
-      return `/api/nodes/${enc(scope.name)}/policy`;
+      return api("get", "/api/nodes/{name}/policy", { params: { name: scope.name }, signal });
   }
 }
 
-export function getPolicy(scope: PolicyScope, signal?: AbortSignal): Promise<PolicyView> {
-  return request<PolicyView>(policyPath(scope), { signal });
-}
-
 export function updatePolicy(scope: PolicyScope, body: PolicyChangeRequest): Promise<PolicyView> {
-  return request<PolicyView>(policyPath(scope), { method: "PATCH", body });
+  switch (scope.kind) {
+    case "cluster":
+      return api("patch", "/api/policies/cluster", { body });
+    case "namespace":
+      return api("patch", "/api/namespaces/{name}/policy", { params: { name: scope.name }, body });
+    case "node":
+      return api("patch", "/api/nodes/{name}/policy", { params: { name: scope.name }, body });
+  }
 }
 
 // ---------------------------------------------------------------------------
 // Nodes
 
 export async function listNodes(signal?: AbortSignal): Promise<StorageNode[]> {
-  const body = await request<StorageNode[] | CursorPage<StorageNode>>("/api/nodes/", { signal });
-  // Not paginated today; accept a page too in case that changes.
+  // Not paginated today (the schema says an array); accept a page too in case that changes.
+  const body = (await api("get", "/api/nodes/", { signal })) as StorageNode[] | CursorPage<StorageNode>;
   return Array.isArray(body) ? body : (body?.results ?? []);
 }
 
 export function createNode(body: NodeCreate): Promise<StorageNode> {
-  return request<StorageNode>("/api/nodes/", { method: "POST", body });
+  return api("post", "/api/nodes/", { body });
 }
 
-export function updateNode(name: string, body: Partial<NodeCreate>): Promise<StorageNode> {
-  return request<StorageNode>(`/api/nodes/${enc(name)}/`, { method: "PATCH", body });
+export function updateNode(name: string, body: NodeUpdate): Promise<StorageNode> {
+  return api("patch", "/api/nodes/{name}/", { params: { name }, body });
 }
 
 export function deleteNode(name: string): Promise<void> {
-  return request<void>(`/api/nodes/${enc(name)}/`, { method: "DELETE" });
+  return api("delete", "/api/nodes/{name}/", { params: { name } });
 }
 
 export function startNodeAction(name: string, body: NodeActionRequest): Promise<TaskRun> {
-  return request<TaskRun>(`/api/nodes/${enc(name)}/actions`, { method: "POST", body });
+  return api("post", "/api/nodes/{name}/actions", { params: { name }, body });
 }
 
 // ---------------------------------------------------------------------------
 // Runs
 
 export function getRun(id: number, signal?: AbortSignal): Promise<TaskRun> {
-  return request<TaskRun>(`/api/runs/${id}/`, { signal });
+  return api("get", "/api/runs/{id}/", { params: { id }, signal });
 }
 
 export function cancelRun(id: number): Promise<TaskRun> {
-  return request<TaskRun>(`/api/runs/${id}/cancel`, { method: "POST" });
+  return api("post", "/api/runs/{id}/cancel", { params: { id } });
 }
 
-// Segments, runs, audit entries and alerts are fetched page by page with getPage().
+// Segments, runs, audit entries and alerts are fetched page by page with getPage() from a pageUrl().
 
 // ---------------------------------------------------------------------------
 // Lifecycle reports and Spark jobs
 
 /** The namespace's `days` most recent report days, newest first, with the server's totals over them. */
 export function getLifecycleReport(name: string, days: number, signal?: AbortSignal): Promise<LifecycleReport> {
-  return request<LifecycleReport>(withQuery(`/api/namespaces/${enc(name)}/reports/lifecycle/summary`, { days }), { signal });
+  return api("get", "/api/namespaces/{name}/reports/lifecycle/summary", { params: { name }, query: { days }, signal });
 }
 
 /** Start a Spark job (operator); answers the task run to poll. */
 export function startSparkJob(body: SparkJobRequest): Promise<TaskRun> {
-  return request<TaskRun>("/api/spark-jobs", { method: "POST", body });
+  return api("post", "/api/spark-jobs", { body });
 }
 
 // ---------------------------------------------------------------------------
 // Metrics
 
 export function getMetricsSummary(signal?: AbortSignal): Promise<MetricsSummary> {
-  return request<MetricsSummary>("/api/metrics/summary", { signal });
+  return api("get", "/api/metrics/summary", { signal });
 }
 
 export function getMetricSeries(
-  params: { series: string; range: MetricRange; namespace?: string; node?: string },
+  params: { series: MetricSeriesName; range: MetricRange; namespace?: string; node?: string },
   signal?: AbortSignal,
 ): Promise<MetricSeries> {
-  return request<MetricSeries>(withQuery("/api/metrics/series", params), { signal });
+  return api("get", "/api/metrics/series", { query: params, signal });
 }
 
 // ---------------------------------------------------------------------------
@@ -587,15 +696,15 @@ export function getMetricSeries(
 
 /** Whether alerts fire (the Overview's overall status), with counts. */
 export function getAlertStatus(signal?: AbortSignal): Promise<AlertStatus> {
-  return request<AlertStatus>("/api/alerts/status", { signal });
+  return api("get", "/api/alerts/status", { signal });
 }
 
 export function ackAlert(id: number): Promise<Alert> {
-  return request<Alert>(`/api/alerts/${id}/ack`, { method: "POST" });
+  return api("post", "/api/alerts/{id}/ack", { params: { id } });
 }
 
 export function silenceAlert(id: number, minutes: number): Promise<Alert> {
-  return request<Alert>(`/api/alerts/${id}/silence`, { method: "POST", body: { minutes } });
+  return api("post", "/api/alerts/{id}/silence", { params: { id }, body: { minutes } });
 }
 
 /** A list endpoint that answers a plain array (or, should that change, cursor pages). */
@@ -610,40 +719,47 @@ export async function listPlainOrPaged<T>(path: string, signal?: AbortSignal): P
   throw new ApiError(200, `Unexpected list response from ${path}.`, {}, body);
 }
 
+/** The rows of a GET path that answers a plain array, typed by the path. */
+type ListRow<P extends ApiPath<"get">> = Answer<Operation<P, "get">> extends (infer T)[] ? T : never;
+
+function listPlain<P extends ApiPath<"get">>(path: P, signal?: AbortSignal) {
+  return listPlainOrPaged<ListRow<P>>(path, signal);
+}
+
 export function listAlertRules(signal?: AbortSignal) {
-  return listPlainOrPaged<AlertRule>("/api/alert-rules/", signal);
+  return listPlain("/api/alert-rules/", signal);
 }
 
 export function saveAlertRule(body: AlertRuleInput, id?: number): Promise<AlertRule> {
   return id === undefined
-    ? request<AlertRule>("/api/alert-rules/", { method: "POST", body })
-    : request<AlertRule>(`/api/alert-rules/${id}/`, { method: "PATCH", body });
+    ? api("post", "/api/alert-rules/", { body })
+    : api("patch", "/api/alert-rules/{id}/", { params: { id }, body });
 }
 
 export function deleteAlertRule(id: number): Promise<void> {
-  return request<void>(`/api/alert-rules/${id}/`, { method: "DELETE" });
+  return api("delete", "/api/alert-rules/{id}/", { params: { id } });
 }
 
 export function listAlertChannels(signal?: AbortSignal) {
-  return listPlainOrPaged<AlertChannel>("/api/alert-channels/", signal);
+  return listPlain("/api/alert-channels/", signal);
 }
 
 export function saveAlertChannel(body: AlertChannelInput, id?: number): Promise<AlertChannel> {
   return id === undefined
-    ? request<AlertChannel>("/api/alert-channels/", { method: "POST", body })
-    : request<AlertChannel>(`/api/alert-channels/${id}/`, { method: "PATCH", body });
+    ? api("post", "/api/alert-channels/", { body })
+    : api("patch", "/api/alert-channels/{id}/", { params: { id }, body });
 }
 
 export function deleteAlertChannel(id: number): Promise<void> {
-  return request<void>(`/api/alert-channels/${id}/`, { method: "DELETE" });
+  return api("delete", "/api/alert-channels/{id}/", { params: { id } });
 }
 
 /** Turn a rule (a built-in one too) off or on: operators, audited. Off closes its open alerts. */
 export function setAlertRuleEnabled(id: number, enabled: boolean): Promise<AlertRule> {
-  return request<AlertRule>(`/api/alert-rules/${id}/enabled`, { method: "POST", body: { enabled } });
+  return api("post", "/api/alert-rules/{id}/enabled", { params: { id }, body: { enabled } });
 }
 
 /** Send a test message through a channel now: operators, audited; answers whether it was delivered. */
-export function testAlertChannel(id: number): Promise<{ delivered: boolean; error: string }> {
-  return request<{ delivered: boolean; error: string }>(`/api/alert-channels/${id}/test`, { method: "POST" });
+export function testAlertChannel(id: number): Promise<ChannelTestResult> {
+  return api("post", "/api/alert-channels/{id}/test", { params: { id } });
 }

@@ -53,9 +53,11 @@ import type {
   LoginRequest,
   MessageQuery,
   MetricRange,
+  MetricSeriesName,
   Namespace,
   NamespaceActionRequest,
   NamespaceCreate,
+  NamespaceListRow,
   NodeActionRequest,
   NodeCreate,
   PolicyChangeRequest,
@@ -160,11 +162,20 @@ export function useCreateNamespace() {
   return useMutation({
     mutationFn: (body: NamespaceCreate) => createNamespace(body),
     onSuccess: (created: Namespace) => {
-      // Show the new row at once, then reconcile with the server.
-      qc.setQueryData<{ items: Namespace[]; truncated: boolean }>(queryKeys.namespaces, (old) => {
+      // Show the new row at once (a new namespace stores nothing yet), then reconcile with the server.
+      qc.setQueryData<{ items: NamespaceListRow[]; truncated: boolean }>(queryKeys.namespaces, (old) => {
         if (!old) return old;
         if (old.items.some((n) => n.name === created.name)) return old;
-        return { ...old, items: [...old.items, created] };
+        const row: NamespaceListRow = {
+          ...created,
+          stored_bytes: 0,
+          stored_records: 0,
+          segment_count: 0,
+          expired_ratio: 0,
+          last_scan_at: null,
+          last_compaction_at: null,
+        };
+        return { ...old, items: [...old.items, row] };
       });
       void qc.invalidateQueries({ queryKey: queryKeys.namespaces });
     },
@@ -424,7 +435,7 @@ export function useAlertStatus(options: Polling = {}) {
 }
 
 export function useMetricSeries(
-  series: string,
+  series: MetricSeriesName,
   range: MetricRange,
   options: { namespace?: string; node?: string; refetchInterval?: number | false } = {},
 ) {

@@ -927,9 +927,9 @@ export interface components {
             name: string;
             metric: components["schemas"]["MetricEnum"];
             /** @default all */
-            scope_type: components["schemas"]["ScopeTypeEnum"];
+            scope_type?: components["schemas"]["ScopeTypeEnum"];
             /** @default  */
-            scope: string;
+            scope?: string;
             comparator: components["schemas"]["ComparatorEnum"];
             /**
              * Format: double
@@ -981,16 +981,16 @@ export interface components {
              *     * `urgent_expired_ratio` - urgent_expired_ratio
              * @default
              */
-            threshold_policy: components["schemas"]["ThresholdPolicyEnum"] | components["schemas"]["BlankEnum"];
+            threshold_policy?: components["schemas"]["ThresholdPolicyEnum"] | components["schemas"]["BlankEnum"];
             /** @default 0 */
-            for_s: number;
+            for_s?: number;
             /** @default warning */
-            severity: components["schemas"]["SeverityEnum"];
+            severity?: components["schemas"]["SeverityEnum"];
             channels?: number[];
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
             /** @default  */
-            description: string;
+            description?: string;
         };
         AlertRuleOutput: {
             readonly id: number;
@@ -1136,7 +1136,7 @@ export interface components {
             /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
             secret?: string;
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
         };
         /**
          * @description * `email` - Email
@@ -1515,18 +1515,18 @@ export interface components {
              * @description report what the action would do (records, segments, bytes) and change nothing
              * @default false
              */
-            dry_run: boolean;
+            dry_run?: boolean;
             /**
              * @description repeat the namespace name for destructive actions
              * @default
              */
-            confirm: string;
+            confirm?: string;
         };
         /** @description Base of every API input (request body) serializer. */
         NamespaceInputRequest: {
             name: string;
             /** @default 1 */
-            shards: number;
+            shards?: number;
             /** @description overrides of the cluster default policy */
             policy?: {
                 [key: string]: number | string | boolean;
@@ -1629,12 +1629,12 @@ export interface components {
              * @description report what the action would do (records, segments, bytes) and change nothing
              * @default false
              */
-            dry_run: boolean;
+            dry_run?: boolean;
             /**
              * @description repeat the node name for destructive actions
              * @default
              */
-            confirm: string;
+            confirm?: string;
         };
         /** @description Base of every API input serializer built from a model. */
         NodeInputRequest: {
@@ -1836,9 +1836,9 @@ export interface components {
             name?: string;
             metric?: components["schemas"]["MetricEnum"];
             /** @default all */
-            scope_type: components["schemas"]["ScopeTypeEnum"];
+            scope_type?: components["schemas"]["ScopeTypeEnum"];
             /** @default  */
-            scope: string;
+            scope?: string;
             comparator?: components["schemas"]["ComparatorEnum"];
             /**
              * Format: double
@@ -1890,16 +1890,16 @@ export interface components {
              *     * `urgent_expired_ratio` - urgent_expired_ratio
              * @default
              */
-            threshold_policy: components["schemas"]["ThresholdPolicyEnum"] | components["schemas"]["BlankEnum"];
+            threshold_policy?: components["schemas"]["ThresholdPolicyEnum"] | components["schemas"]["BlankEnum"];
             /** @default 0 */
-            for_s: number;
+            for_s?: number;
             /** @default warning */
-            severity: components["schemas"]["SeverityEnum"];
+            severity?: components["schemas"]["SeverityEnum"];
             channels?: number[];
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
             /** @default  */
-            description: string;
+            description?: string;
         };
         /** @description Base of every API input (request body) serializer. */
         PatchedChannelInputRequest: {
@@ -1910,7 +1910,7 @@ export interface components {
             /** @description HMAC-SHA256 key signing webhook bodies (X-LCS-Signature: sha256=<hex>), or an optional bearer token for an Alertmanager; never returned */
             secret?: string;
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
         };
         /** @description Base of every API input serializer built from a model. */
         PatchedNodeInputRequest: {
@@ -2101,7 +2101,10 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description [[epoch_ms, value], ...] in time order: the average of each closed step (at the step's start), then the series' latest sample at its own time (the value the summary reads); the step still open is not averaged */
-            points: number[][];
+            points: [
+                number,
+                number
+            ][];
             /** @description disk_used_ratio only */
             watermarks?: components["schemas"]["WatermarksOutput"] | null;
         };
@@ -2117,7 +2120,10 @@ export interface components {
             /** @description disk_used_ratio: the effective watermarks of the node (or the first) */
             watermarks?: components["schemas"]["WatermarksOutput"];
             /** @description disk_used_ratio: least-squares fit of the last 6 h projected 24 h ahead, hourly; empty until the samples span forecast_min_history_s */
-            forecast?: number[][];
+            forecast?: [
+                number,
+                number
+            ][];
             /** @description disk_used_ratio: the node forecast */
             forecast_node?: string;
             /** @description disk_used_ratio: how long the node's disk samples in the fit window span */
@@ -2205,7 +2211,7 @@ export interface components {
         SubscriptionInputRequest: {
             name: string;
             /** @default earliest */
-            initial: components["schemas"]["InitialEnum"];
+            initial?: components["schemas"]["InitialEnum"];
         };
         SubscriptionRow: {
             name: string;

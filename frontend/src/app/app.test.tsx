@@ -2,7 +2,8 @@
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { Health, Namespace, User } from "../api/types";
+import type { Health, NamespaceListRow, User } from "../api/types";
+import { namespaceRow } from "../test/fixtures";
 import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
 const operator: User = { username: "olga", role: "operator" };
@@ -13,24 +14,16 @@ const health: Health = {
   status: "degraded",
   checked_at: new Date().toISOString(),
   components: {
-    database: { ok: true, detail: "sqlite ok" },
-    broker: { ok: true, detail: "redis ok" },
-    node: { ok: true, detail: "node-1 reachable" },
-    worker: { ok: true, detail: "1 worker" },
+    database: { ok: true, detail: "sqlite ok", last_heartbeat: null },
+    broker: { ok: true, detail: "redis ok", last_heartbeat: null },
+    node: { ok: true, detail: "node-1 reachable", last_heartbeat: null },
+    worker: { ok: true, detail: "1 worker", last_heartbeat: null },
     beat: { ok: false, detail: "no heartbeat for 5m", last_heartbeat: "2024-05-01T12:00:00Z" },
-    spark: { ok: true, detail: "local[*]", version: "3.5.1" },
+    spark: { ok: true, detail: "local[*] 3.5.1", last_heartbeat: null },
   },
 };
 
-const ns = (name: string, extra: Partial<Namespace> = {}): Namespace => ({
-  name,
-  shards: 4,
-  node: "node-1",
-  created_at: "2024-05-01T12:00:00Z",
-  sync_state: "synced",
-  sync_error: "",
-  ...extra,
-});
+const ns = (name: string, extra: Partial<NamespaceListRow> = {}): NamespaceListRow => namespaceRow(name, { shards: 4, ...extra });
 
 beforeEach(() => {
   clearCookies();
@@ -121,7 +114,9 @@ describe("overview", () => {
     expect(beat.textContent).toContain("FAIL");
     expect(beat.textContent).toContain("no heartbeat for 5m");
     expect(beat.textContent).toMatch(/Last heartbeat: 2024-05-0\d/);
-    // Unknown components render too, with their extra fields.
+    // Components without a heartbeat do not show one.
+    expect(screen.getByTestId("health-database").textContent).not.toContain("Last heartbeat");
+    // Unknown components render too.
     const spark = screen.getByTestId("health-spark");
     expect(spark.getAttribute("data-ok")).toBe("true");
     expect(spark.textContent).toContain("3.5.1");

@@ -15,10 +15,17 @@ import { ConfirmByName } from "./ConfirmByName";
 import { runKindLabel } from "./Runs";
 import { LoadingState } from "./States";
 
-/** The actions of one scope, from the control plane's table (GET /api/actions). */
-function useScopedActions(scope: "namespace" | "node"): { actions: ActionInfo[]; byKind: Map<string, ActionInfo>; error: unknown } {
+type Scope = ActionInfo["scope"];
+/** An action of one scope: its kind is one the scope's action request takes. */
+type ScopedAction<S extends Scope> = Omit<ActionInfo, "kind"> & { kind: S extends "namespace" ? NamespaceAction : NodeAction };
+
+/** The actions of one scope, from the control plane's table (GET /api/actions). The schema types `kind`
+ * as any action kind; the table gives each kind one scope, whose request takes exactly those kinds. */
+function useScopedActions<S extends Scope>(
+  scope: S,
+): { actions: ScopedAction<S>[]; byKind: Map<string, ScopedAction<S>>; error: unknown } {
   const { data, error } = useActions();
-  const actions = (data ?? []).filter((a) => a.scope === scope);
+  const actions = (data ?? []).filter((a): a is ActionInfo & ScopedAction<S> => a.scope === scope);
   return { actions, byKind: new Map(actions.map((a) => [a.kind, a])), error };
 }
 

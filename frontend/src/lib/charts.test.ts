@@ -16,7 +16,9 @@ const ticks = (axis: Axis) => {
 const series = (unit: MetricSeries["unit"], ...values: number[][]): MetricSeries => ({
   series: "x",
   unit,
+  range: "1h",
   step_s: 12,
+  resolution: "raw",
   lines: values.map((vs, i) => ({ labels: { namespace: `ns${i}` }, points: vs.map((v, j) => [NOW - (vs.length - 1 - j) * 12_000, v] as [number, number]) })),
 });
 

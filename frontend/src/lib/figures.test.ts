@@ -10,7 +10,9 @@ const wm = { max_used: 0.75, clean_forcibly: 0.85, warning: 0.9 };
 const backlog: MetricSeries = {
   series: "backlog_messages",
   unit: "messages",
+  range: "1h",
   step_s: 15,
+  resolution: "raw",
   // 24 s of data: the axis must still cover the hour.
   lines: [{ labels: { namespace: "orders" }, points: [[NOW - 24_000, 3468], [NOW, 6017]] }],
 };
@@ -38,7 +40,9 @@ describe("disk forecast text", () => {
   const disk: MetricSeries = {
     series: "disk_used_ratio",
     unit: "ratio",
+    range: "1h",
     step_s: 15,
+    resolution: "raw",
     lines: [{ labels: { node: "n1" }, points: [[NOW, 0.5]] }],
     watermarks: wm,
     forecast: [],

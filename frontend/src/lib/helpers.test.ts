@@ -127,7 +127,7 @@ describe("messages query", () => {
     expect(q("namespace=o&shard=0&tag=t&offset=7").query).toEqual({ shard: 0, tag: "t", offset: 7, limit: 50, display: "text" });
   });
   it("the next page starts at next_offset and drops the time", () => {
-    const next = nextPageSearch(new URLSearchParams("namespace=o&shard=0&time=5&tag=t"), { next_offset: 42 });
+    const next = nextPageSearch(new URLSearchParams("namespace=o&shard=0&time=5&tag=t"), { next_offset: 42, next_positions: null });
     expect(next.get("offset")).toBe("42");
     expect(next.get("time")).toBeNull();
     expect(next.get("tag")).toBe("t");
@@ -178,7 +178,9 @@ describe("metrics", () => {
   const data: MetricSeries = {
     series: "disk_used_ratio",
     unit: "ratio",
+    range: "1h",
     step_s: 60,
+    resolution: "raw",
     lines: [
       { labels: { node: "n1" }, points: [[NOW - 60_000, 0.5], [NOW, 0.6]] },
       { labels: { node: "n2" }, points: [[NOW, 0.3]] },
@@ -292,7 +294,7 @@ describe("audit diff", () => {
       { field: "c", before: 3, after: undefined },
       { field: "d", before: undefined, after: 4 },
     ]);
-    expect(auditDiffRows({ diff: null, before: null, after: { a: 1 } })).toEqual([{ field: "a", before: undefined, after: 1 }]);
+    expect(auditDiffRows({ diff: {}, before: null, after: { a: 1 } })).toEqual([{ field: "a", before: undefined, after: 1 }]);
   });
   it("formats cells", () => {
     expect(formatAuditValue(undefined)).toBe("(absent)");

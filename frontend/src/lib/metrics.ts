@@ -154,7 +154,7 @@ export function formatMetric(value: number | null | undefined, unit: MetricUnit 
 }
 
 /** "node=n1, namespace=orders" → a short legend name. */
-export function lineName(labels: Record<string, string>, fallback: string): string {
+export function lineName(labels: MetricSeries["lines"][number]["labels"], fallback: string): string {
   const parts = Object.values(labels).filter(Boolean);
   return parts.length ? parts.join(" / ") : fallback;
 }

@@ -19,7 +19,7 @@ describe("placedOn", () => {
   });
 
   it("falls back to the namespace's node, then to a placeholder", () => {
-    expect(placedOn({ node: "node-1" })).toBe("node-1");
+    expect(placedOn({ node: "node-1", placement: [] })).toBe("node-1");
     expect(placedOn({ node: null, placement: [] })).toBe("no node");
   });
 });

@@ -191,7 +191,7 @@ describe("groupPolicyFields", () => {
   it("orders known groups first and keeps unknown ones", () => {
     const groups = groupPolicyFields({
       a: f({ group: "compaction" }),
-      b: f({ group: "weird" }),
+      b: f({ group: "weird" as PolicyField["group"] }), // a group this UI does not know
       c: f({ group: "expiry" }),
       d: f({ group: "expiry" }),
     });

@@ -195,7 +195,8 @@ export interface PolicyChange {
 }
 
 export interface PolicyDiff {
-  request: PolicyChangeRequest;
+  /** Both parts always present (the API lets either be left out). */
+  request: Required<PolicyChangeRequest>;
   changes: PolicyChange[];
   /** Fields whose typed text does not parse: field → message. */
   errors: Record<string, string>;
@@ -211,7 +212,7 @@ export function computePolicyDiff(
   fields: Record<string, PolicyField>,
   drafts: Record<string, FieldDraft | undefined>,
 ): PolicyDiff {
-  const request: PolicyChangeRequest = { set: {}, reset: [] };
+  const request: Required<PolicyChangeRequest> = { set: {}, reset: [] };
   const changes: PolicyChange[] = [];
   const errors: Record<string, string> = {};
   for (const [name, field] of Object.entries(fields)) {

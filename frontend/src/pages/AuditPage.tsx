@@ -1,6 +1,6 @@
 import { Fragment, useMemo, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
-import { errorMessage, withQuery } from "../api/client";
+import { errorMessage, pageUrl } from "../api/client";
 import { useCursorPage } from "../api/queries";
 import type { AuditEntry, AuditResult } from "../api/types";
 import { CursorPager } from "../components/CursorPager";
@@ -21,7 +21,7 @@ export default function AuditPage() {
   const [search, setSearch] = useSearchParams();
   const applied = useMemo(() => formFromSearch(search, EMPTY), [search]);
   const [form, setForm] = useState<AuditForm>(applied);
-  const firstUrl = withQuery("/api/audit/", {
+  const firstUrl = pageUrl("/api/audit/", {
     action: applied.action.trim(),
     actor: applied.actor.trim(),
     target_type: applied.target_type.trim(),

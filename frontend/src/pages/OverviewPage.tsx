@@ -1,6 +1,6 @@
 import { lazy, Suspense, useState } from "react";
 import { Link, useSearchParams } from "react-router";
-import { errorMessage, isNotFound } from "../api/client";
+import { errorMessage, isNotFound, pageUrl } from "../api/client";
 import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useAlertStatus, useCursorPage, useHealth, useMetricsSummary } from "../api/queries";
 import type { Alert, AlertStatus, Health, HealthComponent, MetricRange } from "../api/types";
 import { DiskBar } from "../components/Disk";
@@ -157,8 +157,9 @@ export function OverviewPage() {
 
 function ComponentCard({ name, component, now }: { name: string; component: HealthComponent; now: number }) {
   const ok = component.ok === true;
-  const { ok: _ok, detail, last_heartbeat: lastHeartbeat, ...extra } = component;
-  const hasHeartbeat = name === "beat" || "last_heartbeat" in component;
+  const { detail, last_heartbeat: lastHeartbeat } = component;
+  // Every component carries last_heartbeat (null where there is none); beat's says "never" when null.
+  const hasHeartbeat = name === "beat" || lastHeartbeat !== null;
   const headingId = `health-${name}-title`;
   return (
     <article
@@ -175,48 +176,21 @@ function ComponentCard({ name, component, now }: { name: string; component: Heal
       {hasHeartbeat && (
         <p className="card-meta">
           Last heartbeat:{" "}
-          {toDate(lastHeartbeat as string | null | undefined) ? (
-            <time dateTime={String(lastHeartbeat)} title={String(lastHeartbeat)}>
-              {formatDateTime(lastHeartbeat as string)} ({formatRelativeTime(lastHeartbeat as string, now)})
+          {lastHeartbeat && toDate(lastHeartbeat) ? (
+            <time dateTime={lastHeartbeat} title={lastHeartbeat}>
+              {formatDateTime(lastHeartbeat)} ({formatRelativeTime(lastHeartbeat, now)})
             </time>
           ) : (
             <span className="muted">never</span>
           )}
         </p>
       )}
-      <ExtraFields fields={extra} now={now} />
     </article>
   );
 }
 
-/** Any further keys a component reports, shown as-is (times formatted). */
-function ExtraFields({ fields, now }: { fields: Record<string, unknown>; now: number }) {
-  const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
-  if (entries.length === 0) return null;
-  return (
-    <dl className="card-extra">
-      {entries.map(([key, value]) => (
-        <div key={key}>
-          <dt>{key.replace(/_/g, " ")}</dt>
-          <dd>{renderValue(key, value, now)}</dd>
-        </div>
-      ))}
-    </dl>
-  );
-}
-
-function renderValue(key: string, value: unknown, now: number): string {
-  if (value === null) return "—";
-  if (typeof value === "string" && /(_at|heartbeat|time)$/.test(key) && toDate(value)) {
-    return `${formatDateTime(value)} (${formatRelativeTime(value, now)})`;
-  }
-  if (typeof value === "boolean") return value ? "yes" : "no";
-  if (typeof value === "string" || typeof value === "number") return String(value);
-  return JSON.stringify(value);
-}
-
 function FiringAlerts({ refetchInterval }: { refetchInterval: number | false }) {
-  const alerts = useCursorPage<Alert>("alerts", "/api/alerts/?state=firing&page_size=20", { refetchInterval });
+  const alerts = useCursorPage<Alert>("alerts", pageUrl("/api/alerts/", { state: "firing", page_size: 20 }), { refetchInterval });
   if (alerts.isPending) return null;
   if (alerts.isError) {
     return (

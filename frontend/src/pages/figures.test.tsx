@@ -11,7 +11,7 @@ vi.mock("../components/EChart", () => ({
 }));
 
 const viewer: User = { username: "vic", role: "viewer" };
-const health: Health = { status: "ok", checked_at: new Date().toISOString(), components: { database: { ok: true, detail: "ok" } } };
+const health: Health = { status: "ok", checked_at: new Date().toISOString(), components: { database: { ok: true, detail: "ok", last_heartbeat: null } } };
 const page = <T,>(results: T[]) => ({ next: null, previous: null, results });
 const wm = { max_used: 0.75, clean_forcibly: 0.85, warning: 0.9 };
 
@@ -28,6 +28,8 @@ const alert = (id: number, extra: Partial<Alert> = {}): Alert => ({
   severity: "warning",
   state: "firing",
   scope: `namespace=ns${id}`,
+  metric: "expired_ratio",
+  labels: { namespace: `ns${id}` },
   value: 0.4,
   threshold: 0.2,
   started_at: "2024-05-01T12:00:00Z",
@@ -47,6 +49,7 @@ const summary: MetricsSummary = {
   live_records: 750,
   expired_records: 492,
   expired_ratio: 0.3961,
+  expired_bytes_ratio: 0.4,
   backlog_messages: 6017,
   backlog_live_messages: 5000,
   collected_at: "2024-05-01T12:00:00Z",
@@ -86,7 +89,9 @@ const summary: MetricsSummary = {
 const series = (name: string): MetricSeries => ({
   series: name,
   unit: name === "disk_used_ratio" ? "ratio" : "messages",
+  range: "1h",
   step_s: 15,
+  resolution: "raw",
   lines: [{ labels: { node: "node-1" }, points: [[Date.now() - 24_000, 1], [Date.now(), 2]] }],
   ...(name === "disk_used_ratio"
     ? { watermarks: wm, forecast: [], forecast_node: "node-1", forecast_history_s: 240, forecast_min_history_s: 1800, forecast_warning_at: null }
@@ -147,11 +152,11 @@ describe("overview charts' readouts", () => {
     points: values.map((v, i) => [now - (values.length - 1 - i) * 12_000, v] as [number, number]),
   });
   const charts: Record<string, MetricSeries> = {
-    expired_ratio: { series: "expired_ratio", unit: "ratio", step_s: 12, lines: [line({ namespace: "orders" }, 0, 0.45), line({ namespace: "payments" }, 0.2, 0.2)] },
-    backlog_messages: { series: "backlog_messages", unit: "messages", step_s: 12, lines: [line({ namespace: "orders" }, 3000, 3468), line({ namespace: "payments" }, 2549)] },
-    celery_queue_depth: { series: "celery_queue_depth", unit: "messages", step_s: 12, lines: [line({ queue: "celery" }, 3, 4), line({ queue: "lifecycle.node-1" }, 9, 7)] },
-    delete_queue_length: { series: "delete_queue_length", unit: "count", step_s: 12, lines: [line({ node: "node-1" }, 1, 2)] },
-    disk_used_ratio: { series: "disk_used_ratio", unit: "ratio", step_s: 12, lines: [line({ node: "node-1" }, 0.46, 0.47)], watermarks: wm, forecast: [] },
+    expired_ratio: { series: "expired_ratio", unit: "ratio", range: "1h", step_s: 12, resolution: "raw", lines: [line({ namespace: "orders" }, 0, 0.45), line({ namespace: "payments" }, 0.2, 0.2)] },
+    backlog_messages: { series: "backlog_messages", unit: "messages", range: "1h", step_s: 12, resolution: "raw", lines: [line({ namespace: "orders" }, 3000, 3468), line({ namespace: "payments" }, 2549)] },
+    celery_queue_depth: { series: "celery_queue_depth", unit: "messages", range: "1h", step_s: 12, resolution: "raw", lines: [line({ queue: "celery" }, 3, 4), line({ queue: "lifecycle.node-1" }, 9, 7)] },
+    delete_queue_length: { series: "delete_queue_length", unit: "count", range: "1h", step_s: 12, resolution: "raw", lines: [line({ node: "node-1" }, 1, 2)] },
+    disk_used_ratio: { series: "disk_used_ratio", unit: "ratio", range: "1h", step_s: 12, resolution: "raw", lines: [line({ node: "node-1" }, 0.46, 0.47)], watermarks: wm, forecast: [] },
   };
   const routes = (s: MetricsSummary | (() => Response)) => ({
     "GET /api/auth/me": viewer,
@@ -198,7 +203,9 @@ describe("namespace page", () => {
       { shard: 0, node: "node-1" },
       { shard: 1, node: "node-1" },
     ],
+    policy_overrides: {},
     created_at: "2024-05-01T12:00:00Z",
+    updated_at: "2024-05-01T12:00:00Z",
     sync_state: "synced",
     sync_error: "",
   };
@@ -208,7 +215,9 @@ describe("namespace page", () => {
     stored_records: 1242,
     live_records: 750,
     expired_records: 492,
+    expired_bytes: 1500,
     expired_ratio: 0.3961,
+    expired_bytes_ratio: 0.37,
     segment_count: 7,
     backlog_messages: 6017,
     backlog_live_messages: 5000,
@@ -217,8 +226,8 @@ describe("namespace page", () => {
     last_compaction_at: null,
     shards: [
       // Deliberately not consistent with the counts: the page must show the node's ratio, not divide.
-      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_ratio: 0.38, backlog_messages: 3468, updated_at: null, collected_at: "2024-05-01T12:00:00Z" },
-      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_ratio: 0.4344, backlog_messages: 2549, updated_at: null, collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_bytes: 800, expired_ratio: 0.4344, expired_bytes_ratio: 0.39, backlog_messages: 2549, backlog_live_messages: 2000, backlog_bytes: 7000, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
     ],
   };
 
@@ -254,6 +263,10 @@ describe("nodes page", () => {
     last_seen_at: null,
     last_error: "",
     policy_overrides: {},
+    policy_sync_state: "synced",
+    policy_sync_error: "",
+    policy_version: 1,
+    policy_synced_at: "2024-05-01T12:00:00Z",
     created_at: "2024-05-01T12:00:00Z",
     ...extra,
   });

@@ -2,11 +2,12 @@
 import { fireEvent, screen, waitFor } from "@testing-library/react";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { MessageRecord, Namespace, User } from "../api/types";
+import type { MessageRecord, User } from "../api/types";
+import { namespace } from "../test/fixtures";
 import { callsTo, clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
 const viewer: User = { username: "vic", role: "viewer" };
-const ns = { name: "orders", shards: 2, node: "node-1", sync_state: "synced" } as Namespace;
+const ns = namespace("orders");
 const page = <T,>(results: T[]) => ({ next: null, previous: null, results });
 const shown = (text: string) => ({ text, hex: null, size: text.length, truncated: false, tombstone: false });
 const record = (shard: number, offset: number, timestamp: number, value = "v"): MessageRecord => ({
@@ -14,6 +15,7 @@ const record = (shard: number, offset: number, timestamp: number, value = "v"): 
   offset,
   timestamp,
   expire_at: null,
+  effective_expires_at: null,
   key: shown("k1"),
   value: shown(value),
   tags: [],

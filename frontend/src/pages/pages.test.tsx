@@ -8,13 +8,13 @@ import type {
   AuditEntry,
   Health,
   MetricSeries,
-  Namespace,
+  NamespaceListRow,
   NamespaceSummary,
   PolicyView,
   Segment,
-  StorageNode,
   User,
 } from "../api/types";
+import { shardSummary, storageNode } from "../test/fixtures";
 import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
 
 // ECharts needs a canvas, which jsdom lacks: stand in a labelled div.
@@ -26,13 +26,14 @@ const admin: User = { username: "ada", role: "admin" };
 const operator: User = { username: "olga", role: "operator" };
 const viewer: User = { username: "vic", role: "viewer" };
 
-const health: Health = { status: "ok", checked_at: new Date().toISOString(), components: { database: { ok: true, detail: "ok" } } };
+const health: Health = { status: "ok", checked_at: new Date().toISOString(), components: { database: { ok: true, detail: "ok", last_heartbeat: null } } };
 const page = <T,>(results: T[], next: string | null = null, previous: string | null = null) => ({ next, previous, results });
 
-const ns: Namespace = {
+const ns: NamespaceListRow = {
   name: "orders",
   shards: 2,
   node: "node-1",
+  placement: [],
   created_at: "2024-05-01T12:00:00Z",
   updated_at: "2024-05-01T12:00:00Z",
   sync_state: "synced",
@@ -51,14 +52,19 @@ const summary: NamespaceSummary = {
   stored_bytes: 3 * 1024 ** 3,
   stored_records: 1_234_567,
   live_records: 925_925,
+  expired_records: 308_642,
+  expired_bytes: 768 * 1024 ** 2,
   expired_ratio: 0.25,
+  expired_bytes_ratio: 0.25,
   segment_count: 12,
   backlog_messages: 42,
+  backlog_live_messages: 40,
+  collected_at: "2024-05-01T12:00:00Z",
   last_scan_at: "2024-05-01T11:00:00Z",
   last_compaction_at: null,
   shards: [
-    { shard: 0, log_start_offset: 100, end_offset: 5000, record_count: 4900, live_count: 4000, size_bytes: 1024 ** 3, segment_count: 6, updated_at: null },
-    { shard: 1, log_start_offset: 0, end_offset: 10, record_count: 10, live_count: 10, size_bytes: 2048, segment_count: 6, updated_at: null },
+    shardSummary(0, { log_start_offset: 100, end_offset: 5000, record_count: 4900, live_count: 4000, size_bytes: 1024 ** 3, segment_count: 6 }),
+    shardSummary(1, { log_start_offset: 0, end_offset: 10, record_count: 10, live_count: 10, size_bytes: 2048, segment_count: 6 }),
   ],
 };
 
@@ -314,13 +320,13 @@ describe("segments", () => {
     max_expire_at: null,
     has_unbounded: true,
     state: "sealed",
-    created_at_ms: null,
-    modified_at_ms: null,
+    created_at_ms: Date.now() - 7_200_000,
+    modified_at_ms: Date.now() - 60_000,
     expired_records: 40,
     expired_bytes: 26 * 1024 ** 2,
     deadline: id === 1 ? null : Date.now() + 3_600_000,
     expired_ratio: 0.4,
-    synced_at: null,
+    synced_at: "2024-05-01T12:00:00Z",
   });
 
   it("pages with cursors and applies typed filters", async () => {
@@ -402,7 +408,9 @@ describe("overview", () => {
     const series = (name: string): MetricSeries => ({
       series: name,
       unit: "ratio",
+      range: "1h",
       step_s: 60,
+      resolution: "raw",
       lines: [{ labels: { node: "node-1" }, points: [[Date.now(), 0.5]] }],
       watermarks: { max_used: 0.75, clean_forcibly: 0.85, warning: 0.9 },
       forecast: [[Date.now() + 3_600_000, 0.6]],
@@ -411,9 +419,11 @@ describe("overview", () => {
       id: 3,
       rule: 1,
       rule_name: "Expired ratio high",
+      metric: "expired_ratio",
       severity: "critical",
       state: "firing",
       scope: "namespace=orders",
+      labels: { namespace: "orders" },
       value: 0.3,
       threshold: 0.2,
       started_at: "2024-05-01T12:00:00Z",
@@ -422,6 +432,7 @@ describe("overview", () => {
       acknowledged_by: null,
       acknowledged_at: null,
       silenced_until: null,
+      silenced: false,
       summary: "30% expired",
     };
     const fetch = mockFetch({
@@ -493,9 +504,11 @@ describe("alerts", () => {
     id,
     rule: 1,
     rule_name: "Disk warning",
+    metric: "", // opened before alerts kept their rule's metric: read from the rule, if listed
     severity: "warning",
     state: "firing",
     scope: "node=node-1",
+    labels: { node: "node-1" },
     value: 0.91,
     threshold: 0.9,
     started_at: "2024-05-01T12:00:00Z",
@@ -504,6 +517,7 @@ describe("alerts", () => {
     acknowledged_by: null,
     acknowledged_at: null,
     silenced_until: null,
+    silenced: false,
     summary: "disk above warning",
     ...extra,
   });
@@ -645,16 +659,7 @@ describe("messages", () => {
 
 describe("nodes", () => {
   it("shows health, disk and the node policy", async () => {
-    const node: StorageNode = {
-      name: "node-1",
-      url: "http://node-1:9000",
-      has_token: true,
-      healthy: false,
-      last_seen_at: null,
-      last_error: "connection refused",
-      policy_overrides: {},
-      created_at: "2024-05-01T12:00:00Z",
-    };
+    const node = storageNode("node-1", { healthy: false, last_seen_at: null, last_error: "connection refused" });
     mockFetch({
       "GET /api/auth/me": viewer,
       "GET /api/nodes/": [node],

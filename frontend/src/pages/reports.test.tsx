@@ -3,7 +3,8 @@
 import { fireEvent, screen, waitFor } from "@testing-library/react";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { Namespace, TaskRun, User } from "../api/types";
+import type { TaskRun, User } from "../api/types";
+import { namespaceRow } from "../test/fixtures";
 import { reportRow } from "../test/reports";
 import { lifecycleReport } from "../test/reportTotals";
 import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
@@ -11,22 +12,7 @@ import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRu
 const operator: User = { username: "olga", role: "operator" };
 const viewer: User = { username: "vic", role: "viewer" };
 
-const ns: Namespace = {
-  name: "orders",
-  shards: 2,
-  node: "node-1",
-  created_at: "2024-05-01T12:00:00Z",
-  updated_at: "2024-05-01T12:00:00Z",
-  sync_state: "synced",
-  sync_error: "",
-  policy_overrides: {},
-  stored_bytes: 0,
-  stored_records: 0,
-  segment_count: 0,
-  expired_ratio: 0,
-  last_scan_at: null,
-  last_compaction_at: null,
-};
+const ns = namespaceRow("orders");
 
 const run = (id: number, extra: Partial<TaskRun> = {}): TaskRun =>
   taskRun(id, { kind: "lifecycle_report", node: "node-1", params: { job: "lifecycle-report" }, ...extra });

@@ -2,21 +2,14 @@
 import { fireEvent, screen, waitFor } from "@testing-library/react";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { Namespace, SubscriptionRow, User } from "../api/types";
+import type { SubscriptionRow, User } from "../api/types";
+import { namespace } from "../test/fixtures";
 import { body, callsTo, clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
 const admin: User = { username: "ada", role: "admin" };
 const operator: User = { username: "olga", role: "operator" };
 const viewer: User = { username: "vic", role: "viewer" };
-const ns = {
-  name: "orders",
-  shards: 2,
-  node: "node-1",
-  sync_state: "synced",
-  sync_error: "",
-  placement: [],
-  created_at: "2024-05-01T12:00:00Z",
-} as unknown as Namespace;
+const ns = namespace("orders", { placement: [] });
 
 const billing: SubscriptionRow = {
   name: "billing",

@@ -3,11 +3,12 @@ import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import actions from "../test/actions.json";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { Namespace, User } from "../api/types";
+import type { User } from "../api/types";
+import { namespace } from "../test/fixtures";
 import { callsTo, clearCookies, jsonResponse, mockFetch, renderApp, taskRun } from "../test/utils";
 
 const operator: User = { username: "olga", role: "operator" };
-const ns = { name: "orders", shards: 2, node: "node-1", sync_state: "synced" } as Namespace;
+const ns = namespace("orders");
 const page = <T,>(results: T[]) => ({ next: null, previous: null, results });
 const runsUrls = (fetch: ReturnType<typeof mockFetch>) => callsTo(fetch, "GET", "/api/runs/").map((c) => String(c[0]));
 

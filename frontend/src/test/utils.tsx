@@ -80,6 +80,7 @@ export const taskRun = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
   error: "",
   started_by: "olga",
   schedule: "",
+  origin: "manual",
   cancel_requested: false,
   created_at: "2024-05-01T12:00:00Z",
   started_at: null,

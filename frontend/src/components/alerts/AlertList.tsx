@@ -1,6 +1,6 @@
 // The alerts of one state: list, acknowledge, silence.
 import { useState } from "react";
-import { errorMessage, isNotFound, withQuery } from "../../api/client";
+import { errorMessage, isNotFound, pageUrl } from "../../api/client";
 import {
   useAckAlert,
   useAlertRules,
@@ -31,7 +31,7 @@ export function alertValue(value: number | null, metric: string | undefined): st
 }
 
 export function AlertList({ state, mayAct }: { state: AlertState; mayAct: boolean }) {
-  const firstUrl = withQuery("/api/alerts/", { state });
+  const firstUrl = pageUrl("/api/alerts/", { state });
   const [url, setUrl] = useState(firstUrl);
   const page = useCursorPage<Alert>("alerts", url, { refetchInterval: state === "resolved" ? false : METRICS_REFRESH_MS });
   const rules = useAlertRules(); // for each alert's metric: ratios read as percentages

@@ -10,6 +10,7 @@ import {
 } from "../../api/queries";
 import type {
   AlertChannel,
+  AlertMetric,
   AlertRule,
   AlertRuleInput,
   AlertSeverity,
@@ -22,7 +23,7 @@ import { formatDuration, tryParseDuration } from "../../lib/format";
 import { formatThreshold, parseThreshold } from "../../lib/alerts";
 import { SEVERITY_TONE } from "./AlertList";
 
-const METRIC_SUGGESTIONS = [
+const METRIC_SUGGESTIONS: AlertMetric[] = [
   "expired_ratio",
   "expired_bytes_ratio",
   "expired_records",
@@ -45,18 +46,34 @@ const METRIC_SUGGESTIONS = [
   "celery_queue_depth",
 ];
 
-const EMPTY_RULE: AlertRuleInput = {
+const EMPTY_RULE = {
   name: "",
   metric: "expired_ratio",
   scope_type: "all",
   scope: "",
   comparator: ">",
   threshold: 0.2,
+  threshold_policy: "",
   for_s: 300,
   severity: "warning",
-  channels: [],
+  channels: [] as number[],
   enabled: true,
-};
+} satisfies AlertRuleInput;
+
+/** What the rule form edits: the rule's fields, the metric as typed (free text with suggestions: the server
+ * checks it and names the field when it is not a metric), threshold and duration as text. */
+interface RuleFields {
+  name: string;
+  metric: string;
+  scope_type: ScopeType;
+  scope: string;
+  comparator: Comparator;
+  severity: AlertSeverity;
+  channels: number[];
+  enabled: boolean;
+  thresholdText: string;
+  forText: string;
+}
 
 export function RulesSection({ mayEdit, mayToggle }: { mayEdit: boolean; mayToggle: boolean }) {
   const rules = useAlertRules();
@@ -212,7 +229,7 @@ export function RulesSection({ mayEdit, mayToggle }: { mayEdit: boolean; mayTogg
 function RuleForm({ rule, channels, onDone }: { rule?: AlertRule; channels: AlertChannel[]; onDone: () => void }) {
   const save = useSaveAlertRule();
   const initial = rule ?? EMPTY_RULE;
-  const [form, setForm] = useState({
+  const [form, setForm] = useState<RuleFields>({
     ...initial,
     thresholdText: initial.threshold_policy ? String(initial.threshold) : formatThreshold(initial.metric, initial.threshold),
     forText: formatDuration(initial.for_s * 1000, { maxParts: 3 }),
@@ -237,7 +254,7 @@ function RuleForm({ rule, channels, onDone }: { rule?: AlertRule; channels: Aler
     if (Object.keys(errs).length || !threshold.ok || !forMs.ok || forMs.value === null) return;
     const body: AlertRuleInput = {
       name: form.name.trim(),
-      metric: form.metric.trim(),
+      metric: form.metric.trim() as AlertMetric, // as typed: a field error when it is no metric
       scope_type: form.scope_type,
       scope: form.scope_type === "all" ? "" : form.scope.trim(),
       comparator: form.comparator,
