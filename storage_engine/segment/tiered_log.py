@@ -21,13 +21,16 @@ clean-up and the metadata's removal (:meth:`TieredShardLog._before_forget`), and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from bisect import bisect_right
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from storage_engine.api import Record
+from storage_engine.errors import SegmentDeletedError
 from storage_engine.lifecycle import Removal, ShardWork
 from storage_engine.segment.datadir import fsync_dir
-from storage_engine.segment.log import ShardLog
+from storage_engine.segment.log import LogView, ShardLog
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.recovery import RemoteFactory
 from storage_engine.segment.segment import DELETED_SUFFIX, Segment, file_name
@@ -142,6 +145,28 @@ class TieredShardLog(ShardLog):
         return len(chosen), sum(seg.size for seg in chosen), work
 
     # -- what other steps do differently ---------------------------------------------------------
+    def iter_records(self, view: LogView, start: int, *, min_timestamp: int | None = None) -> Iterator[Record]:
+        """As :meth:`ShardLog.iter_records`; a reader whose view still held a local copy that was
+        dropped meanwhile (and removed at once: ``file_delete_delay_ms`` 0) goes on from the
+        object store, up to its view's end, instead of failing as if the records were deleted."""
+        end = view.end_offset
+        resume = start
+        while True:
+            try:
+                for r in super().iter_records(view, resume, min_timestamp=min_timestamp):
+                    if r.offset >= end:
+                        return
+                    resume = r.offset + 1
+                    yield r
+                return
+            except SegmentDeletedError:
+                current = self.view
+                i = bisect_right(current.bases, resume) - 1
+                if current is view or i < 0 or current.segments[i].local:
+                    raise  # deleted for real (retention, TTL, cleaning): the reader reports it
+                self.counters.add("tier_reads_moved_to_remote_total")
+                view = current
+
     def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
         """Segments in the object store are not rewritten (reclamation and compaction of offloaded
         segments are a later phase); others as :meth:`ShardLog.rewrite_segment`."""

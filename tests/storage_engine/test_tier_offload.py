@@ -380,3 +380,18 @@ def test_a_failed_upload_keeps_the_local_copy_and_the_next_offload_finishes(
         assert engine.verify("n").ok
     finally:
         engine.close()
+
+
+def test_a_reader_whose_local_copy_was_dropped_meanwhile_goes_on_remotely(
+    engine: StorageAdapter, clock: ManualClock
+) -> None:
+    fill(engine, clock, local_retention_ms=None)  # uploaded, local copies kept for now
+    engine.offload("n")
+    log = engine._shard("n", 0)  # type: ignore[attr-defined]
+    view = log.view  # a reader took the view while every copy was still local...
+    engine.update_namespace("n", policy(local_retention_ms=0))
+    assert engine.offload("n").local_copies_dropped > 0  # ...and the copies went (removed at once)
+    with log.reading():
+        offsets = [r.offset for r in log.iter_records(view, 0)]
+    assert offsets == list(range(N))
+    assert engine.stats().counters["tier_reads_moved_to_remote_total"] == 1
