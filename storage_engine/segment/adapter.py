@@ -100,8 +100,8 @@ class SegmentAdapter(IndexedLogAdapter):
         """The indexes against the data (every record, offloaded ones read from the object store),
         and the object store against the catalog (:mod:`storage_engine.tier.verify`)."""
         report = super().verify(namespace)
-        _, _, shards = self._tiered(namespace)[0]
-        checked, problems = verify_tier(shards)
+        _, policy, shards = self._tiered(namespace)[0]
+        checked, problems = verify_tier(shards, policy.remote_storage_enabled)
         if not checked and not problems:
             return report
         every = [*report.problems, *problems]

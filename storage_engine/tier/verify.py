@@ -66,8 +66,10 @@ def _check_segment(hooks: ShardTier, route: str, meta: SegmentMeta, has_file: bo
     return problems
 
 
-def verify_tier(logs: Sequence[TieredShardLog]) -> tuple[int, list[str]]:
-    """``(objects checked, problems)`` over these shards (see the module docstring)."""
+def verify_tier(logs: Sequence[TieredShardLog], enabled: bool) -> tuple[int, list[str]]:
+    """``(objects checked, problems)`` over these shards (see the module docstring). The object
+    store is not contacted for a shard with nothing in it unless its namespace has remote
+    storage ``enabled`` (then objects of segments deleted since must be gone too)."""
     checked = 0
     problems: list[str] = []
     for log in logs:
@@ -86,6 +88,8 @@ def verify_tier(logs: Sequence[TieredShardLog]) -> tuple[int, list[str]]:
             has_file = (log.directory / file_name(meta.base_offset)).exists()
             problems += _check_segment(hooks, log.route, meta, has_file)
             checked += 2
+        if not wanted and not enabled:
+            continue
         try:
             listed = hooks.tier.list(hooks.prefix)
         except TierError as exc:

@@ -395,3 +395,17 @@ def test_a_reader_whose_local_copy_was_dropped_meanwhile_goes_on_remotely(
         offsets = [r.offset for r in log.iter_records(view, 0)]
     assert offsets == list(range(N))
     assert engine.stats().counters["tier_reads_moved_to_remote_total"] == 1
+
+
+def test_namespaces_without_remote_storage_never_touch_the_tier(tmp_path: Path, clock: ManualClock) -> None:
+    engine = open_engine(EngineConfig(data_dir=tmp_path / "data", lifecycle_worker=False), clock)
+    try:
+        engine.create_namespace("n", 1, NamespacePolicy(segment_bytes=4096))
+        for i in range(N):
+            engine.append("n", 0, [record(i)])
+        assert engine.offload("n").skipped == "policy"
+        assert engine.verify("n").ok
+        engine.delete_namespace("n")
+    finally:
+        engine.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no data-tier directory was made
