@@ -12,13 +12,18 @@ more: above a watermark the cleaner purges them first
 be once the ones still pending (held by a reader) are gone
 (:func:`use_after_pending`). Without this, bytes retention had just freed
 would make the next run force-delete live, unexpired segments.
+
+With tiered storage (DESIGN §3 "Tiers") the cleaner offloads before it deletes, drops local
+copies of segments already in the object store before anything that exists nowhere else
+(:func:`local_copies_first`, :func:`clean_action`) and never counts a segment only in the object
+store as freeing local disk (:func:`cleanable_prefix` passes over it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storage_engine.api import DiskStatus, SegmentInfo, SegmentState
+from storage_engine.api import DiskStatus, SegmentInfo, SegmentState, SegmentTier
 from storage_engine.policy import HOUR_MS, NodePolicy
 
 DAY_HOURS = 24
@@ -128,13 +133,47 @@ def cleanable_prefix(
     """The sealed segments (oldest first) this run may delete in one shard.
 
     Never the active segment; stops at the first segment that does not
-    qualify (expired, or anything sealed when ``forced``).
+    qualify (expired, or anything sealed when ``forced``). Segments only in the object store
+    (tier ``remote``) are passed over: they hold no local disk, so removing them frees nothing
+    here (retention and TTL delete them).
     """
     out: list[SegmentInfo] = []
     for segment in segments:
         if segment.state is not SegmentState.SEALED:
             break
+        if segment.tier is SegmentTier.REMOTE:
+            continue
         if not (forced or file_expired(segment, policy, now_ms)):
             break
         out.append(segment)
     return out
+
+
+# What the cleaner does with a candidate segment (tiered storage, DESIGN §3 "Tiers").
+DROP_LOCAL = "drop_local"  # the segment is in the object store too: only its local copy goes
+DELETE = "delete"  # the segment goes whole (its objects too, if any)
+
+
+def clean_action(segment: SegmentInfo, policy: NodePolicy, now_ms: int, *, forced: bool, tiered: bool) -> str | None:
+    """What the cleaner may do with ``segment`` (a sealed one of :func:`cleanable_prefix`), or ``None``:
+    stop this shard's walk.
+
+    - in the object store too (``both``): drop its local copy when its file is expired or cleaning
+      is forced — the data stays readable, so this is always preferred to deleting it;
+    - local only, in a namespace with remote storage (``tiered``): it exists nowhere else, so it is
+      deleted only by forced cleaning (the cleaner offloads such segments first);
+    - local only otherwise: deleted when its file is expired or cleaning is forced (as before tiers).
+    """
+    expired = file_expired(segment, policy, now_ms)
+    if segment.tier is SegmentTier.BOTH:
+        return DROP_LOCAL if expired or forced else None
+    if tiered:
+        return DELETE if forced else None
+    return DELETE if expired or forced else None
+
+
+def local_copies_first(status: DiskStatus, policy: NodePolicy) -> bool:
+    """Above ``disk_clean_forcibly_ratio`` (pending ``.deleted`` files excluded): local copies of
+    segments already in the object store go before anything that exists nowhere else, whether or
+    not forced cleaning is enabled (dropping them loses nothing)."""
+    return use_after_pending(status) > policy.disk_clean_forcibly_ratio

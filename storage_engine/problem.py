@@ -53,6 +53,10 @@ TITLES: dict[str, str] = {
     "engine_closed": "Engine closed",
     "not_ready": "Not ready",
     "corrupt_segment": "Corrupt segment",
+    "tier_unavailable": "Object store unavailable",
+    "tier_object_missing": "Object missing from the object store",
+    "tier_verify_failed": "Object store verification failed",
+    "tier_manifest_invalid": "Invalid manifest in the object store",
     "internal_error": "Internal error",
 }
 

@@ -44,6 +44,7 @@ class Operation(enum.StrEnum):
     SUBSCRIPTION_TTL = "subscription-ttl"  # Pulsar's message TTL: cursors move past expired messages
     BACKLOG_QUOTA = "backlog-quota"  # Pulsar's backlog quotas
     DISK_CHECK = "disk-check"  # measure disk use against the watermarks
+    OFFLOAD = "offload"  # tiered storage: upload sealed segments, drop local copies past local retention
 
 
 ARGUMENTS = ("shard", "limit", "manual", "dry_run")
@@ -85,6 +86,7 @@ SPECS: dict[Operation, OperationSpec] = {
     Operation.SUBSCRIPTION_TTL: OperationSpec(Scope.ANY, accepts=frozenset({"shard"})),
     Operation.BACKLOG_QUOTA: OperationSpec(Scope.NAMESPACE),
     Operation.DISK_CHECK: OperationSpec(Scope.NODE),
+    Operation.OFFLOAD: OperationSpec(Scope.ANY, accepts=frozenset({"shard", "limit"})),
 }
 
 

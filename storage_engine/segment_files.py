@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage_engine.api import SegmentState
+from storage_engine.api import SegmentState, SegmentTier
 
 # ``state`` values a listing takes: sealed segments only, or every live one (the active one too)
 LIST_SEALED = "sealed"
@@ -74,6 +74,12 @@ class SegmentFileInfo:
     segment, the committed bytes of the active one (appends go past them, never into them).
     ``dead`` lists the offsets of this segment marked dead and still in the file, as inclusive
     ranges (``None`` when the listing was asked without them).
+
+    Tiered storage: ``tier`` is where the segment's bytes are (``local``, ``both``: local file and
+    object, ``remote``: only the object — ``file`` then names where the local copy was, and is
+    gone); ``object_key`` is its data object's key relative to the object store ``tier_uri`` (no
+    credentials in it), ``None`` for a segment not in the store. The object is the segment file
+    byte for byte, so the same reader decodes it.
     """
 
     namespace: str
@@ -85,6 +91,13 @@ class SegmentFileInfo:
     state: SegmentState
     record_count: int
     dead: DeadRanges | None = ()
+    tier: SegmentTier = SegmentTier.LOCAL
+    object_key: str | None = None
+    tier_uri: str | None = None
+
+    @property
+    def in_object_store(self) -> bool:
+        return self.object_key is not None
 
     @property
     def sealed(self) -> bool:
@@ -106,6 +119,9 @@ class SegmentFileInfo:
             "record_count": self.record_count,
             "dead": None if self.dead is None else [[first, last] for first, last in self.dead],
             "dead_records": None if self.dead is None else self.dead_records,
+            "tier": self.tier.value,
+            "object_key": self.object_key,
+            "tier_uri": self.tier_uri,
         }
 
     @classmethod
@@ -121,6 +137,9 @@ class SegmentFileInfo:
             state=SegmentState(body["state"]),
             record_count=int(body["record_count"]),
             dead=None if dead is None else tuple((int(first), int(last)) for first, last in dead),
+            tier=SegmentTier(body.get("tier") or SegmentTier.LOCAL.value),  # an older node's: local
+            object_key=None if body.get("object_key") is None else str(body["object_key"]),
+            tier_uri=None if body.get("tier_uri") is None else str(body["tier_uri"]),
         )
 
 

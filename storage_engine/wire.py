@@ -40,13 +40,21 @@ STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
     errors.EngineClosedError: 503,
     errors.CorruptSegmentError: 500,
 }
+# codes of errors defined outside :mod:`storage_engine.errors` (the object-store tier's, in
+# :mod:`storage_engine.tier`) → HTTP status
+STATUS_BY_CODE: dict[str, int] = {
+    "tier_unavailable": 503,  # the object store cannot be reached or refused: try again later
+    "tier_verify_failed": 502,  # the object store gave back something else than was sent
+    "tier_object_missing": 500,  # the catalog names an object the store does not have
+    "tier_manifest_invalid": 500,  # a manifest in the store cannot be read
+}
 
 
 def status_for(exc: errors.StorageError) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS_BY_ERROR:
             return STATUS_BY_ERROR[cls]
-    return 500
+    return STATUS_BY_CODE.get(exc.code, 500)
 
 
 def error_body(exc: errors.StorageError) -> dict[str, Any]:
@@ -73,6 +81,8 @@ def error_body(exc: errors.StorageError) -> dict[str, Any]:
         "kind",
         "current",
         "waited_ms",
+        "key",
+        "operation",
     ):
         if hasattr(exc, attr):
             body[attr] = getattr(exc, attr)

@@ -43,6 +43,7 @@ CALLS: dict[Operation, Call] = {
     Operation.SUBSCRIPTION_TTL: lambda e, r: e.expire_subscriptions(r.namespace, r.shard),
     Operation.BACKLOG_QUOTA: lambda e, r: e.enforce_backlog_quota(r.namespace or ""),
     Operation.DISK_CHECK: lambda e, r: e.check_disk(),
+    Operation.OFFLOAD: lambda e, r: e.offload(r.namespace, r.shard, r.limit),
 }
 
 

@@ -153,6 +153,20 @@ ENGINE_COUNTERS: dict[str, str] = {
     "backlog_evictions_total": "Subscription cursors moved by the consumer_backlog_eviction quota policy.",
     "producer_held_total": "Appends held by a producer_request_hold backlog quota.",
     "producer_rejected_total": "Appends refused by a backlog quota.",
+    # tiered storage (docs/tiered-storage.md)
+    "tier_segments_offloaded_total": "Sealed segments uploaded to the object store and verified.",
+    "tier_bytes_offloaded_total": "Bytes of segments uploaded to the object store and verified (upload rate: rate()).",
+    "tier_offload_failures_total": "Segment uploads that failed (the segment stays local and is retried).",
+    "tier_offload_retries_total": "Offload steps that tried again once the backoff after a failed one had passed.",
+    "tier_offload_deferred_total": "Offload steps that did not run because the object store was backing off.",
+    "tier_local_copies_dropped_total": "Local copies of offloaded segments removed (local retention, disk pressure).",
+    "tier_objects_deleted_total": "Objects deleted from the object store (retention, TTL, rewrites).",
+    "tier_cache_hits_total": "Reads of offloaded data served from a block in the read cache.",
+    "tier_cache_misses_total": "Reads of offloaded data that fetched a block from the object store.",
+    "tier_cache_evictions_total": "Blocks evicted from the read cache to stay within tier_cache_bytes.",
+    "tier_fetched_bytes_total": "Bytes fetched from the object store by reads (download rate: rate()).",
+    "tier_fetch_failures_total": "Ranged reads from the object store that failed.",
+    "tier_reads_moved_to_remote_total": "Reads that went on from the object store after their local copy went.",
 }
 
 # Engine keys whose metric is not lcs_<key>: the unit goes last, before _total (Prometheus's
@@ -161,6 +175,7 @@ RENAMED: dict[str, str] = {
     "retention_bytes_deleted_total": "lcs_retention_deleted_bytes_total",
     "cleaner_bytes_deleted_total": "lcs_cleaner_deleted_bytes_total",
     "compaction_bytes_reclaimed_total": "lcs_compaction_reclaimed_bytes_total",
+    "tier_bytes_offloaded_total": "lcs_tier_offloaded_bytes_total",
 }
 
 
@@ -175,6 +190,15 @@ ENGINE_GAUGES: dict[str, str] = {
     "read_check_queue_length": "Expired records waiting in the delete queue.",
     "ttl_scan_last_duration_seconds": "Duration of the last TTL scan.",
     "ttl_scan_last_expired_records": "Expired records marked dead by the last TTL scan.",
+    "tier_local_bytes": "Bytes of segments with a local copy (the active segments included).",
+    "tier_remote_bytes": "Bytes of sealed segments in the object store (with or without a local copy).",
+    "tier_remote_only_bytes": "Bytes of sealed segments only in the object store (local copy dropped).",
+    "tier_offload_pending_segments": "Sealed segments of namespaces with remote storage not yet offloaded.",
+    "tier_offload_lag_seconds": (
+        "Offload lag: seconds since the oldest sealed segment not yet offloaded (remote storage enabled) was last "
+        "written; 0 when none waits."
+    ),
+    "tier_cache_bytes": "Bytes of object blocks held in the read cache (bounded by tier_cache_bytes).",
 }
 
 # Engine keys never published as their own metric: the disk figures come fresh from DiskStatus

@@ -174,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
         "a positive integer (bytes)",
     )
     option(
+        "--tier-uri",
+        "NODE_TIER_URI",
+        None,
+        "object store for tiered storage: file:///dir or s3://bucket[/prefix] (S3 endpoint and credentials "
+        "from TIER_S3_ENDPOINT, AWS_*) (none: <data dir>-tier beside the data directory)",
+        str,
+        "a file:// or s3:// URI",
+    )
+    option(
         "--log-level",
         "LOG_LEVEL",
         "info",
@@ -216,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         io_workers=args.io_workers,
         durability=Durability(args.durability),
         disk_capacity_bytes=args.disk_capacity,
+        tier_uri=args.tier_uri,
     )
     try:
         engine = open_engine(config)

@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from storage_engine.api import LifecycleResult, VerifyReport
+from storage_engine.api import EngineStats, LifecycleResult, VerifyReport
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
 from storage_engine.lifecycle import MAX_PROBLEMS
@@ -30,6 +30,7 @@ from storage_engine.segment.shard import ShardBase
 from storage_engine.segment.shard_index import ShardIndex
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.tier.context import TierContext
+from storage_engine.tier.figures import tier_gauges
 from storage_engine.tier.offload import Offloader
 from storage_engine.tier.store import TierError, default_tier_uri
 from storage_engine.tier.verify import verify_tier
@@ -44,6 +45,8 @@ class SegmentAdapter(IndexedLogAdapter):
         self._tier: TierContext | None = None
         self._offloader: Offloader | None = None
         super().__init__(config, clock)
+        # Under disk pressure the file cleaner offloads before it deletes (DESIGN §3 "Tiers").
+        self.lifecycle.cleaner.offload_first = lambda limit: self.offload(None, limit=limit)
 
     @property
     def tier(self) -> TierContext:
@@ -95,6 +98,18 @@ class SegmentAdapter(IndexedLogAdapter):
         if self._offloader is None:
             self._offloader = Offloader(self.lifecycle.runtime, self._tiered)
         return self._offloader.offload(namespace, shard, limit)
+
+    def stats(self) -> EngineStats:
+        """Also the tier's gauges (:mod:`storage_engine.tier.figures`)."""
+        stats = super().stats()
+        shards = [
+            (ns.record.policy.remote_storage_enabled, s.view.metas())
+            for _, ns in sorted(self._namespaces.items())
+            for s in ns.shards
+        ]
+        cached = 0 if self._tier is None else self._tier.cache.cached_bytes
+        stats.counters.update(tier_gauges(shards, self.clock.now_ms(), cached))
+        return stats
 
     def verify(self, namespace: str) -> VerifyReport:
         """The indexes against the data (every record, offloaded ones read from the object store),

@@ -4,13 +4,14 @@ The one place that says which files of a data directory a reader may read, how m
 and which records in them are dead: the node answers ``GET .../segment-files`` with it, and a
 process that opens a stopped node's data directory itself (``spark_jobs --offline``) calls it on
 its own engine, so both get the same answer. Only the ``segment`` adapter keeps records in files.
+A segment in the object store (tiered storage) is listed with its tier and its data object's key.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from storage_engine.api import SegmentState, StorageAdapter
+from storage_engine.api import SegmentState, SegmentTier, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.segment_files import LIST_SEALED, LIST_STATES, SegmentFileInfo, SegmentFilePage, dead_ranges
 
@@ -41,6 +42,8 @@ def segment_file_page(
     from storage_engine.segment.adapter import SegmentAdapter
     from storage_engine.segment.log import ShardLog
     from storage_engine.segment.segment import file_name
+    from storage_engine.segment.tiered_log import TieredShardLog
+    from storage_engine.tier.context import ShardTier
 
     if state not in LIST_STATES:
         raise InvalidArgumentError("state", f"must be one of {', '.join(LIST_STATES)}")
@@ -66,6 +69,8 @@ def segment_file_page(
                 more = True
                 break
             meta = view.active_meta if active else seg.meta
+            public = SegmentTier.LOCAL if active else meta.tier.public
+            hooks = log.tier if isinstance(log, TieredShardLog) and public is not SegmentTier.LOCAL else None
             found.append(
                 SegmentFileInfo(
                     namespace=namespace,
@@ -77,6 +82,9 @@ def segment_file_page(
                     state=SegmentState.ACTIVE if active else meta.state,
                     record_count=meta.record_count,
                     dead=None,
+                    tier=public,
+                    object_key=hooks.data_key(meta) if isinstance(hooks, ShardTier) else None,
+                    tier_uri=hooks.tier.uri if isinstance(hooks, ShardTier) else None,
                 )
             )
     if dead:

@@ -19,7 +19,13 @@ One call (:meth:`Offloader.offload`) is one bounded, resumable step, under the l
    :meth:`~storage_engine.segment.tiered_log.TieredShardLog.drop_local_copies`).
 
 A failed upload leaves its segment UPLOADING (retried by the next call); the call finishes the
-others (steps 4–5 for them) and then raises the first failure.
+others (steps 4–5 for them) and then raises the first failure. After a failed call the offloader
+backs off (:class:`Backoff`: 1 s, doubling up to 5 min, on the engine's clock): a call before the
+retry time does nothing and answers ``skipped="backoff"`` with ``more`` (counted in
+``tier_offload_deferred_total``); the first call after it tries again
+(``tier_offload_retries_total``); a call without failure resets the delay. An unreachable store
+therefore never deletes anything locally (only BOTH segments lose their local copies) and reads
+of local data never touch it.
 """
 
 from __future__ import annotations
@@ -60,6 +66,30 @@ class _Job:
     meta: SegmentMeta
 
 
+BACKOFF_BASE_MS = 1000
+BACKOFF_CAP_MS = 300_000
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Exponential backoff after failed offload calls (engine clock, ms)."""
+
+    base_ms: int = BACKOFF_BASE_MS
+    cap_ms: int = BACKOFF_CAP_MS
+    failures: int = 0
+    retry_at: int = 0
+
+    def waiting(self, now: int) -> bool:
+        return self.failures > 0 and now < self.retry_at
+
+    def failed(self, now: int) -> None:
+        self.failures += 1
+        self.retry_at = now + min(self.cap_ms, self.base_ms << min(self.failures - 1, 30))
+
+    def succeeded(self) -> None:
+        self.failures, self.retry_at = 0, 0
+
+
 class Offloader:
     """The engine's offload step (one per ``segment`` engine)."""
 
@@ -67,6 +97,7 @@ class Offloader:
         self._rt = rt
         self._namespaces = namespaces
         self.bucket = TokenBucket(rt.clock, rt.node_policy.offload_bandwidth_bytes_per_s)
+        self.backoff = Backoff()
 
     def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
         rt = self._rt
@@ -81,6 +112,11 @@ class Offloader:
         enabled = [(name, policy, shards) for name, policy, shards in named if policy.remote_storage_enabled]
         if namespace is not None and not enabled:
             return rt.result(OPERATION, namespace, shard, t0, skipped="policy")
+        if self.backoff.waiting(rt.clock.now_ms()):
+            rt.counters.add("tier_offload_deferred_total")
+            return rt.result(OPERATION, namespace, shard, t0, more=True, skipped="backoff")
+        if self.backoff.failures:
+            rt.counters.add("tier_offload_retries_total")
         with rt.ops:
             now = rt.clock.now_ms()
             selected: list[tuple[NamespacePolicy, TieredShardLog]] = []
@@ -116,7 +152,9 @@ class Offloader:
             }
         )
         if failure is not None:
+            self.backoff.failed(rt.clock.now_ms())
             raise failure
+        self.backoff.succeeded()
         return rt.result(OPERATION, namespace, shard, t0, more=more, **totals)
 
     @staticmethod

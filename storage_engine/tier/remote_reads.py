@@ -33,7 +33,7 @@ from storage_engine.counters import Counters
 from storage_engine.errors import SegmentDeletedError
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
-from storage_engine.tier.store import ObjectTier
+from storage_engine.tier.store import ObjectTier, TierError
 
 BLOCK_BYTES = 256 * 1024
 CACHE_DIR = "tier-cache"
@@ -85,7 +85,11 @@ class TierCache:
             except FileNotFoundError:  # evicted between the lookup and the read
                 pass
         start = block * BLOCK_BYTES
-        data = self.tier.get_range(key, start, min(start + BLOCK_BYTES, object_size))
+        try:
+            data = self.tier.get_range(key, start, min(start + BLOCK_BYTES, object_size))
+        except TierError:
+            self._counters.add("tier_fetch_failures_total")
+            raise
         self._counters.add_many({"tier_cache_misses_total": 1, "tier_fetched_bytes_total": len(data)})
         tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
         self.directory.mkdir(parents=True, exist_ok=True)  # created on the first miss

@@ -61,3 +61,16 @@ def test_destructive_operations():
     assert SPECS[Operation.RETENTION].deletes(manual=False)
     assert not SPECS[Operation.CLEAN_FILES].deletes(manual=False) and SPECS[Operation.CLEAN_FILES].deletes(manual=True)
     assert SPECS[Operation.EXPIRE_SCAN].scope is Scope.ANY
+
+
+def test_offload_is_a_bounded_step_of_a_namespace_or_the_node_and_deletes_nothing_by_itself():
+    spec = SPECS[Operation.OFFLOAD]
+    assert (spec.scope, spec.accepts, spec.dry_run) == (Scope.ANY, frozenset({"shard", "limit"}), False)
+    assert not spec.deletes(manual=True)  # it uploads, and drops only local copies of uploaded segments
+    request = StepRequest.from_params("offload", "orders", {"shard": "1", "limit": "5"})
+    assert (request.shard, request.limit, request.path) == (1, 5, "/v1/namespaces/orders/lifecycle/offload")
+    assert StepRequest(Operation.OFFLOAD).path == "/v1/node/lifecycle/offload"
+    for params, field in (({"dry_run": "true"}, "dry_run"), ({"manual": "true"}, "manual")):
+        with pytest.raises(InvalidArgumentError) as refused:
+            StepRequest.from_params("offload", "orders", params)
+        assert refused.value.field == field

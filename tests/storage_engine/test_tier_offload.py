@@ -372,7 +372,13 @@ def test_a_failed_upload_keeps_the_local_copy_and_the_next_offload_finishes(
         check_every_lookup(engine)
         assert engine.verify("n").ok
         monkeypatch.setattr(ObjectTier, "put", real_put)
+        # the offloader backs off (1 s after a first failure) before it tries again
+        deferred = engine.offload("n")
+        assert (deferred.skipped, deferred.more, deferred.segments_offloaded) == ("backoff", True, 0)
+        assert engine.stats().counters["tier_offload_deferred_total"] == 1
+        clock.advance(1000)
         engine.offload("n")
+        assert engine.stats().counters["tier_offload_retries_total"] == 1
         sealed = len(engine.list_segments("n", 0)) - 1
         assert all(s.tier is SegmentTier.REMOTE for s in engine.list_segments("n", 0)[:-1])
         assert len(tier.object_keys()) == 2 * sealed
