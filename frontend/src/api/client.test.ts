@@ -133,6 +133,23 @@ describe("errors", () => {
     );
   });
 
+  it("reads problem details: field errors from errors, one refused argument from field and rule", async () => {
+    document.cookie = "csrftoken=t; path=/";
+    const problem = (extra: Record<string, unknown>, status = 400) =>
+      jsonResponse({ type: "tag:lifecycle-store,2025:problem/validation_error", title: "Invalid input", status, detail: "name: taken", code: "validation_error", instance: "/api/namespaces/", ...extra }, status);
+    mockFetch({ "POST /api/namespaces/": () => problem({ errors: { name: ["namespace with this name already exists."] } }) });
+    const refused = (await createNamespace({ name: "x", shards: 1 }).catch((e: unknown) => e)) as ApiError;
+    expect(refused.fieldErrors).toEqual({ name: ["namespace with this name already exists."] });
+    expect(errorMessage(refused)).toBe("name: namespace with this name already exists.");
+    mockFetch({ "POST /api/namespaces/": () => problem({ code: "invalid_argument", field: "shards", rule: "must be at most 1024" }) });
+    const argument = (await createNamespace({ name: "x", shards: 5000 }).catch((e: unknown) => e)) as ApiError;
+    expect(argument.fieldErrors).toEqual({ shards: ["must be at most 1024"] });
+    mockFetch({ "POST /api/namespaces/": () => problem({ errors: { non_field_errors: ["Pick one."] } }) });
+    await expect(createNamespace({ name: "x", shards: 1 })).rejects.toMatchObject({ detail: "Pick one." });
+    mockFetch({ "GET /api/auth/me": () => problem({ detail: "the node node-1 is unavailable", code: "node_unavailable" }, 503) });
+    await expect(getMe()).rejects.toMatchObject({ status: 503, detail: "the node node-1 is unavailable", fieldErrors: {} });
+  });
+
   it("prefers detail, then non_field_errors", async () => {
     document.cookie = "csrftoken=t; path=/";
     mockFetch({ "POST /api/auth/login": () => jsonResponse({ non_field_errors: ["Invalid credentials."] }, 400), "GET /api/auth/csrf": { csrftoken: "t" } });

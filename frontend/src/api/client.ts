@@ -207,8 +207,38 @@ export function flattenFieldErrors(value: unknown, prefix = ""): FieldErrors {
   return out;
 }
 
+/**
+ * An RFC 9457 problem details body (`application/problem+json`), the one error shape of the API and the
+ * nodes: `type`, `title`, `status`, `detail`, `code`, `instance`, and extensions — `errors` (field →
+ * messages) for refused input, `field` and `rule` for one refused argument.
+ */
+function isProblem(obj: Record<string, unknown>): boolean {
+  return typeof obj.type === "string" && typeof obj.title === "string" && typeof obj.status === "number";
+}
+
+function errorFromProblem(status: number, fallback: string, obj: Record<string, unknown>): ApiError {
+  const { non_field_errors: nonField, ...rest } =
+    obj.errors && typeof obj.errors === "object" && !Array.isArray(obj.errors)
+      ? (obj.errors as Record<string, unknown>)
+      : {};
+  const fieldErrors = flattenFieldErrors(rest);
+  if (typeof obj.field === "string" && obj.field && typeof obj.rule === "string" && !fieldErrors[obj.field]) {
+    fieldErrors[obj.field] = [obj.rule];
+  }
+  const nonFieldMsgs = flattenFieldErrors(nonField ?? [])["non_field_errors"] ?? [];
+  let message: string;
+  if (nonFieldMsgs.length) message = nonFieldMsgs.join(" ");
+  else if (Object.keys(fieldErrors).length) message = GENERIC_FIELD_MESSAGE;
+  else if (typeof obj.detail === "string" && obj.detail) message = obj.detail;
+  else message = fallback;
+  return new ApiError(status, message, fieldErrors, obj);
+}
+
 function errorFromBody(status: number, statusText: string, body: unknown): ApiError {
   const fallback = statusFallback(status, statusText);
+  if (body && typeof body === "object" && !Array.isArray(body) && isProblem(body as Record<string, unknown>)) {
+    return errorFromProblem(status, fallback, body as Record<string, unknown>);
+  }
   if (body && typeof body === "object" && !Array.isArray(body)) {
     const obj = body as Record<string, unknown>;
     const { detail, non_field_errors: nonField, ...rest } = obj;
