@@ -214,6 +214,48 @@ describe("alerts page for admins", () => {
   });
 });
 
+describe("channel secrets", () => {
+  beforeEach(() => {
+    clearCookies();
+    resetCsrfToken();
+    document.cookie = "csrftoken=t; path=/";
+  });
+
+  it("asks a new webhook for its signing secret and keeps a saved one when left empty", async () => {
+    const saved: AlertChannel = { ...hook, target: "https://hooks.example.com/x", target_redacted: false };
+    const fetch = mockFetch({
+      "GET /api/auth/me": admin,
+      "GET /api/alerts/": page([]),
+      "GET /api/alert-rules/": [],
+      "GET /api/alert-channels/": [saved],
+      "POST /api/alert-channels/": () => jsonResponse({ id: 6 }, 201),
+      "PATCH /api/alert-channels/2/": () => jsonResponse(saved),
+    });
+    renderApp("/alerts");
+    fireEvent.change(await screen.findByTestId("channel-name"), { target: { value: "hook" } });
+    expect(screen.queryByTestId("channel-secret")).toBeNull(); // email has no secret
+    fireEvent.change(screen.getByTestId("channel-kind"), { target: { value: "webhook" } });
+    fireEvent.change(screen.getByTestId("channel-target"), { target: { value: "https://hooks.example.com/y" } });
+    fireEvent.click(screen.getByTestId("channel-save"));
+    expect((await screen.findByTestId("channel-error-secret")).textContent).toBe("Enter a secret: it signs every delivery.");
+    expect(callsTo(fetch, "POST", "/api/alert-channels/").length).toBe(0);
+    fireEvent.change(screen.getByTestId("channel-secret"), { target: { value: "s3cret" } });
+    fireEvent.click(screen.getByTestId("channel-save"));
+    await waitFor(() => expect(callsTo(fetch, "POST", "/api/alert-channels/").length).toBe(1));
+    expect(body(callsTo(fetch, "POST", "/api/alert-channels/")[0]!)).toMatchObject({ kind: "webhook", secret: "s3cret" });
+
+    fireEvent.click(await screen.findByTestId("channel-edit-2"));
+    expect((screen.getByTestId("channel-secret") as HTMLInputElement).placeholder).toBe("saved: leave empty to keep");
+    fireEvent.click(screen.getByTestId("channel-save"));
+    const edits = await waitFor(() => {
+      const calls = [...callsTo(fetch, "PATCH", "/api/alert-channels/2/"), ...callsTo(fetch, "PUT", "/api/alert-channels/2/")];
+      expect(calls.length).toBe(1);
+      return calls;
+    });
+    expect(body(edits[0]!)).not.toHaveProperty("secret"); // the saved secret stays
+  });
+});
+
 describe("alert history", () => {
   it("shows fired → resolved only for alerts that fired, and keeps a deleted rule's alerts readable", async () => {
     mockFetch({

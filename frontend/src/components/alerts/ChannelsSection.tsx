@@ -15,7 +15,14 @@ import type {
 import { formLevelMessage } from "../Form";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../States";
 
-const EMPTY_CHANNEL: AlertChannelInput = { name: "", kind: "email", target: "", enabled: true };
+const EMPTY_CHANNEL: AlertChannelInput = { name: "", kind: "email", target: "", enabled: true, secret: "" };
+// What the secret of each kind is (email has none): a webhook's signs every delivery (required), an
+// Alertmanager's is sent as a bearer token (optional). Never shown again once saved.
+const SECRET_LABEL: Record<AlertChannel["kind"], string | null> = {
+  email: null,
+  webhook: "Signing secret",
+  alertmanager: "Bearer token (optional)",
+};
 // What the target of each kind is.
 const TARGET_LABEL: Record<AlertChannel["kind"], string> = {
   email: "Email address",
@@ -37,7 +44,7 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
       onError: (error) => setTests((t) => ({ ...t, [id]: { failed: errorMessage(error) } })),
     });
   };
-  const [form, setForm] = useState<AlertChannelInput & { id?: number }>(EMPTY_CHANNEL);
+  const [form, setForm] = useState<AlertChannelInput & { id?: number; hasSecret?: boolean }>(EMPTY_CHANNEL);
   const [local, setLocal] = useState<Record<string, string>>({});
   const server = save.error instanceof ApiError ? save.error.fieldErrors : {};
   const err = (f: string) => local[f] ?? server[f]?.join(" ");
@@ -48,10 +55,14 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
     if (!form.name.trim()) errs.name = "Enter a name.";
     if (form.kind === "email" && !/^\S+@\S+$/.test(form.target.trim())) errs.target = "Enter an email address.";
     if (form.kind !== "email" && !/^https?:\/\/\S+$/.test(form.target.trim())) errs.target = "Enter an http(s) URL.";
+    const secret = form.kind === "email" ? "" : (form.secret ?? "");
+    if (form.kind === "webhook" && !secret && !form.hasSecret) errs.secret = "Enter a secret: it signs every delivery.";
     setLocal(errs);
     if (Object.keys(errs).length) return;
-    const { id, ...body } = form;
-    save.mutate({ body: { ...body, name: body.name.trim(), target: body.target.trim() }, id }, { onSuccess: () => setForm(EMPTY_CHANNEL) });
+    const { id, hasSecret: _kept, secret: _typed, ...rest } = form;
+    // An empty secret on an edit keeps the saved one (the API never shows it).
+    const body = { ...rest, name: rest.name.trim(), target: rest.target.trim(), ...(secret ? { secret } : {}) };
+    save.mutate({ body, id }, { onSuccess: () => setForm(EMPTY_CHANNEL) });
   };
 
   return (
@@ -121,7 +132,7 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
                               <button
                                 type="button"
                                 className="button button-small"
-                                onClick={() => setForm({ id: c.id, name: c.name, kind: c.kind, target: c.target_redacted ? "" : c.target, enabled: c.enabled })}
+                                onClick={() => setForm({ id: c.id, name: c.name, kind: c.kind, target: c.target_redacted ? "" : c.target, enabled: c.enabled, secret: "", hasSecret: c.has_secret })}
                                 data-testid={`channel-edit-${c.id}`}
                               >
                                 Edit
@@ -176,6 +187,21 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
               )}
               {err("target") && <p className="field-error" role="alert" data-testid="channel-error-target">{err("target")}</p>}
             </div>
+            {SECRET_LABEL[form.kind] && (
+              <div className="field field-medium">
+                <label htmlFor="channel-secret">{SECRET_LABEL[form.kind]}</label>
+                <input
+                  id="channel-secret"
+                  type="password"
+                  autoComplete="new-password"
+                  value={form.secret ?? ""}
+                  onChange={(e) => setForm((f) => ({ ...f, secret: e.target.value }))}
+                  placeholder={form.hasSecret ? "saved: leave empty to keep" : undefined}
+                  data-testid="channel-secret"
+                />
+                {err("secret") && <p className="field-error" role="alert" data-testid="channel-error-secret">{err("secret")}</p>}
+              </div>
+            )}
             <label className="check field-action">
               <input type="checkbox" checked={form.enabled} onChange={(e) => setForm((f) => ({ ...f, enabled: e.target.checked }))} data-testid="channel-enabled" />
               Enabled
@@ -186,9 +212,9 @@ export function ChannelsSection({ mayEdit, mayTest }: { mayEdit: boolean; mayTes
               </button>
             </div>
           </div>
-          {formLevelMessage(save.error, new Set(["name", "kind", "target", "enabled"])) && (
+          {formLevelMessage(save.error, new Set(["name", "kind", "target", "enabled", "secret"])) && (
             <p className="form-error" role="alert">
-              {formLevelMessage(save.error, new Set(["name", "kind", "target", "enabled"]))}
+              {formLevelMessage(save.error, new Set(["name", "kind", "target", "enabled", "secret"]))}
             </p>
           )}
           {del.isError && <p className="form-error" role="alert">{errorMessage(del.error)}</p>}
