@@ -1,4 +1,4 @@
-"""``python -m storage_engine.bench append|read|expire [options] [--json]``."""
+"""``python -m storage_engine.bench append|read|expire|compact|tier [options] [--json]``."""
 
 from __future__ import annotations
 
@@ -6,13 +6,19 @@ import argparse
 import sys
 from types import ModuleType
 
-from storage_engine.bench import append, compact, expire, read
+from storage_engine.bench import append, compact, expire, read, tier
 from storage_engine.bench.common import add_common_arguments, data_dir, emit
 from storage_engine.version import package_version
 
 # Later benches (compact) register here; a ``--node URL`` target will
 # plug in where each bench opens the engine.
-BENCHES: dict[str, ModuleType] = {"append": append, "read": read, "expire": expire, "compact": compact}
+BENCHES: dict[str, ModuleType] = {
+    "append": append,
+    "read": read,
+    "expire": expire,
+    "compact": compact,
+    "tier": tier,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,14 +50,19 @@ class TierCache:
         self._lock = threading.Lock()
         self._blocks: OrderedDict[tuple[str, int], int] = OrderedDict()  # (object key, block) → bytes
         self._bytes = 0
+        self.block_bytes = BLOCK_BYTES  # fixed while blocks are cached (the bench tries others on an empty cache)
+        self._stems: dict[str, str] = {}  # object key → its blocks' path without the block number
         shutil.rmtree(directory, ignore_errors=True)  # nothing survives a restart: it is only a cache
 
     @property
     def cached_bytes(self) -> int:
         return self._bytes
 
-    def _path(self, key: str, block: int) -> Path:
-        return self.directory / f"{hashlib.sha1(key.encode()).hexdigest()}.{block}"
+    def _path(self, key: str, block: int) -> str:
+        stem = self._stems.get(key)
+        if stem is None:
+            stem = self._stems[key] = os.path.join(self.directory, hashlib.sha1(key.encode()).hexdigest())
+        return f"{stem}.{block}"
 
     def read(self, key: str, object_size: int, position: int, size: int) -> bytes:
         """Bytes ``[position, position + size)`` of object ``key`` (fewer past its end)."""
@@ -65,35 +70,46 @@ class TierCache:
         if end <= position:
             return b""
         parts: list[bytes] = []
-        for block in range(position // BLOCK_BYTES, (end - 1) // BLOCK_BYTES + 1):
-            data = self._block(key, object_size, block)
-            start = block * BLOCK_BYTES
-            parts.append(data[max(0, position - start) : end - start])
+        bs = self.block_bytes
+        for block in range(position // bs, (end - 1) // bs + 1):
+            start = block * bs
+            lo, hi = max(0, position - start), end - start
+            parts.append(self._cached(key, block, lo, hi) or self._fetch(key, object_size, block)[lo:hi])
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def _block(self, key: str, object_size: int, block: int) -> bytes:
-        path = self._path(key, block)
+    def _cached(self, key: str, block: int, lo: int, hi: int) -> bytes | None:
+        """Bytes ``[lo, hi)`` of a cached block (only those are read from its file), ``None`` on a miss."""
         with self._lock:
             hit = (key, block) in self._blocks
             if hit:
                 self._blocks.move_to_end((key, block))
-        if hit:
-            try:
-                data = path.read_bytes()
-                self._counters.add("tier_cache_hits_total")
-                return data
-            except FileNotFoundError:  # evicted between the lookup and the read
-                pass
-        start = block * BLOCK_BYTES
+        if not hit:
+            return None
         try:
-            data = self.tier.get_range(key, start, min(start + BLOCK_BYTES, object_size))
+            fd = os.open(self._path(key, block), os.O_RDONLY)
+        except FileNotFoundError:  # evicted between the lookup and the read
+            return None
+        try:
+            data = os.pread(fd, hi - lo, lo)
+        finally:
+            os.close(fd)
+        self._counters.add("tier_cache_hits_total")
+        return data
+
+    def _fetch(self, key: str, object_size: int, block: int) -> bytes:
+        """A missing block fetched whole with one ranged GET, then kept in the cache."""
+        path = self._path(key, block)
+        start = block * self.block_bytes
+        try:
+            data = self.tier.get_range(key, start, min(start + self.block_bytes, object_size))
         except TierError:
             self._counters.add("tier_fetch_failures_total")
             raise
         self._counters.add_many({"tier_cache_misses_total": 1, "tier_fetched_bytes_total": len(data)})
-        tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
+        tmp = f"{path}.{threading.get_ident()}.tmp"
         self.directory.mkdir(parents=True, exist_ok=True)  # created on the first miss
-        tmp.write_bytes(data)
+        with open(tmp, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
         with self._lock:
             old = self._blocks.pop((key, block), None)
@@ -120,6 +136,7 @@ class TierCache:
                 self._bytes -= self._blocks.pop(k)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self._path(*k))
+            self._stems.pop(key, None)
 
 
 class RemoteSegment(Segment):

@@ -18,6 +18,7 @@ leaves the segment UPLOADING: the next offload uploads again under the same name
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 from storage_engine.errors import StorageError
 from storage_engine.segment.meta import SegmentMeta
@@ -26,7 +27,7 @@ from storage_engine.segment_files import dead_ranges
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.manifest import Manifest, pairs
 
-HASH_CHUNK = 4 << 20
+PART_BYTES = 8 << 20  # bytes per part of a data object's multipart upload (and per hashed read)
 
 
 class TierVerifyError(StorageError):
@@ -74,6 +75,11 @@ def build_manifest(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, sha
     )
 
 
+def multipart_etag(part_md5s: list[bytes]) -> str:
+    """The S3 ETag of a multipart upload of parts with these MD5 digests."""
+    return f"{hashlib.md5(b''.join(part_md5s), usedforsecurity=False).hexdigest()}-{len(part_md5s)}"
+
+
 def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now: int) -> int:
     """Steps 1–4 for ``meta`` (a copy, UPLOADING); returns the bytes uploaded."""
     tier = shard.tier
@@ -82,29 +88,39 @@ def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now
     if seg is None or seg.size != meta.size_bytes:
         found = "gone" if seg is None else f"{seg.size} bytes"
         raise TierVerifyError(key, "the local segment file", f"{meta.size_bytes} bytes", found)
+    sha = hashlib.sha256()
+    part_md5s: list[bytes] = []
+    with_md5 = tier.content_etags
+    size = meta.size_bytes
+
+    def parts() -> Iterator[bytes]:
+        """The file in parts, hashed as they are read (one pass over the file)."""
+        for pos in range(0, size, PART_BYTES):
+            chunk = seg.read(pos, min(PART_BYTES, size - pos))
+            sha.update(chunk)
+            if with_md5:
+                part_md5s.append(hashlib.md5(chunk, usedforsecurity=False).digest())
+            yield chunk
+
     seg.retain()
     try:
-        sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-        for pos in range(0, meta.size_bytes, HASH_CHUNK):
-            chunk = seg.read(pos, min(HASH_CHUNK, meta.size_bytes - pos))
-            sha.update(chunk)
-            md5.update(chunk)
-        with open(seg.path, "rb") as f:
-            tier.put(key, f)
+        tier.put_parts(key, parts(), PART_BYTES)
     finally:
         seg.release()
     info = tier.head(key)
-    if info.size != meta.size_bytes:
-        raise TierVerifyError(key, "the size", meta.size_bytes, info.size)
+    if info.size != size:
+        raise TierVerifyError(key, "the size", size, info.size)
     etag = (info.etag or "").strip('"').lower()
-    if etag != md5.hexdigest():  # not a single-part S3 ETag: read it back
-        size, digest = tier.sha256(key)
-        if (size, digest) != (meta.size_bytes, sha.hexdigest()):
-            raise TierVerifyError(key, "the SHA-256 read back", sha.hexdigest(), f"{digest} ({size} bytes)")
+    if not (with_md5 and etag == multipart_etag(part_md5s)):  # no content ETag to trust: read it back
+        back, digest = tier.sha256(key)
+        if (back, digest) != (size, sha.hexdigest()):
+            raise TierVerifyError(key, "the SHA-256 read back", sha.hexdigest(), f"{digest} ({back} bytes)")
     manifest = build_manifest(shard, log, meta, sha.hexdigest(), now).to_bytes()
     manifest_key = shard.manifest_key(meta)
     tier.put(manifest_key, manifest)
-    back = tier.get(manifest_key)
-    if back != manifest:
-        raise TierVerifyError(manifest_key, "the manifest read back", f"{len(manifest)} bytes", f"{len(back)} bytes")
-    return meta.size_bytes
+    back_manifest = tier.get(manifest_key)
+    if back_manifest != manifest:
+        raise TierVerifyError(
+            manifest_key, "the manifest read back", f"{len(manifest)} bytes", f"{len(back_manifest)} bytes"
+        )
+    return size

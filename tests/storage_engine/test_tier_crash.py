@@ -59,8 +59,9 @@ clock.set(T0 + 10_000)
     + """
 if op == "retention":
     engine.offload("c")  # complete, unhooked: then retention deletes offloaded segments
-if point == "put":
+if point == "put":  # data objects go through put_parts, manifests through put: one count for both
     hook(store.ObjectTier, "put")
+    hook(store.ObjectTier, "put_parts")
 elif point == "finish":
     hook(tiered_log.TieredShardLog, "finish_offload")
 elif point == "write":

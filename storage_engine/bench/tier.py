@@ -1,0 +1,204 @@
+"""Tiered storage: offload MB/s against the same bytes copied with obstore directly, and random
+reads of offloaded records (cold and cached) against local reads, in one run.
+
+Steps, on one shard of ``--records`` records of ``--value-bytes`` (sealed ``--segment-mb``
+segments):
+
+1. **local reads**: ``--reads`` random single-record reads by offset (``read(..., max_records=1)``)
+   while every segment is local;
+2. **direct copy** (the peer): every sealed segment file PUT with ``obstore`` under a separate
+   prefix, ``offload_concurrency`` at a time — the bytes an offload must move, with nothing else;
+3. **offload**: offload steps until done (hashing, upload, verification, manifests, catalog,
+   local copies dropped: ``local_retention_ms`` 0);
+4. **cold remote reads**: ``--cold-reads`` reads at offsets spread so that each falls in a block
+   no other read fetched (every one a cache miss);
+5. **cached remote reads**: the local reads' offsets again after one warming pass (every block in
+   the cache, ``tier_cache_bytes`` large enough).
+
+The tier is ``--tier-uri`` (``s3://bucket[/prefix]`` with ``TIER_S3_ENDPOINT`` and ``AWS_*``),
+else a ``file://`` directory in the data directory. Last line: ``{"system": "ratio",
+"offload_vs_direct": offload MB/s ÷ direct MB/s, "cached_remote_vs_local_read": cached p50 ÷
+local p50}``. Targets (issue 19): offload ≥ 0.8 of the direct copy; a cached remote read within 2×
+of a local one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from storage_engine import open_engine
+from storage_engine.bench.common import batched, make_records, percentile_ms, result, timed_calls
+from storage_engine.clock import SystemClock
+from storage_engine.config import Durability, EngineConfig
+from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
+from storage_engine.segment.adapter import SegmentAdapter
+from storage_engine.tier.store import ObjectTier
+
+FILL_CHUNK = 100_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(records=200_000, value_bytes=1000)
+    parser.add_argument("--tier-uri", help="object store (default: file:// directory inside the data dir)")
+    parser.add_argument("--segment-mb", type=int, default=16, help="segment size in MiB (default 16)")
+    parser.add_argument("--reads", type=int, default=5_000, help="local and cached random reads (default 5000)")
+    parser.add_argument("--cold-reads", type=int, default=300, help="cold remote reads (default 300)")
+    parser.add_argument("--concurrency", type=int, default=2, help="offload_concurrency (default 2)")
+    parser.add_argument("--block-kib", type=int, help="read cache block size in KiB (default: the engine's)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the random offsets")
+
+
+def _mb_per_s(nbytes: int, seconds: float) -> float:
+    return round(nbytes / seconds / 1e6, 2) if seconds else 0.0
+
+
+def _direct_copy(tier: ObjectTier, files: list[Path], concurrency: int) -> tuple[float, int]:
+    """PUT every file under a fresh prefix ``concurrency`` at a time; (seconds, bytes). Removed after."""
+    prefix = f"direct-{uuid.uuid4().hex[:8]}/"
+
+    def put(path: Path) -> int:
+        with open(path, "rb") as f:
+            tier.put(prefix + path.name, f)
+        return path.stat().st_size
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        nbytes = sum(pool.map(put, files))
+    seconds = time.perf_counter() - began
+    for path in files:
+        tier.delete(prefix + path.name)
+    return seconds, nbytes
+
+
+def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
+    uri = args.tier_uri or (root / "tier").as_uri()
+    node = NodePolicy(
+        offload_concurrency=args.concurrency,
+        tier_cache_bytes=max(256 * MiB, 2 * args.records * (args.value_bytes + 64)),
+        file_delete_delay_ms=0,
+    )
+    config = EngineConfig(
+        data_dir=root / "data", durability=Durability.NONE, lifecycle_worker=False, tier_uri=uri, node_policy=node
+    )
+    engine = open_engine(config, SystemClock())
+    assert isinstance(engine, SegmentAdapter)
+    lines: list[dict[str, Any]] = []
+    cache = engine.tier.cache
+    try:
+        policy = NamespacePolicy(
+            segment_bytes=args.segment_mb * MiB, retention_ms=None, remote_storage_enabled=True, local_retention_ms=0
+        )
+        engine.create_namespace("bench", 1, policy)
+        for start in range(0, args.records, FILL_CHUNK):
+            for batch in batched(make_records(args, start, min(FILL_CHUNK, args.records - start)), args.batch_size):
+                engine.append("bench", 0, batch)
+        time.sleep(0.002)  # local_retention_ms 0: every sealed segment's newest record is in the past
+        rng = random.Random(args.seed)
+        offsets = [rng.randrange(args.records) for _ in range(args.reads)]
+        read = partial(engine.read, "bench", 0, max_records=1)
+
+        # 1. local reads (twice: the first pass warms the page cache, as the cache is warmed below)
+        timed_calls([partial(read, o) for o in offsets])
+        local = timed_calls([partial(read, o) for o in offsets])
+        lines.append(result("tier", "local-read", args.records, sum(local), local, args.value_bytes, args.reads))
+
+        # 2. the peer: the same files copied with the library directly
+        segments = engine.list_segments("bench", 0)[:-1]
+        shard_dir = engine.data_dir.segments_dir / "bench" / "0"
+        files = [shard_dir / f"{s.base_offset:020d}.log" for s in segments]
+        direct_s, direct_bytes = _direct_copy(engine.tier.tier, files, args.concurrency)
+        direct_mb = _mb_per_s(direct_bytes, direct_s)
+        lines.append(
+            {
+                "bench": "tier",
+                "system": "direct-copy",
+                "segments": len(files),
+                "bytes": direct_bytes,
+                "seconds": round(direct_s, 4),
+                "mb_per_s": direct_mb,
+            }
+        )
+
+        # 3. offload
+        began = time.perf_counter()
+        offloaded = 0
+        while True:
+            step = engine.offload("bench", limit=64)
+            offloaded += step.bytes_offloaded
+            if not step.more:
+                break
+        offload_s = time.perf_counter() - began
+        offload_mb = _mb_per_s(offloaded, offload_s)
+        lines.append(
+            {
+                "bench": "tier",
+                "system": "offload",
+                "segments": len(segments),
+                "bytes": offloaded,
+                "seconds": round(offload_s, 4),
+                "mb_per_s": offload_mb,
+                "concurrency": args.concurrency,
+            }
+        )
+
+        if args.block_kib:
+            cache.block_bytes = args.block_kib * 1024  # nothing is cached yet
+        # 4. cold remote reads: one per block, never the same block twice
+        step_records = max(1, args.records // max(1, args.cold_reads))
+        cold_offsets = [i * step_records + rng.randrange(step_records) for i in range(args.cold_reads)]
+        cold_offsets = [o for o in cold_offsets if o < args.records]
+        rng.shuffle(cold_offsets)
+        before = engine.stats().counters
+        cold = timed_calls([partial(read, o) for o in cold_offsets])
+        after = engine.stats().counters
+        lines.append(
+            result(
+                "tier",
+                "remote-read-cold",
+                args.records,
+                sum(cold),
+                cold,
+                args.value_bytes,
+                len(cold),
+                cache_misses=after.get("tier_cache_misses_total", 0) - before.get("tier_cache_misses_total", 0),
+            )
+        )
+
+        # 5. cached remote reads (a warming pass first)
+        timed_calls([partial(read, o) for o in offsets])
+        before = engine.stats().counters
+        cached = timed_calls([partial(read, o) for o in offsets])
+        after = engine.stats().counters
+        lines.append(
+            result(
+                "tier",
+                "remote-read-cached",
+                args.records,
+                sum(cached),
+                cached,
+                args.value_bytes,
+                args.reads,
+                cache_misses=after.get("tier_cache_misses_total", 0) - before.get("tier_cache_misses_total", 0),
+            )
+        )
+        assert all(s.tier.value == "remote" for s in engine.list_segments("bench", 0)[:-1])
+    finally:
+        engine.close()
+    yield from lines
+    local_p50 = percentile_ms(local, 0.5)
+    yield {
+        "bench": "tier",
+        "system": "ratio",
+        "tier": uri.split("://", 1)[0],
+        "block_kib": cache.block_bytes // 1024,
+        "offload_vs_direct": round(offload_mb / direct_mb, 3) if direct_mb else 0.0,
+        "cached_remote_vs_local_read": round(percentile_ms(cached, 0.5) / local_p50, 3) if local_p50 else 0.0,
+    }
