@@ -24,6 +24,17 @@ def test_admin_creates_a_namespace_that_reaches_the_node(api_as, registered_node
     assert [n["name"] for n in listed["results"]] == ["orders"]
 
 
+def test_a_namespace_is_created_with_an_infinite_retention(api_as, registered_node, node):
+    """null in a create's policy is an override of no limit, as a policy PATCH sets it."""
+    response = api_as("admin").post(
+        "/api/namespaces/", {"name": "archive", "policy": {"retention_ms": None, "ttl_ms": 60_000}}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["policy_overrides"] == {"retention_ms": None, "ttl_ms": 60_000}
+    with NodeClient(node.url, node.token) as client:
+        assert client.get_namespace("archive").policy.retention_ms is None
+
+
 @pytest.mark.parametrize(("role", "status"), [(None, 401), ("viewer", 403), ("operator", 403)])
 def test_creating_needs_the_admin_role(api_as, registered_node, role, status):
     response = api_as(role).post("/api/namespaces/", {"name": "orders", "shards": 1}, format="json")

@@ -19,7 +19,10 @@ class NamespaceInputSerializer(StrictSerializer):
     )
     shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)
     policy = serializers.DictField(
-        child=PolicyValueField(), required=False, default=dict, help_text="overrides of the cluster default policy"
+        child=PolicyValueField(allow_null=True),  # null: no limit (an infinite TTL or retention), as a PATCH sets
+        required=False,
+        default=dict,
+        help_text="overrides of the cluster default policy (null: no limit, e.g. an infinite retention)",
     )
     node = serializers.SlugRelatedField(
         slug_field="name",

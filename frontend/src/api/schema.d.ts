@@ -1527,9 +1527,9 @@ export interface components {
             name: string;
             /** @default 1 */
             shards?: number;
-            /** @description overrides of the cluster default policy */
+            /** @description overrides of the cluster default policy (null: no limit, e.g. an infinite retention) */
             policy?: {
-                [key: string]: number | string | boolean;
+                [key: string]: (number | string | boolean) | null;
             };
             /** @description the node every shard goes to unless `placement` says otherwise (default: the default node) */
             node?: string;

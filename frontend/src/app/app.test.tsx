@@ -205,6 +205,22 @@ describe("namespaces", () => {
     expect((post[1]!.headers as Record<string, string>)["X-CSRFToken"]).toBe("tok");
   });
 
+  it("creates a namespace with an infinite retention (null) and a TTL", async () => {
+    const fetch = mockFetch({
+      "GET /api/auth/me": admin,
+      "GET /api/namespaces/": { next: null, previous: null, results: [] },
+      "POST /api/namespaces/": () => jsonResponse(ns("archive"), 201),
+    });
+    renderApp("/namespaces");
+    fireEvent.change(await screen.findByTestId("create-namespace-name"), { target: { value: "archive" } });
+    fireEvent.change(screen.getByTestId("create-namespace-retention"), { target: { value: "infinite" } });
+    fireEvent.change(screen.getByTestId("create-namespace-ttl"), { target: { value: "7d" } });
+    fireEvent.click(screen.getByTestId("create-namespace-submit"));
+    await waitFor(() => expect(fetch.mock.calls.filter((c) => c[1]?.method === "POST").length).toBe(1));
+    const post = fetch.mock.calls.find((c) => c[1]?.method === "POST")!;
+    expect(JSON.parse(String(post[1]!.body)).policy).toEqual({ retention_ms: null, ttl_ms: 7 * 86_400_000 });
+  });
+
   it("validates before posting", async () => {
     const fetch = mockFetch({ "GET /api/auth/me": admin, "GET /api/namespaces/": { next: null, previous: null, results: [] } });
     renderApp("/namespaces");

@@ -236,9 +236,6 @@ function validate(name: string, shards: string, policy: CreatePolicyText): Field
     if (!text.trim()) continue;
     const parsed = tryParseDuration(text);
     if (!parsed.ok) errors[field] = [parsed.error];
-    // The create request takes numbers only (the schema's NamespaceInput policy values are not nullable);
-    // "infinite" (null) is an override of the namespace's policy once it exists.
-    else if (parsed.value === null) errors[field] = ["Infinite is set on the namespace's policy once it exists."];
   }
   if (!name) errors.name = ["Enter a name."];
   else if (!NAME_RE.test(name)) errors.name = ["Use 1-200 letters, digits, '.', '_' or '-'."];
@@ -282,10 +279,10 @@ function CreateNamespaceForm() {
     const body: NamespaceCreate = { name: trimmed, shards: Number(shards) };
     if (placeOn === SPREAD) body.placement = spreadPlacement(nodeNames, Number(shards));
     else if (placeOn) body.node = placeOn;
-    const policy: Record<string, number> = {};
+    const policy: Record<string, number | null> = {};
     for (const [field, text] of Object.entries(policyText)) {
       const parsed = text.trim() ? tryParseDuration(text) : null;
-      if (parsed?.ok && parsed.value !== null) policy[field] = parsed.value;
+      if (parsed?.ok) policy[field] = parsed.value; // null: infinite
     }
     if (Object.keys(policy).length > 0) body.policy = policy;
     create.mutate(
@@ -395,7 +392,7 @@ function CreateNamespaceForm() {
               data-testid={`create-namespace-${field === "ttl_ms" ? "ttl" : "retention"}`}
               {...fieldProps(field)}
             />
-            <FieldMessage id={`create-ns-${field}`} errors={fieldErrors[field]} hint="e.g. 7d, 12h; empty inherits." />
+            <FieldMessage id={`create-ns-${field}`} errors={fieldErrors[field]} hint="e.g. 7d, 12h, infinite; empty inherits." />
           </div>
         ))}
         <div className="field field-action">
