@@ -16,7 +16,11 @@ An error body is ``application/problem+json``::
 
 Defined here, outside the node, with no web framework import, so that the node and the
 control plane's REST API build the very same shape (the node through
-:func:`storage_engine.wire.problem_for`).
+:func:`storage_engine.wire.problem_for`, the REST API through ``backend.apps.core.problems``).
+The codes are shared: the engine's (``invalid_argument``, ``not_found``, ``disk_full``…) mean
+the same on both, and the REST API adds its own (``validation_error`` with ``errors``:
+field → [messages], ``not_authenticated``, ``permission_denied``, ``csrf_failed``,
+``throttled`` with ``retry_after``…).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ TITLES: dict[str, str] = {
     "invalid_policy": "Invalid policy",
     "unauthorized": "Missing or wrong token",
     "forbidden": "Not allowed with this token",
-    "not_found": "No such route",
+    "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "unknown_namespace": "Unknown namespace",
     "unknown_shard": "Unknown shard",
@@ -58,6 +62,21 @@ TITLES: dict[str, str] = {
     "tier_verify_failed": "Object store verification failed",
     "tier_manifest_invalid": "Invalid manifest in the object store",
     "internal_error": "Internal error",
+    # engine errors the control plane meets calling nodes
+    "node_unavailable": "Storage node unavailable",
+    "remote_error": "Storage node error",
+    # the control plane's REST API (backend.apps.core.problems)
+    "validation_error": "Invalid input",
+    "parse_error": "Malformed request body",
+    "bad_request": "Bad request",
+    "invalid_credentials": "Wrong username or password",
+    "not_authenticated": "Not authenticated",
+    "authentication_failed": "Authentication failed",
+    "permission_denied": "Permission denied",
+    "csrf_failed": "CSRF check failed",
+    "not_acceptable": "Not acceptable",
+    "unsupported_media_type": "Unsupported media type",
+    "throttled": "Too many requests",
 }
 
 

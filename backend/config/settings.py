@@ -340,7 +340,6 @@ SPECTACULAR_SETTINGS = {
         "AlertStateEnum": "backend.apps.alerts.models.AlertState",
         "AlertEventKindEnum": "backend.apps.alerts.models.EventKind",
         "ChannelKindEnum": "backend.apps.alerts.models.ChannelKind",
-        "OffsetOutOfRangeEnum": ["offset_out_of_range"],
     },
     # /api/docs/ works offline: Swagger UI and Redoc come from drf-spectacular-sidecar under /static/.
     "SWAGGER_UI_DIST": "SIDECAR",

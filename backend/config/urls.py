@@ -32,3 +32,9 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     re_path(r"^(?!api/|admin/|static/)(?P<path>.*)$", spa, name="spa"),
 ]
+
+# Django's error answers: problem details under /api/, Django's pages elsewhere.
+handler400 = "backend.apps.core.views.bad_request"
+handler403 = "backend.apps.core.views.permission_denied"
+handler404 = "backend.apps.core.views.page_not_found"
+handler500 = "backend.apps.core.views.server_error"

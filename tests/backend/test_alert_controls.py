@@ -136,10 +136,10 @@ def test_operator_disables_a_builtin_rule_its_alerts_close_and_seeding_keeps_it_
     operator = api_as("operator")
     url = f"/api/alert-rules/{rule.pk}/enabled"
     # Bad input is refused, naming the field.
-    assert operator.post(url, {}, format="json").json().keys() == {"enabled"}
-    assert operator.post(url, {"enabled": "perhaps"}, format="json").json().keys() == {"enabled"}
+    assert operator.post(url, {}, format="json").json()["errors"].keys() == {"enabled"}
+    assert operator.post(url, {"enabled": "perhaps"}, format="json").json()["errors"].keys() == {"enabled"}
     response = operator.post(url, {"enabled": False, "name": "x"}, format="json")
-    assert response.status_code == 400 and response.json().keys() == {"name"}
+    assert response.status_code == 400 and response.json()["errors"].keys() == {"name"}
     assert operator.post("/api/alert-rules/999999/enabled", {"enabled": False}, format="json").status_code == 404
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -357,7 +357,7 @@ def test_send_test_through_a_webhook(quiet, api_as, receiver):
 
     # Input: nothing is taken; unknown channels are 404.
     response = operator.post(url, {"message": "hi"}, format="json")
-    assert response.status_code == 400 and response.json().keys() == {"message"}
+    assert response.status_code == 400 and response.json()["errors"].keys() == {"message"}
     assert operator.post("/api/alert-channels/999999/test").status_code == 404
 
 

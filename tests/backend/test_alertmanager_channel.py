@@ -130,13 +130,13 @@ def test_alertmanager_channels_through_the_api(db, api_as, alertmanager, setting
     (listed,) = viewer.get("/api/alert-channels/").json()
     assert listed["target"] == alertmanager + "/…" and listed["target_redacted"] is True
     bad = admin.post("/api/alert-channels/", {"name": "x", "kind": "alertmanager", "target": "am:9093"}, format="json")
-    assert bad.status_code == 400 and bad.json().keys() == {"target"}
+    assert bad.status_code == 400 and bad.json()["errors"].keys() == {"target"}
     meta = admin.post(
         "/api/alert-channels/",
         {"name": "meta", "kind": "alertmanager", "target": "http://169.254.169.254/"},
         format="json",
     )
-    assert meta.status_code == 400 and meta.json()["target"][0].startswith("refused")
+    assert meta.status_code == 400 and meta.json()["errors"]["target"][0].startswith("refused")
     # A test message: an alert that shows in Alertmanager, then ends by itself.
     answer = api_as("operator").post(f"/api/alert-channels/{channel['id']}/test").json()
     assert answer == {"delivered": True, "error": ""}

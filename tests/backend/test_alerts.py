@@ -136,9 +136,9 @@ def test_silence_and_ack(quiet, api_as, monkeypatch):
     assert response.json()["acknowledged_at"]
     response = operator.post(f"/api/alerts/{alert.pk}/silence", {"minutes": 60}, format="json")
     assert response.status_code == 200 and response.json()["silenced_until"].startswith("2030-01-01T01:00:30")
-    assert operator.post(f"/api/alerts/{alert.pk}/silence", {"minutes": "x"}, format="json").json().keys() == {
-        "minutes"
-    }
+    assert operator.post(f"/api/alerts/{alert.pk}/silence", {"minutes": "x"}, format="json").json()[
+        "errors"
+    ].keys() == {"minutes"}
     assert set(AuditEntry.objects.values_list("action", flat=True)) >= {"alert.ack", "alert.silence"}
     # Silenced: resolving it sends nothing (the history says so).
     ratio("orders", 0.0, T0 + timedelta(minutes=2))
@@ -311,29 +311,31 @@ def test_rule_validation_and_audit(quiet, api_as):
     good = {"name": "big", "metric": "stored_bytes", "comparator": ">", "threshold": 1e9, "for_s": 60}
     for field, bad in [("comparator", "=="), ("metric", "cpu"), ("for_s", -1), ("severity", "panic")]:
         response = admin.post("/api/alert-rules/", {**good, field: bad}, format="json")
-        assert response.status_code == 400 and field in response.json(), (field, response.json())
+        assert response.status_code == 400 and field in response.json()["errors"], (field, response.json())
     response = admin.post("/api/alert-rules/", {**good, "scope_type": "shard", "scope": "orders"}, format="json")
-    assert response.status_code == 400 and "scope" in response.json()
+    assert response.status_code == 400 and "scope" in response.json()["errors"]
     response = admin.post(
         "/api/alert-rules/",
         {**good, "metric": "disk_used_ratio", "scope_type": "namespace", "scope": "x"},
         format="json",
     )
-    assert response.status_code == 400 and "scope_type" in response.json()
+    assert response.status_code == 400 and "scope_type" in response.json()["errors"]
     channel = admin.post(
         "/api/alert-channels/", {"name": "hook", "kind": "webhook", "target": "http://127.0.0.1:1/h", "secret": "k"}
     ).json()
     assert channel["has_secret"] is True and "secret" not in channel
     response = admin.post("/api/alert-channels/", {"name": "h2", "kind": "webhook", "target": "http://x.example/"})
-    assert response.status_code == 400 and "secret" in response.json()
+    assert response.status_code == 400 and "secret" in response.json()["errors"]
     response = admin.post("/api/alert-channels/", {"name": "m", "kind": "email", "target": "not-an-address"})
-    assert response.status_code == 400 and "target" in response.json()
+    assert response.status_code == 400 and "target" in response.json()["errors"]
     created = admin.post("/api/alert-rules/", {**good, "channels": [channel["id"]]}, format="json")
     assert created.status_code == 201 and created.json()["channels"] == [channel["id"]]
     rule_id = created.json()["id"]
     patched = admin.patch(f"/api/alert-rules/{rule_id}/", {"threshold": 2e9, "enabled": False}, format="json")
     assert patched.status_code == 200 and patched.json()["threshold"] == 2e9 and patched.json()["enabled"] is False
-    assert admin.patch(f"/api/alert-rules/{rule_id}/", {"for_s": -5}, format="json").json().keys() == {"for_s"}
+    assert admin.patch(f"/api/alert-rules/{rule_id}/", {"for_s": -5}, format="json").json()["errors"].keys() == {
+        "for_s"
+    }
     assert admin.delete(f"/api/alert-rules/{rule_id}/").status_code == 204
     update = AuditEntry.objects.get(action="alert_rule.update")
     assert update.diff["threshold"] == {"before": 1e9, "after": 2e9}

@@ -28,7 +28,8 @@ def test_wrong_password_is_a_clear_400(db):
     make_user("bob", "viewer")
     response = APIClient().post("/api/auth/login", {"username": "bob", "password": "nope"}, format="json")
     assert response.status_code == 400
-    assert "wrong username or password" in response.json()["detail"]
+    body = response.json()
+    assert body["code"] == "invalid_credentials" and body["detail"] == "Wrong username or password."
 
 
 def test_login_is_throttled(db, settings):

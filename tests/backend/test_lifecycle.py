@@ -150,7 +150,7 @@ def test_manual_action_creates_an_audited_run(api_as, orders, django_capture_on_
 def test_bad_actions_name_the_field(api_as, orders, body, field, rule):
     response = api_as("operator").post("/api/namespaces/orders/actions", body, format="json")
     assert response.status_code == 400
-    assert rule in response.json()[field][0]
+    assert rule in response.json()["errors"][field][0]
     assert not TaskRun.objects.exists()
 
 
@@ -289,7 +289,7 @@ def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_
     estimate = api_as("operator").get("/api/namespaces/orders/compaction-estimate").json()
     assert estimate["records_removable"] > 0 and estimate["reclaimable_bytes"] > 0
     response = api_as("operator").post("/api/namespaces/orders/actions", {"action": "compaction"}, format="json")
-    assert response.status_code == 400 and "confirm" in response.json()
+    assert response.status_code == 400 and "confirm" in response.json()["errors"]
     with django_capture_on_commit_callbacks(execute=False):
         response = api_as("operator").post(
             "/api/namespaces/orders/actions", {"action": "compaction", "confirm": "orders"}, format="json"
@@ -339,4 +339,4 @@ def test_a_whole_namespace_action_refuses_a_shard(api_as, orders):
     response = api_as("operator").post(
         "/api/namespaces/orders/actions", {"action": "backlog_quota", "shard": 1}, format="json"
     )
-    assert response.status_code == 400 and "whole namespace" in response.json()["shard"][0]
+    assert response.status_code == 400 and "whole namespace" in response.json()["errors"]["shard"][0]

@@ -73,7 +73,7 @@ def test_browse_by_time_key_and_tag(api_as, events):
 def test_bad_browse_queries_name_the_field(api_as, events, query, field):
     response = get(api_as("viewer"), query)
     assert response.status_code == 400
-    assert field in response.json()
+    assert field in response.json()["errors"]
 
 
 def test_browsing_needs_a_login(api_as, events):
@@ -94,6 +94,7 @@ def test_a_read_below_the_log_start_is_a_416_with_both_bounds(api_as, events, no
     response = get(api_as("viewer"), "shard=1&offset=0")
     assert response.status_code == 416
     body = response.json()
+    assert body["code"] == "offset_out_of_range" and response["Content-Type"] == "application/problem+json"
     assert (body["offset"], body["log_start_offset"], body["end_offset"], body["shard"]) == (0, start, 5, 1)
     assert body["below_log_start"] is True
     assert body["detail"] == f"offset 0 is below the log start {start} of shard 1 (deleted by retention/expiry)"
@@ -181,7 +182,7 @@ def test_produce_places_by_key_or_on_a_chosen_shard_and_is_audited(api_as, event
 )
 def test_produce_refusals_name_the_field(api_as, events, message, field):
     response = api_as("operator").post("/api/namespaces/events/messages", message, format="json")
-    assert response.status_code == 400 and field in response.json(), response.content
+    assert response.status_code == 400 and field in response.json()["errors"], response.content
 
 
 def test_produce_needs_an_operator_and_a_key_where_compaction_does(api_as, events):
@@ -190,5 +191,5 @@ def test_produce_needs_an_operator_and_a_key_where_compaction_does(api_as, event
     admin = api_as("admin")
     admin.patch("/api/namespaces/events/policy", {"set": {"cleanup_policy": "compact"}}, format="json")
     response = admin.post(url, {"value": "keyless"}, format="json")
-    assert response.status_code == 400 and "compact" in response.json()["key"][0]
+    assert response.status_code == 400 and "compact" in response.json()["errors"]["key"][0]
     assert not AuditEntry.objects.filter(action="message.produce").exists()

@@ -225,9 +225,9 @@ def test_series_per_shard_and_errors(api_as, charted):
     body = viewer.get("/api/metrics/series?series=expired_ratio&range=1h&namespace=orders").json()
     assert [line["labels"] for line in body["lines"]] == [{"node": "node-1", "namespace": "orders", "shard": 0}]
     response = viewer.get("/api/metrics/series?series=bogus&range=1h")
-    assert response.status_code == 400 and "series" in response.json()
+    assert response.status_code == 400 and "series" in response.json()["errors"]
     response = viewer.get("/api/metrics/series?series=stored_bytes&range=2h")
-    assert response.status_code == 400 and "range" in response.json()
+    assert response.status_code == 400 and "range" in response.json()["errors"]
     assert api_as(None).get("/api/metrics/series?series=stored_bytes").status_code == 401
 
 

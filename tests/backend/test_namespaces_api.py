@@ -65,15 +65,15 @@ def test_csrf_is_enforced_for_session_writes(db, api_as, registered_node):
 def test_bad_input_names_the_field_and_rule(api_as, registered_node, payload, field, words):
     response = api_as("admin").post("/api/namespaces/", payload, format="json")
     assert response.status_code == 400
-    assert field in response.json()
-    assert words in " ".join(response.json()[field])
+    assert field in response.json()["errors"]
+    assert words in " ".join(response.json()["errors"][field])
 
 
 def test_duplicate_name_is_rejected(api_as, registered_node):
     client = api_as("admin")
     assert client.post("/api/namespaces/", {"name": "dup", "shards": 1}, format="json").status_code == 201
     response = client.post("/api/namespaces/", {"name": "dup", "shards": 1}, format="json")
-    assert response.status_code == 400 and "already exists" in response.json()["name"][0]
+    assert response.status_code == 400 and "already exists" in response.json()["errors"]["name"][0]
 
 
 def test_node_down_saves_pending_then_the_retry_pushes_it(api_as, db, settings, tmp_path):

@@ -27,7 +27,7 @@ def test_deleting_a_namespace_needs_confirmation_and_is_audited(api_as, register
     admin = api_as("admin")
     admin.post("/api/namespaces/", {"name": "doomed", "shards": 1}, format="json")
     response = admin.delete("/api/namespaces/doomed/", {"confirm": "doom"}, format="json")
-    assert response.status_code == 400 and "repeat the namespace name" in response.json()["confirm"][0]
+    assert response.status_code == 400 and "repeat the namespace name" in response.json()["errors"]["confirm"][0]
     assert admin.delete("/api/namespaces/doomed/", {}, format="json").status_code == 400
     assert admin.delete("/api/namespaces/doomed/", {"confirm": "doomed"}, format="json").status_code == 204
     with NodeClient(node.url, node.token) as client:
@@ -40,7 +40,7 @@ def test_a_node_hosting_namespaces_cannot_be_deleted(api_as, registered_node):
     admin = api_as("admin")
     admin.post("/api/namespaces/", {"name": "kept", "shards": 1}, format="json")
     response = admin.delete(f"/api/nodes/{registered_node.name}/")
-    assert response.status_code == 400 and "still hosts namespaces" in response.json()["name"][0]
+    assert response.status_code == 400 and "still hosts namespaces" in response.json()["errors"]["name"][0]
 
 
 def test_login_failures_are_audited_without_the_password(api_as, db):

@@ -75,7 +75,7 @@ def test_create_places_shards_and_pushes_to_every_hosting_node(spread, node, sec
 def test_bad_placement_is_refused_naming_the_field(api_as, registered_node, body, message):
     response = api_as("admin").post("/api/namespaces/", {"name": "bad", **body}, format="json")
     assert response.status_code == 400
-    assert message in str(response.json()["placement"])
+    assert message in str(response.json()["errors"]["placement"])
     assert not Namespace.objects.filter(name="bad").exists()
 
 

@@ -94,7 +94,7 @@ def test_invalid_changes_are_400_naming_field_and_rule(admin, orders, change, fi
     before = Namespace.objects.get(name=orders).policy_overrides
     response = admin.patch(f"/api/namespaces/{orders}/policy", change, format="json")
     assert response.status_code == 400
-    assert rule in response.json()[field][0]
+    assert rule in response.json()["errors"][field][0]
     assert Namespace.objects.get(name=orders).policy_overrides == before
     assert not AuditEntry.objects.filter(action="policy.namespace.update").exists()
 
@@ -104,7 +104,7 @@ def test_disk_ratio_ordering_on_node_policy(admin, registered_node):
         f"/api/nodes/{registered_node.name}/policy", {"set": {"disk_max_used_ratio": 0.9}}, format="json"
     )
     assert response.status_code == 400
-    assert "≤ disk_clean_forcibly_ratio" in response.json()["disk_max_used_ratio"][0]
+    assert "≤ disk_clean_forcibly_ratio" in response.json()["errors"]["disk_max_used_ratio"][0]
     response = admin.patch(
         f"/api/nodes/{registered_node.name}/policy",
         {"set": {"disk_max_used_ratio": 0.7, "delete_when": "03;04"}},
@@ -122,7 +122,7 @@ def test_cluster_change_that_breaks_a_namespace_is_refused(admin, orders):
     admin.patch(f"/api/namespaces/{orders}/policy", {"set": {"backlog_quota_seconds": 3600}}, format="json")
     response = admin.patch("/api/policies/cluster", {"set": {"retention_ms": 60_000}}, format="json")
     assert response.status_code == 400
-    assert "would make namespace 'orders' invalid" in response.json()["retention_ms"][0]
+    assert "would make namespace 'orders' invalid" in response.json()["errors"]["retention_ms"][0]
 
 
 def test_policy_changes_are_audited_with_a_diff(admin, orders):

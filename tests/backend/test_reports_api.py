@@ -157,10 +157,8 @@ def _broken(field: str, value: Any) -> dict[str, Any]:
 def test_a_bad_row_is_refused_naming_the_field(service_client, namespaces, field, value, rule):
     response = service_client.post(URL, _broken(field, value), format="json")
     assert response.status_code == 400
-    error = response.json()["rows"]["0"]  # DRF keys a list's errors by the index of the bad item
-    for part in field.split("."):
-        error = error[part]
-    assert rule in str(error)
+    # nested errors have dotted names: the list's index of the bad item, then the field (and its member)
+    assert rule in str(response.json()["errors"][f"rows.0.{field}"]), response.json()
     assert not LifecycleReportRow.objects.exists()
 
 
@@ -176,13 +174,13 @@ def test_a_bad_row_is_refused_naming_the_field(service_client, namespaces, field
 def test_a_bad_report_is_refused_naming_the_field(service_client, namespaces, body, field, rule):
     response = service_client.post(URL, copy.deepcopy(body), format="json")
     assert response.status_code == 400
-    assert rule in str(response.json()[field])
+    assert rule in str(response.json()["errors"][field])
 
 
 @pytest.mark.parametrize(("query", "rule"), [("days=0", "greater than or equal to 1"), ("days=x", "valid integer")])
 def test_bad_days_are_refused(api_as, namespaces, query, rule):
     response = api_as("viewer").get(f"/api/namespaces/orders/reports/lifecycle?{query}")
-    assert response.status_code == 400 and rule in response.json()["days"][0]
+    assert response.status_code == 400 and rule in response.json()["errors"]["days"][0]
 
 
 def test_an_unknown_namespace_has_no_report(api_as, namespaces):
@@ -256,7 +254,7 @@ def test_a_summary_without_rows_has_zero_sums_and_no_ratios(api_as, namespaces):
 def test_the_summary_checks_its_namespace_days_and_reader(api_as, namespaces):
     assert api_as("viewer").get("/api/namespaces/nope/reports/lifecycle/summary").status_code == 404
     response = api_as("viewer").get(f"{SUMMARY}?days=0")
-    assert response.status_code == 400 and "greater than or equal to 1" in response.json()["days"][0]
+    assert response.status_code == 400 and "greater than or equal to 1" in response.json()["errors"]["days"][0]
     assert APIClient().get(SUMMARY).status_code == 401
 
 
@@ -281,7 +279,7 @@ def test_an_operator_starts_a_spark_job_as_an_audited_run(api_as, namespaces, dj
     assert entry.after == {"run": run.pk, "namespace": "orders"}
     assert len(queued) == 1  # the task is queued once the transaction commits
     again = api_as("operator").post("/api/spark-jobs", {"job": "lifecycle-report"}, format="json")
-    assert again.status_code == 400 and f"already queued (run {run.pk})" in again.json()["job"][0]
+    assert again.status_code == 400 and f"already queued (run {run.pk})" in again.json()["errors"]["job"][0]
 
 
 @pytest.mark.parametrize(
@@ -305,7 +303,7 @@ def test_an_operator_starts_a_spark_job_as_an_audited_run(api_as, namespaces, dj
 def test_bad_spark_job_requests_name_the_field(api_as, namespaces, body, field, rule):
     response = api_as("operator").post("/api/spark-jobs", body, format="json")
     assert response.status_code == 400
-    assert rule in response.json()[field][0]
+    assert rule in response.json()["errors"][field][0]
     assert not TaskRun.objects.exists()
 
 

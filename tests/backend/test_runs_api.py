@@ -31,7 +31,7 @@ def test_cancel_a_queued_run_and_refuse_a_finished_one(api_as, db):
     assert response.status_code == 200 and response.json()["state"] == "cancelled"
     assert AuditEntry.objects.get(action="run.cancel").target == str(queued.pk)
     response = operator.post(f"/api/runs/{queued.pk}/cancel")
-    assert response.status_code == 400 and "only queued or running" in response.json()["state"][0]
+    assert response.status_code == 400 and "only queued or running" in response.json()["errors"]["state"][0]
 
 
 def test_cancel_a_running_run_sets_the_flag_for_the_worker(api_as, db):
@@ -57,7 +57,7 @@ def test_datetime_filters_take_any_valid_offset_and_refuse_unrepresentable_ones(
     assert viewer.get("/api/runs/?since=3626-11-16T12:03:50-19:22").json()["results"] == []
     assert len(viewer.get("/api/runs/?since=2000-01-01T00:00:00-19:22").json()["results"]) == 1
     response = viewer.get("/api/runs/?since=0001-01-01T00:00:00%2B05:00")
-    assert response.status_code == 400 and "since" in response.json()
+    assert response.status_code == 400 and "since" in response.json()["errors"]
     assert viewer.get("/api/audit/?until=3626-11-16T12:03:50-19:22").status_code == 200
 
 

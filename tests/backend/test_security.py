@@ -261,10 +261,10 @@ def test_node_and_webhook_urls_are_checked_when_saved(api_as, monkeypatch):
     admin = api_as("admin")
     for url in ["http://169.254.169.254/", "http://metadata.google.internal/", "http://evil.example:7070"]:
         response = admin.post("/api/nodes/", {"name": "n9", "url": url, "token": "t"}, format="json")
-        assert response.status_code == 400 and "refused" in response.json()["url"][0], response.json()
+        assert response.status_code == 400 and "refused" in response.json()["errors"]["url"][0], response.json()
         body = {"name": "hook", "kind": "webhook", "target": url + "/hook", "secret": "k"}
         response = admin.post("/api/alert-channels/", body, format="json")
-        assert response.status_code == 400 and "refused" in response.json()["target"][0], response.json()
+        assert response.status_code == 400 and "refused" in response.json()["errors"]["target"][0], response.json()
     assert (
         admin.post(
             "/api/nodes/", {"name": "n9", "url": "http://10.0.0.9:7070", "token": "t"}, format="json"
@@ -272,9 +272,9 @@ def test_node_and_webhook_urls_are_checked_when_saved(api_as, monkeypatch):
         == 201
     )
     response = admin.patch("/api/nodes/n9/", {"url": "http://169.254.169.254/", "token": "t"}, format="json")
-    assert response.status_code == 400 and "url" in response.json()
+    assert response.status_code == 400 and "url" in response.json()["errors"]
     response = admin.post("/api/nodes/", {"name": "n8", "url": "http://10.0.0.8:7070", "token": "tökén"}, format="json")
-    assert response.status_code == 400 and "token" in response.json()
+    assert response.status_code == 400 and "token" in response.json()["errors"]
 
 
 def test_a_refused_node_url_is_never_called(db, answering, settings):
@@ -305,7 +305,7 @@ def test_changing_a_node_url_needs_its_token_again(api_as, answering):
         response = method("/api/nodes/n2/", {"name": "n2", "url": answering}, format="json")
         if response.status_code == 405:  # no PUT on this route
             continue
-        assert response.status_code == 400 and "token" in response.json(), response.json()
+        assert response.status_code == 400 and "token" in response.json()["errors"], response.json()
     node = StorageNode.objects.get(name="n2")
     assert node.url == "http://127.0.0.1:9" and node.token == "s3cret"
     assert admin.patch("/api/nodes/n2/", {"url": "http://127.0.0.1:9"}, format="json").status_code == 200  # same URL
@@ -455,10 +455,10 @@ def test_namespace_create_refuses_policy_overrides_and_unknown_fields(api_as):
     body = {"name": "orders", "shards": 1, "policy_overrides": {"ttl_ms": 60_000}}
     response = admin.post("/api/namespaces/", body, format="json")
     assert response.status_code == 400
-    assert "`policy`" in response.json()["policy_overrides"][0]
+    assert "`policy`" in response.json()["errors"]["policy_overrides"][0]
     response = admin.post("/api/namespaces/", {"name": "orders", "shard_count": 2, "colour": "red"}, format="json")
-    assert response.status_code == 400 and set(response.json()) == {"shard_count", "colour"}
-    assert "takes: name, node, placement, policy, shards" in response.json()["colour"][0]
+    assert response.status_code == 400 and set(response.json()["errors"]) == {"shard_count", "colour"}
+    assert "takes: name, node, placement, policy, shards" in response.json()["errors"]["colour"][0]
     assert admin.get("/api/namespaces/").json()["results"] == []
 
 
@@ -480,7 +480,7 @@ def test_namespace_create_refuses_policy_overrides_and_unknown_fields(api_as):
 )
 def test_write_serializers_refuse_unknown_fields(api_as, method, path, body, unknown):
     response = getattr(api_as("admin"), method)(path, body, format="json")
-    assert response.status_code == 400 and unknown in response.json(), response.json()
+    assert response.status_code == 400 and unknown in response.json()["errors"], response.json()
 
 
 def test_the_schema_says_unknown_fields_are_refused(db):

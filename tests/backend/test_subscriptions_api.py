@@ -62,7 +62,7 @@ def test_rules_and_roles(api_as, events):
     )
     assert admin.post("/api/namespaces/events/subscriptions", {"name": "a"}, format="json").status_code == 201
     response = admin.post("/api/namespaces/events/subscriptions", {"name": "a"}, format="json")
-    assert response.status_code == 400 and "already exists" in response.json()["name"][0]
+    assert response.status_code == 400 and "already exists" in response.json()["errors"]["name"][0]
     assert (
         api_as("operator").post("/api/namespaces/events/subscriptions", {"name": "b"}, format="json").status_code == 403
     )
@@ -142,7 +142,7 @@ def test_cursor_refusals_name_the_field_and_change_nothing(api_as, events, node,
         "/api/namespaces/events/subscriptions", {"name": "billing", "initial": "latest"}, format="json"
     )
     response = cursor(api_as("operator"), body)
-    assert response.status_code == 400 and field in response.json(), response.content
+    assert response.status_code == 400 and field in response.json()["errors"], response.content
     assert cursors(node) == [4, -1]
     assert not AuditEntry.objects.filter(action__startswith="subscription.").exclude(action="subscription.create")
 

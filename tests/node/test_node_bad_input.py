@@ -223,7 +223,7 @@ def test_an_unknown_route_is_a_json_404(http: TestClient, path: str) -> None:
     assert response.status_code == 404 and response.headers["content-type"] == "application/problem+json"
     body = response.json()
     assert body["code"] == "not_found" and path in body["detail"] and body["instance"] == path
-    assert (body["status"], body["title"]) == (404, "No such route")
+    assert (body["status"], body["title"]) == (404, "Not found")
 
 
 @pytest.mark.parametrize(

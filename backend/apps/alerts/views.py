@@ -64,18 +64,24 @@ class AlertDetailView(RetrieveAPIView):
 
 
 class AlertAckView(APIView):
+    """Acknowledge a pending or firing alert (operator; audited): it stays open but is marked as seen."""
+
     permission_classes = [IsOperator]
 
-    @extend_schema(request=None, responses=AlertOutputSerializer, tags=["alerts"])
+    @extend_schema(summary="Acknowledge an alert", request=None, responses=AlertOutputSerializer, tags=["alerts"])
     def post(self, request: Request, pk: int) -> Response:
         alert = services.acknowledge(alert=get_object_or_404(selectors.alert_list(), pk=pk), actor=request.user)
         return Response(AlertOutputSerializer(alert).data)
 
 
 class AlertSilenceView(APIView):
+    """Silence a pending or firing alert for some minutes (operator; audited): no notifications meanwhile."""
+
     permission_classes = [IsOperator]
 
-    @extend_schema(request=SilenceInputSerializer, responses=AlertOutputSerializer, tags=["alerts"])
+    @extend_schema(
+        summary="Silence an alert", request=SilenceInputSerializer, responses=AlertOutputSerializer, tags=["alerts"]
+    )
     def post(self, request: Request, pk: int) -> Response:
         alert = get_object_or_404(selectors.alert_list(), pk=pk)
         data = SilenceInputSerializer(data=request.data)
@@ -102,13 +108,21 @@ class AlertRuleListCreateView(APIView):
 
 
 class AlertRuleDetailView(APIView):
+    """One alert rule: viewers read it, admins change or delete it (audited)."""
+
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses=AlertRuleOutputSerializer, tags=["alerts"])
+    @extend_schema(summary="Read an alert rule", responses=AlertRuleOutputSerializer, tags=["alerts"])
     def get(self, request: Request, pk: int) -> Response:
         return Response(AlertRuleOutputSerializer(get_object_or_404(selectors.rule_list(), pk=pk)).data)
 
-    @extend_schema(request=AlertRuleInputSerializer, responses=AlertRuleOutputSerializer, tags=["alerts"])
+    @extend_schema(
+        summary="Change an alert rule",
+        description="Only the fields given change (admin; audited).",
+        request=AlertRuleInputSerializer,
+        responses=AlertRuleOutputSerializer,
+        tags=["alerts"],
+    )
     def patch(self, request: Request, pk: int) -> Response:
         rule = get_object_or_404(selectors.rule_list(), pk=pk)
         data = AlertRuleInputSerializer(rule, data=request.data, partial=True)
@@ -116,7 +130,9 @@ class AlertRuleDetailView(APIView):
         rule = services.update_rule(actor=request.user, rule=rule, **data.validated_data)
         return Response(AlertRuleOutputSerializer(selectors.rule_list().get(pk=rule.pk)).data)
 
-    @extend_schema(responses={204: None}, tags=["alerts"])
+    @extend_schema(
+        summary="Delete an alert rule", description="Admins only; audited.", responses={204: None}, tags=["alerts"]
+    )
     def delete(self, request: Request, pk: int) -> Response:
         services.delete_rule(actor=request.user, rule=get_object_or_404(selectors.rule_list(), pk=pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -157,14 +173,23 @@ class ChannelListCreateView(APIView):
 
 
 class ChannelDetailView(APIView):
+    """One notification channel: viewers read it (the target redacted unless admin), admins change or delete
+    it (audited)."""
+
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses=ChannelOutputSerializer, tags=["alerts"])
+    @extend_schema(summary="Read a notification channel", responses=ChannelOutputSerializer, tags=["alerts"])
     def get(self, request: Request, pk: int) -> Response:
         channel = get_object_or_404(selectors.channel_list(), pk=pk)
         return Response(ChannelOutputSerializer(channel, context=_channel_context(request)).data)
 
-    @extend_schema(request=ChannelInputSerializer, responses=ChannelOutputSerializer, tags=["alerts"])
+    @extend_schema(
+        summary="Change a notification channel",
+        description="Only the fields given change; a secret not given is kept (admin; audited).",
+        request=ChannelInputSerializer,
+        responses=ChannelOutputSerializer,
+        tags=["alerts"],
+    )
     def patch(self, request: Request, pk: int) -> Response:
         channel = get_object_or_404(selectors.channel_list(), pk=pk)
         data = ChannelInputSerializer(channel, data=request.data, partial=True)
@@ -172,7 +197,12 @@ class ChannelDetailView(APIView):
         channel = services.update_channel(actor=request.user, channel=channel, **data.validated_data)
         return Response(ChannelOutputSerializer(channel, context=_channel_context(request)).data)
 
-    @extend_schema(responses={204: None}, tags=["alerts"])
+    @extend_schema(
+        summary="Delete a notification channel",
+        description="Admins only; audited.",
+        responses={204: None},
+        tags=["alerts"],
+    )
     def delete(self, request: Request, pk: int) -> Response:
         services.delete_channel(actor=request.user, channel=get_object_or_404(selectors.channel_list(), pk=pk))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -41,7 +41,9 @@ class SegmentListView(ListAPIView):
 
 
 class NamespaceSummaryView(APIView):
-    @extend_schema(responses=NamespaceSummaryOutputSerializer, tags=["namespaces"])
+    """A namespace's figures: its shards' engine figures summed, ratios of the sums."""
+
+    @extend_schema(summary="A namespace's figures", responses=NamespaceSummaryOutputSerializer, tags=["namespaces"])
     def get(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(selectors.with_usage(namespace_list()), name=name)
         return Response(NamespaceSummaryOutputSerializer(selectors.namespace_summary(namespace)).data)

@@ -29,3 +29,10 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
         """The query parameter this filter reads (the FilterSet knows it; the filter does not)."""
         filters = getattr(getattr(self, "parent", None), "filters", {})
         return next((name for name, f in filters.items() if f is self), self.field_name)
+
+
+def describe_filters(filterset: type[django_filters.FilterSet], **help_texts: str) -> None:
+    """Describe query parameters the FilterSet builds from its model (``Meta.fields``): their ``help_text`` is
+    what the OpenAPI schema says of them."""
+    for name, text in help_texts.items():
+        filterset.base_filters[name].extra["help_text"] = text

@@ -65,11 +65,42 @@ class CsrfOutputSerializer(serializers.Serializer):
     csrftoken = serializers.CharField()
 
 
-class NodeRefusalSerializer(serializers.Serializer):
-    """A storage node refused the request: its words and its error code, as the node sent them."""
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}})
+class FieldErrorsField(serializers.DictField):
+    """Field → [messages] (nested fields under dotted names: ``rows.0.date``)."""
 
-    detail = serializers.CharField()
-    error = serializers.CharField(help_text="the node's error code, e.g. disk_full, record_too_large, already_running")
+
+class ProblemSerializer(serializers.Serializer):
+    """Every error of the API (4xx/5xx): RFC 9457 problem details, ``application/problem+json``, the shape the
+    storage nodes answer too. Members other than these are extensions carrying a storage node's numbers
+    (``used_ratio``, ``limit``, ``log_start_offset``…)."""
+
+    type = serializers.CharField(help_text="URI naming the kind of problem, built from `code` (an identifier)")
+    title = serializers.CharField(help_text="short summary of the kind of problem, the same for every occurrence")
+    status = serializers.IntegerField(help_text="the HTTP status")
+    detail = serializers.CharField(help_text="what went wrong this time, a sentence for people")
+    code = serializers.CharField(
+        help_text="stable machine-readable code: validation_error, invalid_argument, not_authenticated, "
+        "permission_denied, csrf_failed, not_found, throttled, disk_full, node_unavailable…"
+    )
+    instance = serializers.CharField(help_text="the request path")
+    errors = FieldErrorsField(
+        required=False,
+        help_text="bad input (validation_error, invalid_argument, invalid_policy): field → [messages]; nested "
+        "fields under dotted names (rows.0.date), a nested object's own errors under its name, errors of the "
+        "input as a whole under non_field_errors",
+    )
+    field = serializers.CharField(required=False, help_text="invalid_argument: the field named by the engine")
+    rule = serializers.CharField(required=False, help_text="invalid_argument: the rule the field breaks")
+    retry_after = serializers.IntegerField(required=False, help_text="throttled: seconds to wait (also Retry-After)")
+    allowed = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="method_not_allowed: the methods the route takes"
+    )
+
+
+class NodeRefusalSerializer(ProblemSerializer):
+    """A storage node refused the request: problem details with its code (disk_full, record_too_large,
+    backlog_quota_exceeded, already_running…), its words and its numbers, as the node sent them."""
 
 
 # A policy value in the API: a number, a string (a choice, hours) or a boolean; null (infinite / unset)

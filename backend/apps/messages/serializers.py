@@ -3,7 +3,7 @@ from typing import Any
 from rest_framework import serializers
 
 from backend.apps.core.serializers import NodeRefusalSerializer as NodeRefusalSerializer  # the views' 413/429/507
-from backend.apps.core.serializers import StrictSerializer
+from backend.apps.core.serializers import ProblemSerializer, StrictSerializer
 
 MAX_TTL_MS = (1 << 62) // 1000  # far beyond any deadline; now + ttl stays within 64 bits
 
@@ -15,12 +15,12 @@ class BrowseInputSerializer(serializers.Serializer):
         help_text="the shard to read; without it a key is looked up in its own shard first "
         "(then the others) and a time searches every shard",
     )
-    offset = serializers.IntegerField(min_value=0, required=False)
+    offset = serializers.IntegerField(min_value=0, required=False, help_text="start at this offset of the shard")
     time = serializers.IntegerField(
         min_value=0, required=False, help_text="epoch ms: start at the first record at or after it"
     )
-    key = serializers.CharField(required=False, max_length=1000)
-    tag = serializers.CharField(required=False, max_length=255)
+    key = serializers.CharField(required=False, max_length=1000, help_text="the latest record with this key (UTF-8)")
+    tag = serializers.CharField(required=False, max_length=255, help_text="only records carrying this tag")
     positions = serializers.CharField(
         required=False,
         max_length=10_000,
@@ -31,7 +31,7 @@ class BrowseInputSerializer(serializers.Serializer):
         default=False,
         help_text="key lookup without a shard: ask every shard, not only until one has the key",
     )
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="at most this many records")
     display = serializers.ChoiceField(choices=["text", "hex"], default="text", help_text="how values are shown")
 
 
@@ -71,9 +71,10 @@ class BrowseOutputSerializer(serializers.Serializer):
     )
 
 
-class OutOfRangeSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    error = serializers.ChoiceField(choices=["offset_out_of_range"])
+class OutOfRangeSerializer(ProblemSerializer):
+    """416 problem details (code offset_out_of_range) with both bounds."""
+
+    namespace = serializers.CharField()
     shard = serializers.IntegerField()
     offset = serializers.IntegerField()
     log_start_offset = serializers.IntegerField(help_text="the first offset still stored")

@@ -1,5 +1,5 @@
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -7,6 +7,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from backend.apps.core.permissions import IsOperator
+from backend.apps.core.problems import ProblemResponse, engine_problem
+from backend.apps.core.schema import problems
 from backend.apps.messages import services
 from backend.apps.messages.browser import browse, with_effective_expiry
 from backend.apps.messages.serializers import (
@@ -18,12 +20,11 @@ from backend.apps.messages.serializers import (
     ProduceOutputSerializer,
 )
 from backend.apps.namespaces.models import Namespace
-from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, OffsetOutOfRangeError, StorageError
-from storage_engine.wire import error_body, status_for
+from storage_engine.errors import OffsetOutOfRangeError
 
 
-def out_of_range(exc: OffsetOutOfRangeError) -> Response:
-    """416 with both bounds, and words the browser shows as they are."""
+def out_of_range(request: Request, exc: OffsetOutOfRangeError) -> Response:
+    """416 problem details with both bounds, and words the browser shows as they are."""
     below = exc.offset < exc.log_start_offset
     detail = (
         f"offset {exc.offset} is below the log start {exc.log_start_offset} of shard {exc.shard} "
@@ -31,16 +32,9 @@ def out_of_range(exc: OffsetOutOfRangeError) -> Response:
         if below
         else f"offset {exc.offset} is past the end of shard {exc.shard} (end offset {exc.end_offset})"
     )
-    body = {
-        "detail": detail,
-        "error": exc.code,
-        "shard": exc.shard,
-        "offset": exc.offset,
-        "log_start_offset": exc.log_start_offset,
-        "end_offset": exc.end_offset,
-        "below_log_start": below,
-    }
-    return Response(body, status=status.HTTP_416_REQUESTED_RANGE_NOT_SATISFIABLE)
+    http_status, body = engine_problem(exc, request.path)
+    body.update(detail=detail, below_log_start=below)
+    return ProblemResponse(body, status=http_status)
 
 
 class MessageBrowseView(APIView):
@@ -53,7 +47,10 @@ class MessageBrowseView(APIView):
         parameters=[BrowseInputSerializer],
         responses={
             200: BrowseOutputSerializer,
-            416: OpenApiResponse(OutOfRangeSerializer, "below the log start or past the end: both bounds"),
+            **problems(
+                {416: "below the log start or past the end (offset_out_of_range): both bounds"}, OutOfRangeSerializer
+            ),
+            **problems({503: "the node hosting the shard could not be reached"}),
         },
         tags=["messages"],
     )
@@ -76,16 +73,23 @@ class MessageBrowseView(APIView):
                 fmt=q["display"],
             )
         except OffsetOutOfRangeError as exc:
-            return out_of_range(exc)
+            return out_of_range(request, exc)
         return Response(BrowseOutputSerializer(with_effective_expiry(namespace, result)).data)
 
     @extend_schema(
         request=ProduceInputSerializer,
         responses={
             201: ProduceOutputSerializer,
-            413: OpenApiResponse(NodeRefusalSerializer, "the record is larger than the node takes"),
-            429: OpenApiResponse(NodeRefusalSerializer, "the backlog quota refuses producers"),
-            507: OpenApiResponse(NodeRefusalSerializer, "the node's disk is above its warning watermark"),
+            **problems(
+                {
+                    413: "the record is larger than the node takes (record_too_large): size, limit",
+                    429: "the backlog quota refuses producers (backlog_quota_exceeded, producer_held): kind, limit, "
+                    "current",
+                    503: "the node hosting the shard could not be reached (node_unavailable)",
+                    507: "the node's disk is above its warning watermark (disk_full): used_ratio, warning_ratio",
+                },
+                NodeRefusalSerializer,
+            ),
         },
         tags=["messages"],
     )
@@ -93,10 +97,6 @@ class MessageBrowseView(APIView):
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
         data = ProduceInputSerializer(data=request.data, context={"namespace": namespace})
         data.is_valid(raise_exception=True)
-        try:
-            placed = services.produce(namespace=namespace, actor=request.user, **data.validated_data)
-        except (InvalidArgumentError, NodeUnavailableError):
-            raise  # a field-named 400, a 503: the API's usual answers
-        except StorageError as exc:  # the node refused the record: its reason, with the numbers
-            return Response({"detail": str(exc), **error_body(exc)}, status=status_for(exc))
+        # a node's refusal (413, 429, 507…) is its problem details with the numbers (core.exceptions)
+        placed = services.produce(namespace=namespace, actor=request.user, **data.validated_data)
         return Response(ProduceOutputSerializer(placed).data, status=status.HTTP_201_CREATED)

@@ -18,8 +18,12 @@ class PointField(serializers.Field):
 class SeriesQueryInputSerializer(serializers.Serializer):
     series = serializers.ChoiceField(choices=list(UI_UNITS))
     range = serializers.ChoiceField(choices=list(RANGES), default="1h")
-    namespace = serializers.CharField(required=False, max_length=200)
-    node = serializers.CharField(required=False, max_length=100)
+    namespace = serializers.CharField(
+        required=False, max_length=200, help_text="only the lines of this namespace (its name)"
+    )
+    node = serializers.CharField(
+        required=False, max_length=100, help_text="only the lines of this storage node (its name)"
+    )
 
 
 class WatermarksOutputSerializer(serializers.Serializer):

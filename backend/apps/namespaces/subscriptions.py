@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from backend.apps.audit import services as audit
 from backend.apps.core.permissions import IsAdmin, IsOperator
+from backend.apps.core.schema import problems
 from backend.apps.core.serializers import NodeRefusalSerializer, StrictSerializer
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace, Subscription
@@ -36,8 +37,7 @@ from backend.apps.namespaces.serializers import (
     SubscriptionOutputSerializer,
 )
 from backend.apps.nodes.gateway import client_for
-from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
-from storage_engine.wire import error_body, status_for
+from storage_engine.errors import StorageError
 
 CURSOR_ACTIONS = ("earliest", "latest", "time", "skip", "clear")
 AUDIT_ACTIONS = {
@@ -216,7 +216,12 @@ class SubscriptionListCreateView(APIView):
         return Response(SubscriptionRowsSerializer({"results": rows, "node_error": error}).data)
 
     @extend_schema(
-        request=SubscriptionInputSerializer, responses={201: SubscriptionRowSerializer}, tags=["subscriptions"]
+        request=SubscriptionInputSerializer,
+        responses={
+            201: SubscriptionRowSerializer,
+            **problems({503: "a node hosting a shard could not be reached: the subscription is not created"}),
+        },
+        tags=["subscriptions"],
     )
     def post(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
@@ -230,9 +235,16 @@ class SubscriptionListCreateView(APIView):
 
 
 class SubscriptionDetailView(APIView):
+    """Delete a subscription on every node hosting a shard (admin; confirmed by repeating its name; audited)."""
+
     permission_classes = [IsAdmin]
 
-    @extend_schema(request=NamespaceDeleteInputSerializer, responses={204: None}, tags=["subscriptions"])
+    @extend_schema(
+        summary="Delete a subscription",
+        request=NamespaceDeleteInputSerializer,
+        responses={204: None, **problems({503: "a node hosting a shard could not be reached"})},
+        tags=["subscriptions"],
+    )
     def delete(self, request: Request, name: str, subscription: str) -> Response:
         sub = get_object_or_404(
             Subscription.objects.select_related("namespace__node"), namespace__name=name, name=subscription
@@ -254,7 +266,13 @@ class SubscriptionCursorView(APIView):
         request=CursorInputSerializer,
         responses={
             200: CursorOutputSerializer,
-            409: OpenApiResponse(NodeRefusalSerializer, "a message-TTL check is moving this cursor: try again"),
+            **problems(
+                {
+                    409: "a message-TTL check is moving this cursor (already_running): try again",
+                    503: "a node hosting a shard could not be reached",
+                },
+                NodeRefusalSerializer,
+            ),
         },
         tags=["subscriptions"],
     )
@@ -265,18 +283,14 @@ class SubscriptionCursorView(APIView):
         data = CursorInputSerializer(data=request.data, context={"namespace": sub.namespace, "subscription": sub})
         data.is_valid(raise_exception=True)
         q = data.validated_data
-        try:
-            moves = move_cursor(
-                subscription=sub,
-                actor=request.user,
-                action=q["action"],
-                shard=q.get("shard"),
-                timestamp=q.get("timestamp"),
-                count=q.get("count"),
-            )
-        except (InvalidArgumentError, NodeUnavailableError):
-            raise
-        except StorageError as exc:
-            return Response({"detail": str(exc), **error_body(exc)}, status=status_for(exc))
+        # a node's refusal (409 already_running…) is its problem details (core.exceptions)
+        moves = move_cursor(
+            subscription=sub,
+            actor=request.user,
+            action=q["action"],
+            shard=q.get("shard"),
+            timestamp=q.get("timestamp"),
+            count=q.get("count"),
+        )
         rows, _error = subscription_rows(sub.namespace, sub.name)
         return Response(CursorOutputSerializer({"action": q["action"], "moves": moves, "subscription": rows[0]}).data)

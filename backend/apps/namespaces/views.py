@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from backend.apps.core.permissions import IsAdmin
+from backend.apps.core.schema import problems
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import (
@@ -17,13 +18,26 @@ from backend.apps.policies.serializers import PolicyChangeInputSerializer, Polic
 
 
 class NamespaceDetailView(APIView):
+    """One namespace: read it (any role), or delete it with its data on every node hosting a shard (admin;
+    confirmed by repeating its name; audited)."""
+
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses=NamespaceOutputSerializer, tags=["namespaces"])
+    @extend_schema(summary="Read a namespace", responses=NamespaceOutputSerializer, tags=["namespaces"])
     def get(self, request: Request, name: str) -> Response:
         return Response(NamespaceOutputSerializer(get_object_or_404(selectors.namespace_list(), name=name)).data)
 
-    @extend_schema(request=NamespaceDeleteInputSerializer, responses={204: None}, tags=["namespaces"])
+    @extend_schema(
+        summary="Delete a namespace and its data",
+        description="Deletes the data on every node hosting a shard, then the namespace (admin; `confirm` repeats "
+        "its name; audited). A node that fails stops the deletion with the namespace kept: retry to finish it.",
+        request=NamespaceDeleteInputSerializer,
+        responses={
+            204: None,
+            **problems({503: "a node hosting a shard could not be reached: nothing was deleted there"}),
+        },
+        tags=["namespaces"],
+    )
     def delete(self, request: Request, name: str) -> Response:
         namespace = get_object_or_404(Namespace.objects.select_related("node"), name=name)
         confirm = NamespaceDeleteInputSerializer(data=request.data)

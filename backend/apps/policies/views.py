@@ -11,13 +11,21 @@ from backend.apps.policies.serializers import PolicyChangeInputSerializer, Polic
 
 
 class NodePolicyView(APIView):
+    """A storage node's policy: every field's effective value and source, and whether the node enforces it;
+    PATCH sets or resets the node's overrides (admin; audited)."""
+
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses=PolicyOutputSerializer, tags=["policies"])
+    @extend_schema(summary="Read a node's policy", responses=PolicyOutputSerializer, tags=["policies"])
     def get(self, request: Request, name: str) -> Response:
         return Response(_node_policy_answer(get_object_or_404(StorageNode, name=name)))
 
-    @extend_schema(request=PolicyChangeInputSerializer, responses=PolicyOutputSerializer, tags=["policies"])
+    @extend_schema(
+        summary="Change a node's policy",
+        request=PolicyChangeInputSerializer,
+        responses=PolicyOutputSerializer,
+        tags=["policies"],
+    )
     def patch(self, request: Request, name: str) -> Response:
         node = get_object_or_404(StorageNode, name=name)
         change = PolicyChangeInputSerializer(data=request.data)

@@ -15,6 +15,8 @@ from backend.apps.runs.serializers import TaskRunOutputSerializer
 
 @extend_schema(tags=["runs"])
 class TaskRunListView(ListAPIView):
+    """Task runs (lifecycle actions, scheduled jobs, Spark jobs), newest first, one cursor page at a time."""
+
     serializer_class = TaskRunOutputSerializer
     pagination_class = cursor_page(("-created_at", "-id"), page_size=50)
     filterset_class = TaskRunFilter
@@ -25,6 +27,8 @@ class TaskRunListView(ListAPIView):
 
 @extend_schema(tags=["runs"])
 class TaskRunDetailView(RetrieveAPIView):
+    """One task run: its state, progress, counts and parameters."""
+
     serializer_class = TaskRunOutputSerializer
 
     def get_queryset(self):
@@ -32,9 +36,12 @@ class TaskRunDetailView(RetrieveAPIView):
 
 
 class TaskRunCancelView(APIView):
+    """Ask a run to stop (operator; audited): a running one stops between two steps, a queued one never
+    starts; a finished run is refused (400, `state`)."""
+
     permission_classes = [IsOperator]
 
-    @extend_schema(request=None, responses=TaskRunOutputSerializer, tags=["runs"])
+    @extend_schema(summary="Cancel a task run", request=None, responses=TaskRunOutputSerializer, tags=["runs"])
     def post(self, request: Request, pk: int) -> Response:
         run = services.request_cancel(run=get_object_or_404(TaskRun, pk=pk), actor=request.user)
         return Response(TaskRunOutputSerializer(run).data)

@@ -52,12 +52,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Read a notification channel
+         * @description One notification channel: viewers read it (the target redacted unless admin), admins change or delete
+         *     it (audited).
+         */
         get: operations["api_alert_channels_retrieve"];
         put?: never;
         post?: never;
+        /**
+         * Delete a notification channel
+         * @description Admins only; audited.
+         */
         delete: operations["api_alert_channels_destroy"];
         options?: never;
         head?: never;
+        /**
+         * Change a notification channel
+         * @description Only the fields given change; a secret not given is kept (admin; audited).
+         */
         patch: operations["api_alert_channels_partial_update"];
         trace?: never;
     };
@@ -106,12 +119,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Read an alert rule
+         * @description One alert rule: viewers read it, admins change or delete it (audited).
+         */
         get: operations["api_alert_rules_retrieve"];
         put?: never;
         post?: never;
+        /**
+         * Delete an alert rule
+         * @description Admins only; audited.
+         */
         delete: operations["api_alert_rules_destroy"];
         options?: never;
         head?: never;
+        /**
+         * Change an alert rule
+         * @description Only the fields given change (admin; audited).
+         */
         patch: operations["api_alert_rules_partial_update"];
         trace?: never;
     };
@@ -175,6 +200,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Acknowledge an alert
+         * @description Acknowledge a pending or firing alert (operator; audited): it stays open but is marked as seen.
+         */
         post: operations["api_alerts_ack_create"];
         delete?: never;
         options?: never;
@@ -191,6 +220,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Silence an alert
+         * @description Silence a pending or firing alert for some minutes (operator; audited): no notifications meanwhile.
+         */
         post: operations["api_alerts_silence_create"];
         delete?: never;
         options?: never;
@@ -239,6 +272,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a CSRF token
+         * @description The CSRF token a browser sends back in X-CSRFToken with every write (also set as the csrftoken
+         *     cookie).
+         */
         get: operations["api_auth_csrf_retrieve"];
         put?: never;
         post?: never;
@@ -257,6 +295,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Log in
+         * @description Log in with a username and password: a session cookie. Throttled per client address, together with the
+         *     admin's login page (429 with Retry-After); a wrong password is 400 (`invalid_credentials`).
+         */
         post: operations["api_auth_login_create"];
         delete?: never;
         options?: never;
@@ -273,6 +316,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Log out
+         * @description End the session.
+         */
         post: operations["api_auth_logout_create"];
         delete?: never;
         options?: never;
@@ -287,6 +334,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * The current user
+         * @description Who is logged in (session or token) and with which role.
+         */
         get: operations["api_auth_me_retrieve"];
         put?: never;
         post?: never;
@@ -378,9 +429,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Read a namespace
+         * @description One namespace: read it (any role), or delete it with its data on every node hosting a shard (admin;
+         *     confirmed by repeating its name; audited).
+         */
         get: operations["api_namespaces_retrieve"];
         put?: never;
         post?: never;
+        /**
+         * Delete a namespace and its data
+         * @description Deletes the data on every node hosting a shard, then the namespace (admin; `confirm` repeats its name; audited). A node that fails stops the deletion with the namespace kept: retry to finish it.
+         */
         delete: operations["api_namespaces_destroy"];
         options?: never;
         head?: never;
@@ -522,6 +582,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /**
+         * Delete a subscription
+         * @description Delete a subscription on every node hosting a shard (admin; confirmed by repeating its name; audited).
+         */
         delete: operations["api_namespaces_subscriptions_destroy"];
         options?: never;
         head?: never;
@@ -552,6 +616,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * A namespace's figures
+         * @description A namespace's figures: its shards' engine figures summed, ratios of the sums.
+         */
         get: operations["api_namespaces_summary_retrieve"];
         put?: never;
         post?: never;
@@ -585,8 +653,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List storage nodes
+         * @description The registered storage nodes (any role; a node's token is never shown); register one (admin; audited).
+         */
         get: operations["api_nodes_list"];
         put?: never;
+        /**
+         * Register a storage node
+         * @description Its URL must be allowed by OUTGOING_URL_ALLOW (admin; audited).
+         */
         post: operations["api_nodes_create"];
         delete?: never;
         options?: never;
@@ -601,12 +677,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Read a storage node
+         * @description One registered storage node: read it (any role), change or remove it (admin; audited).
+         */
         get: operations["api_nodes_retrieve"];
         put?: never;
         post?: never;
+        /**
+         * Remove a storage node
+         * @description Refused (400, `name`) while it hosts namespaces; its data is not touched (admin; audited).
+         */
         delete: operations["api_nodes_destroy"];
         options?: never;
         head?: never;
+        /**
+         * Change a storage node
+         * @description Only the fields given change; a changed URL needs the token again (admin; audited).
+         */
         patch: operations["api_nodes_partial_update"];
         trace?: never;
     };
@@ -634,12 +722,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Read a node's policy
+         * @description A storage node's policy: every field's effective value and source, and whether the node enforces it;
+         *     PATCH sets or resets the node's overrides (admin; audited).
+         */
         get: operations["api_nodes_policy_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Change a node's policy
+         * @description A storage node's policy: every field's effective value and source, and whether the node enforces it;
+         *     PATCH sets or resets the node's overrides (admin; audited).
+         */
         patch: operations["api_nodes_policy_partial_update"];
         trace?: never;
     };
@@ -685,6 +783,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Task runs (lifecycle actions, scheduled jobs, Spark jobs), newest first, one cursor page at a time. */
         get: operations["api_runs_list"];
         put?: never;
         post?: never;
@@ -701,6 +800,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description One task run: its state, progress, counts and parameters. */
         get: operations["api_runs_retrieve"];
         put?: never;
         post?: never;
@@ -719,6 +819,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Cancel a task run
+         * @description Ask a run to stop (operator; audited): a running one stops between two steps, a queued one never
+         *     starts; a finished run is refused (400, `state`).
+         */
         post: operations["api_runs_cancel_create"];
         delete?: never;
         options?: never;
@@ -1237,12 +1342,6 @@ export interface components {
             moves: components["schemas"]["CursorMove"][];
             subscription: components["schemas"]["SubscriptionRow"];
         };
-        ErrorDetail: {
-            detail: string;
-        };
-        FieldErrors: {
-            detail?: string;
-        };
         /**
          * @description * `healthy` - healthy
          *     * `unhealthy` - unhealthy
@@ -1527,9 +1626,9 @@ export interface components {
             name: string;
             /** @default 1 */
             shards?: number;
-            /** @description overrides of the cluster default policy (null: no limit, e.g. an infinite retention) */
+            /** @description overrides of the cluster default policy */
             policy?: {
-                [key: string]: (number | string | boolean) | null;
+                [key: string]: number | string | boolean;
             };
             /** @description the node every shard goes to unless `placement` says otherwise (default: the default node) */
             node?: string;
@@ -1672,11 +1771,35 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
-        /** @description A storage node refused the request: its words and its error code, as the node sent them. */
+        /**
+         * @description A storage node refused the request: problem details with its code (disk_full, record_too_large,
+         *     backlog_quota_exceeded, already_running…), its words and its numbers, as the node sent them.
+         */
         NodeRefusal: {
+            /** @description URI naming the kind of problem, built from `code` (an identifier) */
+            type: string;
+            /** @description short summary of the kind of problem, the same for every occurrence */
+            title: string;
+            /** @description the HTTP status */
+            status: number;
+            /** @description what went wrong this time, a sentence for people */
             detail: string;
-            /** @description the node's error code, e.g. disk_full, record_too_large, already_running */
-            error: string;
+            /** @description stable machine-readable code: validation_error, invalid_argument, not_authenticated, permission_denied, csrf_failed, not_found, throttled, disk_full, node_unavailable… */
+            code: string;
+            /** @description the request path */
+            instance: string;
+            /** @description bad input (validation_error, invalid_argument, invalid_policy): field → [messages]; nested fields under dotted names (rows.0.date), a nested object's own errors under its name, errors of the input as a whole under non_field_errors */
+            errors?: {
+                [key: string]: string[];
+            };
+            /** @description invalid_argument: the field named by the engine */
+            field?: string;
+            /** @description invalid_argument: the rule the field breaks */
+            rule?: string;
+            /** @description throttled: seconds to wait (also Retry-After) */
+            retry_after?: number;
+            /** @description method_not_allowed: the methods the route takes */
+            allowed?: string[];
         };
         NodeSummaryOutput: {
             name: string;
@@ -1738,11 +1861,6 @@ export interface components {
          */
         NotificationOutputStatusEnum: "pending" | "sending" | "retrying" | "sent" | "failed" | "skipped";
         /**
-         * @description * `offset_out_of_range` - offset_out_of_range
-         * @enum {string}
-         */
-        OffsetOutOfRangeEnum: "offset_out_of_range";
-        /**
          * @description * `expire-scan` - expire-scan
          *     * `retention` - retention
          *     * `reclaim` - reclaim
@@ -1754,9 +1872,33 @@ export interface components {
          * @enum {string}
          */
         OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "clean-files" | "disk-check";
+        /** @description 416 problem details (code offset_out_of_range) with both bounds. */
         OutOfRange: {
+            /** @description URI naming the kind of problem, built from `code` (an identifier) */
+            type: string;
+            /** @description short summary of the kind of problem, the same for every occurrence */
+            title: string;
+            /** @description the HTTP status */
+            status: number;
+            /** @description what went wrong this time, a sentence for people */
             detail: string;
-            error: components["schemas"]["OffsetOutOfRangeEnum"];
+            /** @description stable machine-readable code: validation_error, invalid_argument, not_authenticated, permission_denied, csrf_failed, not_found, throttled, disk_full, node_unavailable… */
+            code: string;
+            /** @description the request path */
+            instance: string;
+            /** @description bad input (validation_error, invalid_argument, invalid_policy): field → [messages]; nested fields under dotted names (rows.0.date), a nested object's own errors under its name, errors of the input as a whole under non_field_errors */
+            errors?: {
+                [key: string]: string[];
+            };
+            /** @description invalid_argument: the field named by the engine */
+            field?: string;
+            /** @description invalid_argument: the rule the field breaks */
+            rule?: string;
+            /** @description throttled: seconds to wait (also Retry-After) */
+            retry_after?: number;
+            /** @description method_not_allowed: the methods the route takes */
+            allowed?: string[];
+            namespace: string;
             shard: number;
             offset: number;
             /** @description the first offset still stored */
@@ -1977,6 +2119,37 @@ export interface components {
          * @enum {string}
          */
         PolicyUnitEnum: "ms" | "bool" | "count" | "ratio" | "choice" | "bytes" | "hours";
+        /**
+         * @description Every error of the API (4xx/5xx): RFC 9457 problem details, ``application/problem+json``, the shape the
+         *     storage nodes answer too. Members other than these are extensions carrying a storage node's numbers
+         *     (``used_ratio``, ``limit``, ``log_start_offset``…).
+         */
+        Problem: {
+            /** @description URI naming the kind of problem, built from `code` (an identifier) */
+            type: string;
+            /** @description short summary of the kind of problem, the same for every occurrence */
+            title: string;
+            /** @description the HTTP status */
+            status: number;
+            /** @description what went wrong this time, a sentence for people */
+            detail: string;
+            /** @description stable machine-readable code: validation_error, invalid_argument, not_authenticated, permission_denied, csrf_failed, not_found, throttled, disk_full, node_unavailable… */
+            code: string;
+            /** @description the request path */
+            instance: string;
+            /** @description bad input (validation_error, invalid_argument, invalid_policy): field → [messages]; nested fields under dotted names (rows.0.date), a nested object's own errors under its name, errors of the input as a whole under non_field_errors */
+            errors?: {
+                [key: string]: string[];
+            };
+            /** @description invalid_argument: the field named by the engine */
+            field?: string;
+            /** @description invalid_argument: the rule the field breaks */
+            rule?: string;
+            /** @description throttled: seconds to wait (also Retry-After) */
+            retry_after?: number;
+            /** @description method_not_allowed: the methods the route takes */
+            allowed?: string[];
+        };
         /** @description A test message. Text in, UTF-8 on the wire; unknown fields are refused. */
         ProduceInputRequest: {
             /** @description places the record by key */
@@ -2379,49 +2552,31 @@ export interface operations {
                     "application/json": components["schemas"]["ActionOutput"][];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2443,49 +2598,31 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelOutput"][];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2513,49 +2650,40 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2565,6 +2693,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert channel's id */
                 id: number;
             };
             cookie?: never;
@@ -2579,58 +2708,40 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2640,6 +2751,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert channel's id */
                 id: number;
             };
             cookie?: never;
@@ -2653,58 +2765,40 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2714,6 +2808,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert channel's id */
                 id: number;
             };
             cookie?: never;
@@ -2734,58 +2829,49 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2795,6 +2881,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert channel's id */
                 id: number;
             };
             cookie?: never;
@@ -2809,58 +2896,40 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelTestOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2882,49 +2951,31 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"][];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2952,49 +3003,40 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3004,6 +3046,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert rule's id */
                 id: number;
             };
             cookie?: never;
@@ -3018,58 +3061,40 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3079,6 +3104,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert rule's id */
                 id: number;
             };
             cookie?: never;
@@ -3092,58 +3118,40 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3153,6 +3161,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert rule's id */
                 id: number;
             };
             cookie?: never;
@@ -3173,58 +3182,49 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3234,6 +3234,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert rule's id */
                 id: number;
             };
             cookie?: never;
@@ -3254,58 +3255,49 @@ export interface operations {
                     "application/json": components["schemas"]["AlertRuleOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3315,19 +3307,26 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description only alerts about this namespace (its name) */
                 namespace?: string;
+                /** @description only alerts about this storage node (its name) */
                 node?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description only alerts of this rule (its id) */
                 rule?: number;
                 /**
-                 * @description * `info` - Info
+                 * @description only alerts of this severity
+                 *
+                 *     * `info` - Info
                  *     * `warning` - Warning
                  *     * `critical` - Critical
                  */
                 severity?: "critical" | "info" | "warning";
                 /**
-                 * @description * `pending` - Pending
+                 * @description only alerts in this state
+                 *
+                 *     * `pending` - Pending
                  *     * `firing` - Firing
                  *     * `resolved` - Resolved
                  */
@@ -3347,49 +3346,40 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedAlertOutputList"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3399,6 +3389,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert's id */
                 id: number;
             };
             cookie?: never;
@@ -3413,58 +3404,40 @@ export interface operations {
                     "application/json": components["schemas"]["AlertDetailOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3474,6 +3447,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert's id */
                 id: number;
             };
             cookie?: never;
@@ -3488,58 +3462,40 @@ export interface operations {
                     "application/json": components["schemas"]["AlertOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3549,6 +3505,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the alert's id */
                 id: number;
             };
             cookie?: never;
@@ -3569,58 +3526,49 @@ export interface operations {
                     "application/json": components["schemas"]["AlertOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3642,49 +3590,31 @@ export interface operations {
                     "application/json": components["schemas"]["AlertStatusOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3692,17 +3622,25 @@ export interface operations {
     api_audit_list: {
         parameters: {
             query?: {
+                /** @description entries whose action starts with this (namespace. for every namespace action) */
                 action?: string;
+                /** @description entries by this user (their username) */
                 actor?: string;
                 /** @description The pagination cursor value. */
                 cursor?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description entries whose target contains this, any case */
                 q?: string;
+                /** @description entries with this result: ok, failed or denied */
                 result?: string;
+                /** @description entries at or after this ISO 8601 time */
                 since?: string;
+                /** @description entries about this object (its name, exactly) */
                 target?: string;
+                /** @description entries about this kind of object (namespace, node, policy, subscription…) */
                 target_type?: string;
+                /** @description entries before this ISO 8601 time */
                 until?: string;
             };
             header?: never;
@@ -3719,49 +3657,40 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedAuditEntryOutputList"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3783,49 +3712,13 @@ export interface operations {
                     "application/json": components["schemas"]["CsrfOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description Authenticated, but the role does not allow this */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3853,49 +3746,40 @@ export interface operations {
                     "application/json": components["schemas"]["MeOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
+            /** @description Throttled (`throttled`): `retry_after` seconds, also in the Retry-After header */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A storage node could not be reached */
-            503: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3916,49 +3800,31 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3980,49 +3846,31 @@ export interface operations {
                     "application/json": components["schemas"]["MeOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4044,49 +3892,13 @@ export interface operations {
                     "application/json": components["schemas"]["HealthOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description Authenticated, but the role does not allow this */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4094,7 +3906,9 @@ export interface operations {
     api_metrics_series_retrieve: {
         parameters: {
             query: {
+                /** @description only the lines of this namespace (its name) */
                 namespace?: string;
+                /** @description only the lines of this storage node (its name) */
                 node?: string;
                 /**
                  * @description * `1h` - 1h
@@ -4129,49 +3943,40 @@ export interface operations {
                     "application/json": components["schemas"]["SeriesOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4193,49 +3998,31 @@ export interface operations {
                     "application/json": components["schemas"]["SummaryOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4262,49 +4049,40 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedNamespaceListOutputList"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4330,49 +4108,40 @@ export interface operations {
                     "application/json": components["schemas"]["NamespaceOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4382,6 +4151,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4396,58 +4166,40 @@ export interface operations {
                     "application/json": components["schemas"]["NamespaceOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4457,6 +4209,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4470,58 +4223,49 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
+            /** @description a node hosting a shard could not be reached: nothing was deleted there */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4531,6 +4275,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4551,58 +4296,49 @@ export interface operations {
                     "application/json": components["schemas"]["TaskRunOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4612,6 +4348,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4626,58 +4363,40 @@ export interface operations {
                     "application/json": components["schemas"]["CompactionEstimateOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4694,19 +4413,24 @@ export interface operations {
                  *     * `hex` - hex
                  */
                 display?: "text" | "hex";
+                /** @description the latest record with this key (UTF-8) */
                 key?: string;
+                /** @description at most this many records */
                 limit?: number;
+                /** @description start at this offset of the shard */
                 offset?: number;
                 /** @description continue a search across shards: shard:offset pairs (the last page's next_positions) */
                 positions?: string;
                 /** @description the shard to read; without it a key is looked up in its own shard first (then the others) and a time searches every shard */
                 shard?: number;
+                /** @description only records carrying this tag */
                 tag?: string;
                 /** @description epoch ms: start at the first record at or after it */
                 time?: number;
             };
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4721,67 +4445,67 @@ export interface operations {
                     "application/json": components["schemas"]["BrowseOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description below the log start or past the end: both bounds */
+            /** @description below the log start or past the end (offset_out_of_range): both bounds */
             416: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OutOfRange"];
+                    "application/problem+json": components["schemas"]["OutOfRange"];
                 };
             };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
+            /** @description the node hosting the shard could not be reached */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4791,6 +4515,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4809,76 +4534,85 @@ export interface operations {
                     "application/json": components["schemas"]["ProduceOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the record is larger than the node takes */
+            /** @description the record is larger than the node takes (record_too_large): size, limit */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeRefusal"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
                 };
             };
-            /** @description the backlog quota refuses producers */
+            /** @description the backlog quota refuses producers (backlog_quota_exceeded, producer_held): kind, limit, current */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeRefusal"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
                 };
             };
-            /** @description A storage node could not be reached */
+            /** @description the node hosting the shard could not be reached (node_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
                 };
             };
-            /** @description the node's disk is above its warning watermark */
+            /** @description the node's disk is above its warning watermark (disk_full): used_ratio, warning_ratio */
             507: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeRefusal"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4888,6 +4622,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4902,58 +4637,40 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4963,6 +4680,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -4983,58 +4701,49 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5047,6 +4756,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5061,58 +4771,49 @@ export interface operations {
                     "application/json": components["schemas"]["LifecycleReportRowOutput"][];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5125,6 +4826,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5139,58 +4841,49 @@ export interface operations {
                     "application/json": components["schemas"]["LifecycleReportOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5200,6 +4893,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5214,58 +4908,40 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionRows"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5275,6 +4951,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5295,58 +4972,58 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionRow"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
+            /** @description a node hosting a shard could not be reached: the subscription is not created */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5356,7 +5033,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
+                /** @description the subscription's name */
                 subscription: string;
             };
             cookie?: never;
@@ -5370,58 +5049,49 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
+            /** @description a node hosting a shard could not be reached */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5431,7 +5101,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
+                /** @description the subscription's name */
                 subscription: string;
             };
             cookie?: never;
@@ -5452,67 +5124,67 @@ export interface operations {
                     "application/json": components["schemas"]["CursorOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a message-TTL check is moving this cursor: try again */
+            /** @description a message-TTL check is moving this cursor (already_running): try again */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeRefusal"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
                 };
             };
-            /** @description Throttled */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
+            /** @description a node hosting a shard could not be reached */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["NodeRefusal"];
+                };
+            };
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5522,6 +5194,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5536,58 +5209,40 @@ export interface operations {
                     "application/json": components["schemas"]["NamespaceSummaryOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5597,6 +5252,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the namespace's name */
                 name: string;
             };
             cookie?: never;
@@ -5611,58 +5267,40 @@ export interface operations {
                     "application/json": components["schemas"]["SyncResultOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5684,49 +5322,31 @@ export interface operations {
                     "application/json": components["schemas"]["NodeOutput"][];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5754,49 +5374,40 @@ export interface operations {
                     "application/json": components["schemas"]["NodeOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5806,6 +5417,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -5820,58 +5432,40 @@ export interface operations {
                     "application/json": components["schemas"]["NodeOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5881,6 +5475,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -5894,58 +5489,40 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5955,6 +5532,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -5975,58 +5553,49 @@ export interface operations {
                     "application/json": components["schemas"]["NodeOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6036,6 +5605,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -6056,58 +5626,49 @@ export interface operations {
                     "application/json": components["schemas"]["TaskRunOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6117,6 +5678,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -6131,58 +5693,40 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6192,6 +5736,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the storage node's name */
                 name: string;
             };
             cookie?: never;
@@ -6212,58 +5757,49 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6285,49 +5821,31 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6355,49 +5873,40 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6425,49 +5934,40 @@ export interface operations {
                     "application/json": components["schemas"]["LifecycleReportResult"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6475,6 +5975,7 @@ export interface operations {
     api_runs_list: {
         parameters: {
             query?: {
+                /** @description true: queued or running runs only; false: finished ones only */
                 active?: boolean;
                 /** @description The pagination cursor value. */
                 cursor?: string;
@@ -6495,7 +5996,9 @@ export interface operations {
                  *     * `ttl_backfill` - Ttl Backfill
                  */
                 kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
+                /** @description runs on this namespace (its name) */
                 namespace?: string;
+                /** @description runs on this storage node (its name) */
                 node?: string;
                 /**
                  * @description manual: started by someone (no schedule); scheduled: started by a schedule
@@ -6506,7 +6009,9 @@ export interface operations {
                 origin?: "manual" | "scheduled";
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description runs on this shard (from 0) */
                 shard?: number;
+                /** @description runs created at or after this ISO 8601 time */
                 since?: string;
                 /**
                  * @description * `queued` - Queued
@@ -6531,49 +6036,40 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedTaskRunOutputList"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6583,6 +6079,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the task run's id */
                 id: number;
             };
             cookie?: never;
@@ -6597,58 +6094,40 @@ export interface operations {
                     "application/json": components["schemas"]["TaskRunOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6658,6 +6137,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the task run's id */
                 id: number;
             };
             cookie?: never;
@@ -6672,58 +6152,40 @@ export interface operations {
                     "application/json": components["schemas"]["TaskRunOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such object */
+            /** @description No such object (`not_found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6733,9 +6195,13 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description segments of at most this many bytes */
                 max_size?: number;
+                /** @description segments whose expired share is at least this (0..1) */
                 min_expired_ratio?: number;
+                /** @description segments of at least this many bytes */
                 min_size?: number;
+                /** @description segments of this namespace (its name) */
                 namespace?: string;
                 /** @description max_timestamp at or after this epoch ms */
                 newer_than?: number;
@@ -6745,7 +6211,9 @@ export interface operations {
                 ordering?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description segments of this shard (from 0) */
                 shard?: number;
+                /** @description segments in this state */
                 state?: string;
             };
             header?: never;
@@ -6762,49 +6230,40 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSegmentOutputList"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6832,49 +6291,40 @@ export interface operations {
                     "application/json": components["schemas"]["TaskRunOutput"];
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
+            /** @description Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` (`invalid_argument`) */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FieldErrors"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6897,49 +6347,31 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Bad input: each field names the rule it breaks */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": components["schemas"]["FieldErrors"];
-                };
-            };
-            /** @description Not authenticated */
+            /** @description Not authenticated: no session or token, or a wrong token */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Authenticated, but the role does not allow this */
+            /** @description Authenticated, but the role does not allow this (`permission_denied`), or a write without the CSRF token (`csrf_failed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Throttled */
-            429: {
+            /** @description Any other error, as problem details: 405, 406, 415, 500, 502 (a storage node's unknown error), 503 (`node_unavailable`: a storage node could not be reached)… */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorDetail"];
-                };
-            };
-            /** @description A storage node could not be reached */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": components["schemas"]["ErrorDetail"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
