@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -124,10 +126,22 @@ class ObjectTier:
         ):
             if env.get(name):
                 config[key] = env[name]
-        client = {"allow_http": True} if endpoint and endpoint.startswith("http://") else {}
+        # An unreachable store fails a call within about a minute (connect 5 s, 3 retries in 30 s)
+        # instead of obstore's 10 retries over 3 min: the offloader then backs off on its own
+        # (storage_engine.tier.offload), and a read of offloaded data reports the failure.
+        client: dict[str, Any] = {"connect_timeout": timedelta(seconds=5), "timeout": timedelta(seconds=60)}
+        if endpoint and endpoint.startswith("http://"):
+            client["allow_http"] = True
+        retry: dict[str, Any] = {"max_retries": 3, "retry_timeout": timedelta(seconds=30)}
         prefix = parts.path.strip("/") or None
         try:
-            return S3Store(parts.hostname, prefix=prefix, config=config, client_options=client)  # type: ignore[arg-type]
+            return S3Store(
+                parts.hostname,
+                prefix=prefix,
+                config=config,  # type: ignore[arg-type]
+                client_options=client,  # type: ignore[arg-type]
+                retry_config=retry,  # type: ignore[arg-type]
+            )
         except (ObstoreError, ValueError) as exc:
             raise TierError(self.uri, "", "configure", _reason(exc)) from None
 
@@ -212,18 +226,34 @@ class ObjectTier:
         except (ObstoreError, OSError) as exc:
             raise TierError(self.uri, key, "get", _reason(exc)) from None
 
-    def sha256(self, key: str) -> tuple[int, str]:
-        """``(size, sha256 hex)`` of an object as the store returns it now: its size by HEAD, then
-        ranged GETs of ``READ_CHUNK`` bytes hashed as they come (several times faster than a
-        streamed GET, whose chunks are small, on a local directory)."""
+    def checksum(self, key: str, update: Callable[[Any], None]) -> int:
+        """Feed an object's bytes as the store returns them now to ``update`` (a hash's), in ranged
+        GETs of ``READ_CHUNK`` bytes (several times faster than a streamed GET, whose chunks are
+        small, on a local directory); returns how many bytes there were."""
         size = self.head(key).size
-        digest = hashlib.sha256()
         got = 0
         while got < size:
             end = min(size, got + READ_CHUNK)
             chunk = self._call("get_range", key, partial(obstore.get_range, self.store, key, start=got, end=end))
             if not len(chunk):
-                break  # the object shrank meanwhile: the size below says so
-            digest.update(chunk)
+                break  # the object shrank meanwhile: the size returned says so
+            update(chunk)
             got += len(chunk)
-        return got, digest.hexdigest()
+        return got
+
+    def crc32(self, key: str) -> tuple[int, int]:
+        """``(size, CRC-32)`` of an object as the store returns it now (a cheap read-back check)."""
+        crc = 0
+
+        def update(chunk: Any) -> None:
+            nonlocal crc
+            crc = zlib.crc32(chunk, crc)
+
+        size = self.checksum(key, update)
+        return size, crc
+
+    def sha256(self, key: str) -> tuple[int, str]:
+        """``(size, sha256 hex)`` of an object as the store returns it now (:meth:`checksum`)."""
+        digest = hashlib.sha256()
+        size = self.checksum(key, digest.update)
+        return size, digest.hexdigest()

@@ -4,12 +4,15 @@ catalog may say "uploaded" (:meth:`~storage_engine.segment.tiered_log.TieredShar
 Steps, for a segment whose metadata already records UPLOADING and the generation (so the names
 below are fixed before any byte leaves the node):
 
-1. hash the local file (SHA-256 for the manifest, MD5 to compare with an S3 single-part ETag);
-2. PUT the data object from the file (obstore uses a multipart upload for large files);
-3. verify it: HEAD gives the size, which must be the segment's; the ETag, when it is the MD5 of
-   the bytes (a single-part S3 upload), proves the content, else the object is read back and its
-   SHA-256 compared;
-4. PUT the manifest (:mod:`storage_engine.tier.manifest`), read it back and compare it byte for byte.
+1. read the local file once, in ``PART_BYTES`` parts, hashing each part as it is read (SHA-256
+   of the whole for the manifest; on S3 each part's MD5, else a CRC-32 of the whole) while streaming the parts as a
+   multipart upload of exactly those parts (:meth:`~storage_engine.tier.store.ObjectTier.put_parts`);
+2. verify it: HEAD gives the size, which must be the segment's; on S3 an ETag equal to the MD5 of
+   the parts' MD5s (``-<parts>``, :func:`multipart_etag`) proves the content; a store computing
+   ETags differently has the object read back in ranged GETs and its SHA-256 compared; a local
+   directory (no content ETags) has it read back and its CRC-32, computed with the parts, compared
+   (the SHA-256 of the manifest is then the one computed while reading the file);
+3. PUT the manifest (:mod:`storage_engine.tier.manifest`), read it back and compare it byte for byte.
 
 Any failure raises (:class:`~storage_engine.tier.store.TierError`, :class:`TierVerifyError`) and
 leaves the segment UPLOADING: the next offload uploads again under the same names.
@@ -18,6 +21,7 @@ leaves the segment UPLOADING: the next offload uploads again under the same name
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Iterator
 
 from storage_engine.errors import StorageError
@@ -89,17 +93,21 @@ def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now
         found = "gone" if seg is None else f"{seg.size} bytes"
         raise TierVerifyError(key, "the local segment file", f"{meta.size_bytes} bytes", found)
     sha = hashlib.sha256()
+    crc = 0
     part_md5s: list[bytes] = []
     with_md5 = tier.content_etags
     size = meta.size_bytes
 
     def parts() -> Iterator[bytes]:
         """The file in parts, hashed as they are read (one pass over the file)."""
+        nonlocal crc
         for pos in range(0, size, PART_BYTES):
             chunk = seg.read(pos, min(PART_BYTES, size - pos))
             sha.update(chunk)
             if with_md5:
                 part_md5s.append(hashlib.md5(chunk, usedforsecurity=False).digest())
+            else:
+                crc = zlib.crc32(chunk, crc)
             yield chunk
 
     seg.retain()
@@ -111,10 +119,14 @@ def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now
     if info.size != size:
         raise TierVerifyError(key, "the size", size, info.size)
     etag = (info.etag or "").strip('"').lower()
-    if not (with_md5 and etag == multipart_etag(part_md5s)):  # no content ETag to trust: read it back
+    if with_md5 and etag != multipart_etag(part_md5s):  # another ETag scheme: read back, SHA-256
         back, digest = tier.sha256(key)
         if (back, digest) != (size, sha.hexdigest()):
             raise TierVerifyError(key, "the SHA-256 read back", sha.hexdigest(), f"{digest} ({back} bytes)")
+    elif not with_md5:  # no content ETag (a local directory): read back, CRC-32 (cheaper than SHA-256)
+        back, back_crc = tier.crc32(key)
+        if (back, back_crc) != (size, crc):
+            raise TierVerifyError(key, "the CRC-32 read back", f"{crc:08x}", f"{back_crc:08x} ({back} bytes)")
     manifest = build_manifest(shard, log, meta, sha.hexdigest(), now).to_bytes()
     manifest_key = shard.manifest_key(meta)
     tier.put(manifest_key, manifest)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -415,3 +416,37 @@ def test_namespaces_without_remote_storage_never_touch_the_tier(tmp_path: Path, 
     finally:
         engine.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # no data-tier directory was made
+
+
+def test_an_upload_is_verified_before_the_catalog_says_uploaded(
+    tmp_path: Path, tier: Tier, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file:// tier is read back (CRC-32); on S3 an ETag that is the MD5 of the part MD5s proves the
+    content, any other ETag has the object read back (SHA-256). A mismatch keeps the segment local."""
+    from dataclasses import replace
+
+    from storage_engine.tier.upload import TierVerifyError
+
+    engine = engine_for(tmp_path / "data", tier, clock)
+    try:
+        fill(engine, clock)
+        real_checksum, real_head = ObjectTier.checksum, ObjectTier.head
+
+        def damaged(self: ObjectTier, key: str, update: Any) -> int:
+            return real_checksum(self, key, lambda chunk: update(b"x" + bytes(chunk)[1:]))
+
+        monkeypatch.setattr(ObjectTier, "checksum", damaged)
+        if tier.kind == "s3":
+            monkeypatch.setattr(ObjectTier, "head", lambda self, key: replace(real_head(self, key), etag='"other"'))
+        with pytest.raises(TierVerifyError, match="read back"):
+            engine.offload("n", limit=1)
+        assert all(s.tier is SegmentTier.LOCAL for s in engine.list_segments("n", 0))
+        monkeypatch.setattr(ObjectTier, "checksum", real_checksum)
+        monkeypatch.setattr(ObjectTier, "head", real_head)
+        clock.advance(1000)  # past the offloader's backoff
+        engine.offload("n")
+        assert all(s.tier is SegmentTier.REMOTE for s in engine.list_segments("n", 0)[:-1])
+        check_every_lookup(engine)
+        assert engine.verify("n").ok
+    finally:
+        engine.close()

@@ -210,3 +210,43 @@ def test_tier_errors_have_an_http_status_and_a_title(code: str, status: int) -> 
     assert exc.code == code and status_for(exc) == status
     body = problem_for(exc, "/v1/x")
     assert (body["status"], body["title"]) == (status, TITLES[code]) and body["key"] == "k"
+
+
+def test_an_unreachable_s3_store_fails_fast_backs_off_and_leaves_local_data_alone(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from storage_engine import open_engine
+    from storage_engine.config import EngineConfig
+    from tests.storage_engine.tier_util import free_ports
+
+    [port] = free_ports(1)  # nothing listens there
+    monkeypatch.setenv("TIER_S3_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    config = EngineConfig(
+        data_dir=tmp_path / "data",
+        lifecycle_worker=False,
+        tier_uri="s3://nowhere/tier",
+        node_policy=NodePolicy(file_delete_delay_ms=0),
+    )
+    e = open_engine(config, clock)
+    try:
+        ns = make_ns(e, "t", segment_bytes=4096, remote_storage_enabled=True, local_retention_ms=0)
+        for i in range(60):
+            e.append(ns, 0, [NewRecord(b"%d" % i + b"v" * 200)])
+        clock.advance(1)
+        with pytest.raises(TierError) as failed:
+            e.offload(ns)
+        assert failed.value.code == "tier_unavailable"
+        for delay in (1000, 2000, 4000):  # doubling: deferred until each retry time, then tried again
+            assert e.offload(ns).skipped == "backoff"
+            clock.advance(delay)
+            with pytest.raises(TierError):
+                e.offload(ns)
+        counters = e.stats().counters
+        assert counters["tier_offload_retries_total"] == 3 and counters["tier_offload_deferred_total"] == 3
+        assert all(s.tier is not SegmentTier.REMOTE for s in e.list_segments(ns, 0))
+        assert [r.value for r in read_all(e, ns)] == [b"%d" % i + b"v" * 200 for i in range(60)]
+        assert e.stats().counters["tier_offload_lag_seconds"] > 0
+    finally:
+        e.close()
