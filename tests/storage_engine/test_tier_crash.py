@@ -59,6 +59,12 @@ clock.set(T0 + 10_000)
     + """
 if op == "retention":
     engine.offload("c")  # complete, unhooked: then retention deletes offloaded segments
+if op == "clean":  # offloaded with every local copy kept; then disk pressure drops the copies
+    engine.update_namespace("c", NamespacePolicy(retention_ms=None, segment_bytes=4096,
+                                                 remote_storage_enabled=True))
+    engine.offload("c")
+    engine.set_node_policy(NodePolicy(file_delete_delay_ms=0, offload_concurrency=2, disk_max_used_ratio=0.0001,
+                                      disk_clean_forcibly_ratio=0.0001, clean_forcibly_enabled=False))
 if point == "put":  # data objects go through put_parts, manifests through put: one count for both
     hook(store.ObjectTier, "put")
     hook(store.ObjectTier, "put_parts")
@@ -75,6 +81,8 @@ elif point == "delete-object":
 print("armed", flush=True)
 if op == "offload":
     engine.offload("c")
+elif op == "clean":
+    engine.clean_files()
 else:
     engine.update_namespace("c", NamespacePolicy(retention_ms=5_000, segment_bytes=4096,
                                                  remote_storage_enabled=True, local_retention_ms=0))
@@ -153,6 +161,10 @@ CASES = [
     ("offload", "write", 9),
     ("offload", "rename-deleted", 1),  # the catalog says remote; the local file is not renamed yet
     ("offload", "unlink", 2),  # during the removal of the local copies
+    ("clean", "write", 1),  # the cleaner dropping local copies under disk pressure, inside its writes
+    ("clean", "write", 3),
+    ("clean", "rename-deleted", 2),  # the catalog says remote; the local file is not renamed yet
+    ("clean", "unlink", 2),  # during the removal of the local copies
     ("retention", "write", 2),  # retention deleting offloaded segments, killed in its writes
     ("retention", "write", 4),
     ("retention", "delete-object", 1),  # killed between a segment's manifest and its data object
@@ -181,6 +193,16 @@ def test_tiered_storage_survives_sigkill(tmp_path: Path, tier: Tier, op: str, po
             assert all(s.tier is SegmentTier.REMOTE for s in segments[:-1])
             assert len(tier.object_keys()) == 2 * (len(segments) - 1)
             assert engine.offload("c").segments_offloaded == 0
+        elif op == "clean":
+            assert all(s.tier is not SegmentTier.LOCAL for s in engine.list_segments("c", 0)[:-1])
+            engine.set_node_policy(
+                NodePolicy(file_delete_delay_ms=0, disk_max_used_ratio=0.0001, disk_clean_forcibly_ratio=0.0001)
+            )
+            while engine.clean_files().more:
+                pass
+            segments = engine.list_segments("c", 0)
+            assert all(s.tier is SegmentTier.REMOTE for s in segments[:-1])
+            assert len(tier.object_keys()) == 2 * (len(segments) - 1)
         else:
             engine.apply_retention("c")
             assert tier.object_keys() == []
