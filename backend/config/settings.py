@@ -332,6 +332,7 @@ SPECTACULAR_SETTINGS = {
         "ActionKindEnum": "backend.apps.lifecycle.serializers.ACTION_KINDS",
         "CursorActionEnum": "backend.apps.namespaces.subscriptions.CURSOR_ACTIONS",
         "SegmentStateEnum": "backend.apps.catalog.serializers.SEGMENT_STATES",
+        "SegmentTierEnum": "backend.apps.catalog.figures.SEGMENT_TIERS",
         "RunOriginEnum": "backend.apps.runs.serializers.ORIGINS",
         "AuditResultEnum": "backend.apps.audit.serializers.RESULTS",
         "PolicyGroupEnum": "backend.apps.policies.serializers.POLICY_GROUPS",

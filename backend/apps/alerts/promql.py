@@ -110,6 +110,11 @@ QUANTITIES: dict[str, Quantity] = {
     "compaction_runs_total": Quantity("lcs_compaction_runs_total", ""),
     "compaction_reclaimed_bytes_total": Quantity("lcs_compaction_reclaimed_bytes_total", ""),
     "reclaimed_bytes_total": Quantity("lcs_reclaim_bytes_total", ""),
+    "tier_local_bytes": Quantity("lcs_tier_local_bytes", ""),
+    "tier_remote_bytes": Quantity("lcs_tier_remote_bytes", ""),
+    "tier_offload_pending_segments": Quantity("lcs_tier_offload_pending_segments", ""),
+    "tier_offload_lag_seconds": Quantity("lcs_tier_offload_lag_seconds", ""),
+    "tier_offload_failures_total": Quantity("lcs_tier_offload_failures_total", ""),
     "celery_queue_depth": Quantity("lcs_celery_queue_messages", ""),
 }
 
@@ -135,6 +140,7 @@ COMPUTED: dict[str, Callable[[str], str]] = {
     "read_requests_total": lambda sel: _reads("count", sel),
     "read_seconds_total": lambda sel: _reads("sum", sel),
     "delete_rate": lambda sel: f"rate({_series('lcs_ttl_scan_expired_records_total', sel)}[{RATE_WINDOW}])",
+    "tier_offload_failure_rate": lambda sel: f"rate({_series('lcs_tier_offload_failures_total', sel)}[{RATE_WINDOW}])",
     "append_latency_seconds": lambda sel: _latency("lcs_append_duration_seconds", sel),
     "read_latency_seconds": lambda sel: _latency("lcs_read_duration_seconds", sel, "operation"),
 }

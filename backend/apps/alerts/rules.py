@@ -227,4 +227,27 @@ DEFAULT_RULES = (
         threshold_policy="backlog_quota_seconds",
         description="A subscription's oldest unacknowledged message is older than backlog_quota_seconds.",
     ),
+    DefaultRule(
+        "offload_lag",
+        "Offload lag above 1 hour",
+        "tier_offload_lag_seconds",
+        ">",
+        3600,
+        600,
+        "warning",
+        description="A sealed segment of a namespace with remote storage has waited more than an hour to be "
+        "offloaded: the object store is unreachable or failing, or offloading cannot keep up "
+        "(offload_bandwidth_bytes_per_s, offload_concurrency). Local disk keeps what should have moved.",
+    ),
+    DefaultRule(
+        "offload_errors",
+        "Repeated upload errors to the object store",
+        "tier_offload_failure_rate",
+        ">",
+        0,
+        900,
+        "warning",
+        description="Segment uploads to the object store have kept failing for 15 minutes (the node retries with "
+        "backoff; lcs_tier_offload_failures_total): check the tier URI, credentials and the store itself.",
+    ),
 )

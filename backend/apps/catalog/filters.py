@@ -1,5 +1,6 @@
 import django_filters
 
+from backend.apps.catalog.figures import SEGMENT_TIERS
 from backend.apps.catalog.models import Segment
 from backend.apps.core.filters import describe_filters
 
@@ -22,6 +23,11 @@ class SegmentFilter(django_filters.FilterSet):
     )
     min_expired_ratio = django_filters.NumberFilter(
         field_name="expired_ratio", lookup_expr="gte", help_text="segments whose expired share is at least this (0..1)"
+    )
+
+    tier = django_filters.ChoiceFilter(
+        choices=[(tier, tier) for tier in SEGMENT_TIERS],
+        help_text="segments in this tier: local, both (local and in the object store) or remote (local copy dropped)",
     )
 
     class Meta:

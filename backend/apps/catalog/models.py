@@ -26,6 +26,9 @@ class Segment(models.Model):
     # expired_records ÷ record_count (catalog.figures.ratio; the engine gives no segment ratio): kept for
     # filtering and sorting.
     expired_ratio = models.FloatField(default=0.0)
+    # Where its bytes are (tiered storage, storage_engine.api.SegmentTier): local, both (local and in the
+    # object store) or remote (the local copy dropped); the active segment and one being uploaded are local.
+    tier = models.CharField(max_length=8, default="local")
     synced_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -41,6 +44,8 @@ class Segment(models.Model):
             models.Index(fields=["max_timestamp", "id"]),
             models.Index(fields=["expired_ratio", "id"]),
             models.Index(fields=["namespace", "state"]),
+            # A tier filter walking the list's ordering, as the state one does.
+            models.Index(fields=["tier", "namespace", "shard", "base_offset", "id"], name="segment_tier_position"),
         ]
 
     def __str__(self) -> str:
@@ -71,6 +76,10 @@ class ShardStatus(models.Model):
     backlog_messages = models.BigIntegerField(default=0)
     backlog_live_messages = models.BigIntegerField(default=0)
     backlog_bytes = models.BigIntegerField(default=0)
+    # Where the shard's bytes are (tiered storage): the sums of its segments' sizes by tier, as the node's
+    # tier gauges sum them (catalog.figures.tier_bytes); written by a catalog sync of the shard only.
+    local_bytes = models.BigIntegerField(default=0)
+    remote_bytes = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)  # when a figure last changed
     collected_at = models.DateTimeField(null=True, blank=True)  # the last collection that reported the shard
     segments_synced_at = models.DateTimeField(null=True, blank=True)  # the last segment catalog sync of it

@@ -1,8 +1,9 @@
 from rest_framework import serializers
 
+from backend.apps.catalog.figures import SEGMENT_TIERS
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.catalog.selectors import expired_ratio
-from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS
+from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS, TIER_FIELDS
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import NamespaceOutputSerializer
 from storage_engine.api import SegmentState
@@ -13,6 +14,11 @@ SEGMENT_STATES = tuple(state.value for state in SegmentState)
 class SegmentOutputSerializer(serializers.ModelSerializer):
     namespace = serializers.CharField(source="namespace.name")
     state = serializers.ChoiceField(choices=SEGMENT_STATES, read_only=True)
+    tier = serializers.ChoiceField(
+        choices=SEGMENT_TIERS,
+        read_only=True,
+        help_text="where its bytes are: local, both (local and in the object store) or remote (local copy dropped)",
+    )
 
     class Meta:
         model = Segment
@@ -25,7 +31,7 @@ class ShardStatusOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = ShardStatus
         # The engine's figures of the shard and its backlog, exactly what a sync and a collection write.
-        fields = ["shard", *STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at", "collected_at"]
+        fields = ["shard", *STATUS_FIELDS, *BACKLOG_FIELDS, *TIER_FIELDS, "updated_at", "collected_at"]
         read_only_fields = fields
 
 
@@ -41,6 +47,14 @@ class NamespaceSummaryOutputSerializer(serializers.Serializer):
     expired_ratio = serializers.FloatField(help_text="expired_records ÷ stored_records")
     expired_bytes_ratio = serializers.FloatField(help_text="expired_bytes ÷ stored_bytes")
     segment_count = serializers.IntegerField()
+    local_bytes = serializers.IntegerField(
+        help_text="bytes of segments with a local copy (local and both tiers; the active segments included), "
+        "as of each shard's last segment sync"
+    )
+    remote_bytes = serializers.IntegerField(
+        help_text="bytes of segments in the object store (both and remote tiers), as of each shard's last "
+        "segment sync; local + remote exceeds stored by what is in both"
+    )
     backlog_messages = serializers.IntegerField(
         allow_null=True,
         help_text="unacknowledged offsets summed over subscriptions and shards; null until a metrics "

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Case, F, IntegerField, Max, Min, Q, When
 from django.utils import timezone
 
-from backend.apps.catalog.figures import ratio
+from backend.apps.catalog.figures import ratio, tier_bytes
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.namespaces.models import Namespace, SyncState
 from backend.apps.namespaces.selectors import hosting_nodes, namespace_list
@@ -45,6 +45,7 @@ SYNCED_FIELDS = [
     "expired_bytes",
     "deadline",
     "expired_ratio",
+    "tier",
 ]
 
 
@@ -77,6 +78,7 @@ def _values(info: SegmentInfo) -> dict[str, Any]:
         "expired_bytes": info.expired_bytes,
         "deadline": info.deadline,
         "expired_ratio": ratio(info.expired_records, info.record_count),
+        "tier": info.tier.value,
     }
 
 
@@ -124,6 +126,8 @@ STATUS_FIELDS = [
 # The shard's backlog, summed over its subscriptions: from a collection only.
 BACKLOG_FIELDS = ["backlog_messages", "backlog_live_messages", "backlog_bytes"]
 RATIO_FIELDS = {"expired_ratio", "expired_bytes_ratio"}
+# Where the shard's bytes are (catalog.figures.tier_bytes of its segments): from a segment sync only.
+TIER_FIELDS = ["local_bytes", "remote_bytes"]
 
 
 def _status_values(figures: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -131,10 +135,15 @@ def _status_values(figures: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return {k: float(figures.get(k) or 0) if k in RATIO_FIELDS else int(figures.get(k) or 0) for k in names}
 
 
-def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bool:
-    """Store a shard's current figures (a ``ShardStats`` as a dict); returns whether anything changed
-    (unchanged → no write)."""
+def update_shard_status(
+    namespace: Any, shard: int, stats: dict[str, Any], segments: list[SegmentInfo] | None = None
+) -> bool:
+    """Store a shard's current figures (a ``ShardStats`` as a dict) and, given its ``segments``, its local and
+    remote bytes (``figures.tier_bytes`` of their tiers: the node's ``/v1/stats`` has no per-shard tier
+    figures, so only a sync of the shard writes them); returns whether anything changed (unchanged → no write)."""
     values = _status_values(stats, STATUS_FIELDS)
+    if segments is not None:
+        values["local_bytes"], values["remote_bytes"] = tier_bytes((s.tier.value, s.size_bytes) for s in segments)
     row = ShardStatus.objects.filter(namespace=namespace, shard=shard).first()
     if row is None:
         ShardStatus.objects.create(namespace=namespace, shard=shard, **values)
@@ -143,6 +152,12 @@ def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bo
         return False
     ShardStatus.objects.filter(pk=row.pk).update(**values, updated_at=timezone.now())
     return True
+
+
+def mark_tiers_stale(namespaces: Any) -> int:
+    """The shards of ``namespaces`` (a queryset or list) are due for a segment sync: an offload moved their
+    segments between tiers, which changes no figure a metrics collection sees. Returns the shards marked."""
+    return ShardStatus.objects.filter(namespace__in=namespaces).update(updated_at=timezone.now())
 
 
 def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at: Any) -> int:
@@ -196,8 +211,9 @@ def sync_namespace(namespace: Any) -> SyncResult:
 
     def sync_hosted(client: Any, shards: list[int]) -> None:
         for shard in shards:
-            result = sync_shard(namespace, shard, client.list_segments(namespace.name, shard))
-            changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
+            segments = client.list_segments(namespace.name, shard)
+            result = sync_shard(namespace, shard, segments)
+            changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard), segments)
             _mark_synced(namespace, shard, changed or result.inserted + result.updated + result.deleted > 0)
             total.add(result)
 

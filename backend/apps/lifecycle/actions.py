@@ -68,6 +68,9 @@ _ACTIONS = (
            "Move subscription cursors past messages that expired unacknowledged."),
     Action(Kind.BACKLOG_QUOTA, Operation.BACKLOG_QUOTA, "namespace", "Enforce backlog quota",
            "Apply the namespace's backlog quota policy to subscriptions over it."),
+    Action(Kind.OFFLOAD, Operation.OFFLOAD, "namespace", "Offload to the object store",
+           "Upload sealed segments to the object store (remote storage enabled), then drop local copies past "
+           "local retention; reads go on from the store."),
     Action(Kind.FILE_CLEAN, Operation.CLEAN_FILES, "node", "Clean files",
            "Run the file cleaner now: delete expired segment files if due (delete hours or disk pressure)."),
     Action(Kind.DISK_CHECK, Operation.DISK_CHECK, "node", "Check disk",

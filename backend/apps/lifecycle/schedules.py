@@ -43,12 +43,13 @@ NAMESPACE_SCHEDULES = {  # kind → the policy field that sets its interval
     Kind.COMPACTION: "compaction_check_interval_ms",
     Kind.SUBSCRIPTION_TTL: "ttl_check_interval_ms",
     Kind.BACKLOG_QUOTA: "ttl_check_interval_ms",
+    Kind.OFFLOAD: "scan_interval_ms",  # tiered storage: sealed segments go to the object store soon after sealing
 }
 # Kinds scheduled once per node as a sweep over every namespace it hosts, at the shortest
 # interval any of them asks for: one run and one node call per interval instead of one per
 # namespace (200 namespaces every 5 s would be 40 runs/s of scans alone), and one pass over
 # the node's TTL index instead of one per namespace. Manual actions still target a namespace.
-SWEPT_KINDS = (Kind.EXPIRY_SCAN, Kind.RETENTION, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL)
+SWEPT_KINDS = (Kind.EXPIRY_SCAN, Kind.RETENTION, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL, Kind.OFFLOAD)
 NODE_SCHEDULES = {Kind.FILE_CLEAN: "clean_interval_ms"}
 DISK_CHECK_INTERVAL_S = 30
 
@@ -99,7 +100,8 @@ def schedule_name(kind: str, namespace: Namespace | None = None, node: StorageNo
 
 def scheduled_kinds(policy: Any) -> list[str]:
     """What a namespace's policy calls for: scans, reclamation and message TTL always, retention when it
-    deletes, compaction when it compacts, quota enforcement when a quota is set."""
+    deletes, compaction when it compacts, quota enforcement when a quota is set, offloading when remote storage
+    is enabled (swept per node: a node with such a namespace offloads every one of them in one step)."""
     kinds = [Kind.EXPIRY_SCAN, Kind.RECLAIM, Kind.SUBSCRIPTION_TTL]
     if policy.deletes:
         kinds.append(Kind.RETENTION)
@@ -107,6 +109,8 @@ def scheduled_kinds(policy: Any) -> list[str]:
         kinds.append(Kind.COMPACTION)
     if policy.backlog_quota_bytes is not None or policy.backlog_quota_seconds is not None:
         kinds.append(Kind.BACKLOG_QUOTA)
+    if policy.remote_storage_enabled:
+        kinds.append(Kind.OFFLOAD)
     return kinds
 
 

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from backend.apps.audit import services as audit
+from backend.apps.catalog import services as catalog
 from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.actions import ACTIONS, actions_for
 from backend.apps.lifecycle.models import DueSweep, Lease
@@ -36,7 +37,13 @@ from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import queue_for
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
-from storage_engine.api import LIFECYCLE_COUNTS, CompactionEstimate, DiskStatus, LifecycleResult
+from storage_engine.api import (
+    LIFECYCLE_COUNTS,
+    OFFLOAD_COUNTS,
+    CompactionEstimate,
+    DiskStatus,
+    LifecycleResult,
+)
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
 
 log = logging.getLogger(__name__)
@@ -44,6 +51,8 @@ LEASE_TTL_S = settings.CELERY_TASK_TIME_LIMIT + 60
 
 
 COUNTED = tuple(k for k in LIFECYCLE_COUNTS if k != "bytes_reclaimed")  # bytes go in their own column
+# The further counts a run of a kind records (an offload's uploads and dropped local copies, in bytes too).
+COUNTED_BY_KIND: dict[str, tuple[str, ...]] = {Kind.OFFLOAD: OFFLOAD_COUNTS}
 
 
 class StepOutcome(enum.StrEnum):
@@ -225,7 +234,10 @@ def run_step(run_id: int) -> StepOutcome:
                 TaskRun.objects.filter(pk=run.pk).update(params={**run.params, "disk": result.to_dict()})
                 more = False
             else:
-                runs.record_step(run, {k: getattr(result, k) for k in COUNTED}, result.bytes_reclaimed)
+                counted = (*COUNTED, *COUNTED_BY_KIND.get(run.kind, ()))
+                runs.record_step(run, {k: getattr(result, k) for k in counted}, result.bytes_reclaimed)
+                if run.kind == Kind.OFFLOAD and (result.segments_offloaded or result.local_copies_dropped):
+                    _tiers_moved(run, node)
                 more = result.more
                 if not more and position + 1 < len(targets):  # this node is done: the next one
                     run.params = {**run.params, "target": position + 1}
@@ -248,6 +260,13 @@ def run_step(run_id: int) -> StepOutcome:
         except StorageError as exc:  # the node is gone meanwhile: the interval schedule is the safety net
             log.warning("next due times of node %s: %s", node.name, exc)
     return StepOutcome.DONE
+
+
+def _tiers_moved(run: TaskRun, node: StorageNode) -> None:
+    """An offload step moved segments between tiers, which no metrics collection sees: the catalog syncs
+    the shards concerned (the namespace's, or a sweep's: every namespace the node hosts) at its next pass."""
+    namespaces = [run.namespace] if run.namespace is not None else Namespace.objects.filter(placements__node=node)
+    catalog.mark_tiers_stale(namespaces)
 
 
 def fail_run(run_id: int, error: str) -> None:

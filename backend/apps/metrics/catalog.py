@@ -80,6 +80,20 @@ SERIES: dict[str, SeriesDef] = {
         SeriesDef("read_seconds_total", (NODE,), "seconds", "Time spent serving reads", True),
         SeriesDef("append_latency_seconds", (NODE,), "seconds", "Mean append latency over the last interval"),
         SeriesDef("read_latency_seconds", (NODE,), "seconds", "Mean read latency over the last interval"),
+        # tiered storage (docs/tiered-storage.md): the node's tier gauges and upload failures
+        SeriesDef("tier_local_bytes", (NODE,), "bytes", "Bytes of segments with a local copy"),
+        SeriesDef("tier_remote_bytes", (NODE,), "bytes", "Bytes of sealed segments in the object store"),
+        SeriesDef("tier_offload_pending_segments", (NODE,), "count", "Sealed segments waiting to be offloaded"),
+        SeriesDef(
+            "tier_offload_lag_seconds",
+            (NODE,),
+            "seconds",
+            "Offload lag: how long the oldest sealed segment not yet offloaded has waited",
+        ),
+        SeriesDef("tier_offload_failures_total", (NODE,), "count", "Segment uploads that failed", True),
+        SeriesDef(
+            "tier_offload_failure_rate", (NODE,), "per_second", "Segment uploads failed per second (last interval)"
+        ),
         # Celery
         SeriesDef("celery_queue_depth", (QUEUE,), "messages", "Messages waiting in a Celery queue"),
     ]
@@ -135,6 +149,11 @@ NODE_COUNTER_KEYS: dict[str, tuple[str, ...]] = {
     "compaction_runs_total": ("compaction_runs_total",),
     "compaction_reclaimed_bytes_total": ("compaction_bytes_reclaimed_total",),
     "reclaimed_bytes_total": ("reclaim_bytes_total",),
+    "tier_local_bytes": ("tier_local_bytes",),
+    "tier_remote_bytes": ("tier_remote_bytes",),
+    "tier_offload_pending_segments": ("tier_offload_pending_segments",),
+    "tier_offload_lag_seconds": ("tier_offload_lag_seconds",),
+    "tier_offload_failures_total": ("tier_offload_failures_total",),
 }
 # Node HTTP routes (GET /v1/stats "http") that count as appends and as reads.
 APPEND_ROUTES = ("produce_shard", "produce")

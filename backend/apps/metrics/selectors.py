@@ -13,6 +13,7 @@ from django.db.models.functions import Mod
 from prometheus_client import generate_latest
 
 from backend.apps.catalog.figures import ratio
+from backend.apps.catalog.selectors import tier_bytes_by_node, tier_totals
 from backend.apps.metrics import clock, exposition
 from backend.apps.metrics.catalog import NODE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
@@ -344,6 +345,7 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
         elif row.node:
             disk[row.node][row.name] = row.last_value or 0.0
     health = node_health(now)
+    tiers = tier_bytes_by_node()
     nodes = []
     for name, node in sorted(_nodes_by_name().items()):
         marks = watermarks(node)
@@ -361,6 +363,7 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
                 "forecast_warning_at": clock.from_ms(eta) if eta is not None else None,
                 "forecast_history_s": forecast.history_s,
                 "forecast_ready": forecast.fit is not None,
+                **tiers.get(name, {"local_bytes": 0, "remote_bytes": 0}),
             }
         )
     latest = latest_ts()
@@ -373,6 +376,7 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
         "expired_bytes_ratio": ratio(totals["expired_bytes"], totals["stored_bytes"]),
         "backlog_messages": int(totals["backlog_messages"]),
         "backlog_live_messages": int(totals["backlog_live_messages"]),
+        **tier_totals(),
         "collected_at": clock.from_ms(latest) if latest is not None else None,
         "forecast_min_history_s": FORECAST_MIN_HISTORY_S,
         "nodes": nodes,

@@ -92,6 +92,12 @@ class NodeSummaryOutputSerializer(serializers.Serializer):
     )
     forecast_history_s = serializers.IntegerField(help_text="how long the disk samples in the fit window span")
     forecast_ready = serializers.BooleanField(help_text="false until there is enough history for a forecast")
+    local_bytes = serializers.IntegerField(
+        help_text="bytes of its shards' segments with a local copy (tiered storage; the catalog's last sync)"
+    )
+    remote_bytes = serializers.IntegerField(
+        help_text="bytes of its shards' segments in the object store (tiered storage; the catalog's last sync)"
+    )
 
 
 class SummaryOutputSerializer(serializers.Serializer):
@@ -105,6 +111,12 @@ class SummaryOutputSerializer(serializers.Serializer):
     expired_bytes_ratio = serializers.FloatField()
     backlog_messages = serializers.IntegerField(help_text="summed over every subscription and shard")
     backlog_live_messages = serializers.IntegerField()
+    local_bytes = serializers.IntegerField(
+        help_text="bytes of segments with a local copy, every shard's in the catalog summed (tiered storage)"
+    )
+    remote_bytes = serializers.IntegerField(
+        help_text="bytes of segments in the object store, every shard's in the catalog summed (tiered storage)"
+    )
     collected_at = serializers.DateTimeField(allow_null=True, help_text="the latest collection")
     forecast_min_history_s = serializers.IntegerField(help_text="the disk history a forecast needs")
     nodes = NodeSummaryOutputSerializer(many=True)

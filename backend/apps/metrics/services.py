@@ -204,6 +204,32 @@ def _derived_points(ts: int, points: dict[Labels, float], previous: dict[str, Me
         deleted = delta("scan_deleted_records_total", node)
         if deleted and deleted[1] > 0:
             points[("delete_rate", node, "", None, "")] = deleted[0] / deleted[1]
+        _windowed_rate(ts, points, node, "tier_offload_failures_total", "tier_offload_failure_rate")
+
+
+RATE_WINDOW_MS = 5 * 60_000  # as Prometheus's rate(…[5m]) in the exported rules (alerts.promql.RATE_WINDOW)
+
+
+def _windowed_rate(ts: int, points: dict[Labels, float], node: str, counter: str, rate: str) -> None:
+    """``rate``: the increase of the node's ``counter`` per second over the last ``RATE_WINDOW_MS`` (from its
+    oldest sample in the window), as Prometheus's ``rate`` over 5 minutes: a failure every few minutes (an
+    offloader backing off) keeps it above 0, where the rate between two collections would flap to 0."""
+    now_value = points.get((counter, node, "", None, ""))
+    if now_value is None:
+        return
+    first = (
+        Sample.objects.filter(series__key=series_key(counter, node), ts__gte=ts - RATE_WINDOW_MS, ts__lt=ts)
+        .order_by("ts")
+        .values_list("ts", "value")
+        .first()
+    )
+    if first is None:
+        return
+    elapsed_s = (ts - first[0]) / 1000
+    if elapsed_s <= 0:
+        return
+    increase = now_value - first[1] if now_value >= first[1] else now_value  # a restart counts from 0
+    points[(rate, node, "", None, "")] = increase / elapsed_s
 
 
 def _scan_points(ts: int, points: dict[Labels, float]) -> None:

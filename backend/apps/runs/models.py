@@ -12,6 +12,7 @@ class Kind(models.TextChoices):
     COMPACTION = "compaction"
     SUBSCRIPTION_TTL = "subscription_ttl"
     BACKLOG_QUOTA = "backlog_quota"
+    OFFLOAD = "offload"  # tiered storage: upload sealed segments, drop local copies past local retention
     CATALOG_SYNC = "catalog_sync"
     LAKE_EXPORT = "lake_export"
     LIFECYCLE_REPORT = "lifecycle_report"

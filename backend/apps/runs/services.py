@@ -62,6 +62,7 @@ NOOP_FOLDED_KINDS = frozenset(
         Kind.COMPACTION,
         Kind.SUBSCRIPTION_TTL,
         Kind.BACKLOG_QUOTA,
+        Kind.OFFLOAD,
         Kind.FILE_CLEAN,
         Kind.DISK_CHECK,
     }

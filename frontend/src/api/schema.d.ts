@@ -899,12 +899,13 @@ export interface components {
          *     * `compaction` - compaction
          *     * `subscription_ttl` - subscription_ttl
          *     * `backlog_quota` - backlog_quota
+         *     * `offload` - offload
          *     * `file_clean` - file_clean
          *     * `disk_check` - disk_check
          *     * `force_delete` - force_delete
          * @enum {string}
          */
-        ActionKindEnum: "expiry_scan" | "retention" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "file_clean" | "disk_check" | "force_delete";
+        ActionKindEnum: "expiry_scan" | "retention" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "file_clean" | "disk_check" | "force_delete";
         ActionOutput: {
             kind: components["schemas"]["ActionKindEnum"];
             /**
@@ -923,6 +924,7 @@ export interface components {
              *     * `compact` - compact
              *     * `subscription-ttl` - subscription-ttl
              *     * `backlog-quota` - backlog-quota
+             *     * `offload` - offload
              *     * `clean-files` - clean-files
              *     * `disk-check` - disk-check
              */
@@ -1592,20 +1594,27 @@ export interface components {
          *     * `stored_bytes` - stored_bytes
          *     * `stored_records` - stored_records
          *     * `subscription_backlog_bytes_max` - subscription_backlog_bytes_max
+         *     * `tier_local_bytes` - tier_local_bytes
+         *     * `tier_offload_failure_rate` - tier_offload_failure_rate
+         *     * `tier_offload_failures_total` - tier_offload_failures_total
+         *     * `tier_offload_lag_seconds` - tier_offload_lag_seconds
+         *     * `tier_offload_pending_segments` - tier_offload_pending_segments
+         *     * `tier_remote_bytes` - tier_remote_bytes
          *     * `up` - up
          * @enum {string}
          */
-        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "up";
+        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "tier_local_bytes" | "tier_offload_failure_rate" | "tier_offload_failures_total" | "tier_offload_lag_seconds" | "tier_offload_pending_segments" | "tier_remote_bytes" | "up";
         /**
          * @description * `backlog_quota` - backlog_quota
          *     * `compaction` - compaction
          *     * `expiry_scan` - expiry_scan
+         *     * `offload` - offload
          *     * `reclaim` - reclaim
          *     * `retention` - retention
          *     * `subscription_ttl` - subscription_ttl
          * @enum {string}
          */
-        NamespaceActionInputActionEnum: "backlog_quota" | "compaction" | "expiry_scan" | "reclaim" | "retention" | "subscription_ttl";
+        NamespaceActionInputActionEnum: "backlog_quota" | "compaction" | "expiry_scan" | "offload" | "reclaim" | "retention" | "subscription_ttl";
         /** @description Base of every API input (request body) serializer. */
         NamespaceActionInputRequest: {
             action: components["schemas"]["NamespaceActionInputActionEnum"];
@@ -1626,9 +1635,9 @@ export interface components {
             name: string;
             /** @default 1 */
             shards?: number;
-            /** @description overrides of the cluster default policy */
+            /** @description overrides of the cluster default policy (null: no limit, e.g. an infinite retention) */
             policy?: {
-                [key: string]: number | string | boolean;
+                [key: string]: (number | string | boolean) | null;
             };
             /** @description the node every shard goes to unless `placement` says otherwise (default: the default node) */
             node?: string;
@@ -1696,6 +1705,10 @@ export interface components {
              */
             expired_bytes_ratio: number;
             segment_count: number;
+            /** @description bytes of segments with a local copy (local and both tiers; the active segments included), as of each shard's last segment sync */
+            local_bytes: number;
+            /** @description bytes of segments in the object store (both and remote tiers), as of each shard's last segment sync; local + remote exceeds stored by what is in both */
+            remote_bytes: number;
             /** @description unacknowledged offsets summed over subscriptions and shards; null until a metrics collection has reported every shard */
             backlog_messages: number | null;
             /** @description records a consumer will still receive, summed like backlog_messages */
@@ -1837,6 +1850,10 @@ export interface components {
             forecast_history_s: number;
             /** @description false until there is enough history for a forecast */
             forecast_ready: boolean;
+            /** @description bytes of its shards' segments with a local copy (tiered storage; the catalog's last sync) */
+            local_bytes: number;
+            /** @description bytes of its shards' segments in the object store (tiered storage; the catalog's last sync) */
+            remote_bytes: number;
         };
         NotificationOutput: {
             readonly id: number;
@@ -1867,11 +1884,12 @@ export interface components {
          *     * `compact` - compact
          *     * `subscription-ttl` - subscription-ttl
          *     * `backlog-quota` - backlog-quota
+         *     * `offload` - offload
          *     * `clean-files` - clean-files
          *     * `disk-check` - disk-check
          * @enum {string}
          */
-        OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "clean-files" | "disk-check";
+        OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "offload" | "clean-files" | "disk-check";
         /** @description 416 problem details (code offset_out_of_range) with both bounds. */
         OutOfRange: {
             /** @description URI naming the kind of problem, built from `code` (an identifier) */
@@ -2202,6 +2220,7 @@ export interface components {
          *     * `compaction` - Compaction
          *     * `subscription_ttl` - Subscription Ttl
          *     * `backlog_quota` - Backlog Quota
+         *     * `offload` - Offload
          *     * `catalog_sync` - Catalog Sync
          *     * `lake_export` - Lake Export
          *     * `lifecycle_report` - Lifecycle Report
@@ -2209,7 +2228,7 @@ export interface components {
          *     * `ttl_backfill` - Ttl Backfill
          * @enum {string}
          */
-        RunKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
+        RunKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
         /** @enum {string} */
         RunOriginEnum: "manual" | "scheduled";
         /**
@@ -2256,6 +2275,14 @@ export interface components {
             readonly deadline: number | null;
             /** Format: double */
             readonly expired_ratio: number;
+            /**
+             * @description where its bytes are: local, both (local and in the object store) or remote (local copy dropped)
+             *
+             *     * `local` - local
+             *     * `both` - both
+             *     * `remote` - remote
+             */
+            readonly tier: components["schemas"]["SegmentTierEnum"];
             /** Format: date-time */
             readonly synced_at: string;
         };
@@ -2268,6 +2295,13 @@ export interface components {
          * @enum {string}
          */
         SegmentStateEnum: "active" | "sealed" | "deleting" | "deleted" | "offloaded";
+        /**
+         * @description * `local` - local
+         *     * `both` - both
+         *     * `remote` - remote
+         * @enum {string}
+         */
+        SegmentTierEnum: "local" | "both" | "remote";
         SeriesLineOutput: {
             /** @description node, namespace, shard or queue */
             labels: {
@@ -2353,6 +2387,8 @@ export interface components {
             readonly backlog_messages: number;
             readonly backlog_live_messages: number;
             readonly backlog_bytes: number;
+            readonly local_bytes: number;
+            readonly remote_bytes: number;
             /** Format: date-time */
             readonly updated_at: string;
             /** Format: date-time */
@@ -2421,6 +2457,10 @@ export interface components {
             /** @description summed over every subscription and shard */
             backlog_messages: number;
             backlog_live_messages: number;
+            /** @description bytes of segments with a local copy, every shard's in the catalog summed (tiered storage) */
+            local_bytes: number;
+            /** @description bytes of segments in the object store, every shard's in the catalog summed (tiered storage) */
+            remote_bytes: number;
             /**
              * Format: date-time
              * @description the latest collection
@@ -5989,13 +6029,14 @@ export interface operations {
                  *     * `compaction` - Compaction
                  *     * `subscription_ttl` - Subscription Ttl
                  *     * `backlog_quota` - Backlog Quota
+                 *     * `offload` - Offload
                  *     * `catalog_sync` - Catalog Sync
                  *     * `lake_export` - Lake Export
                  *     * `lifecycle_report` - Lifecycle Report
                  *     * `compaction_plan` - Compaction Plan
                  *     * `ttl_backfill` - Ttl Backfill
                  */
-                kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
+                kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "offload" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
                 /** @description runs on this namespace (its name) */
                 namespace?: string;
                 /** @description runs on this storage node (its name) */
@@ -6215,6 +6256,14 @@ export interface operations {
                 shard?: number;
                 /** @description segments in this state */
                 state?: string;
+                /**
+                 * @description segments in this tier: local, both (local and in the object store) or remote (local copy dropped)
+                 *
+                 *     * `local` - local
+                 *     * `both` - both
+                 *     * `remote` - remote
+                 */
+                tier?: "both" | "local" | "remote";
             };
             header?: never;
             path?: never;

@@ -80,6 +80,8 @@ export type NodeUpdate = Schemas["PatchedNodeInputRequest"];
 
 export type SegmentState = Schemas["SegmentStateEnum"];
 export type Segment = Schemas["SegmentOutput"];
+/** Where a segment's bytes are (tiered storage): local, both (local and in the object store) or remote. */
+export type SegmentTier = Schemas["SegmentTierEnum"];
 
 // ---- Runs and actions ------------------------------------------------------
 

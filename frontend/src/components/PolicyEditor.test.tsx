@@ -170,4 +170,46 @@ describe("PolicyEditor", () => {
     expect(screen.queryByTestId("policy-field-ttl_ms-override")).toBeNull();
     expect((screen.getByTestId("policy-field-ttl_ms") as HTMLInputElement).disabled).toBe(true);
   });
+
+  it("shows the tiered-storage fields with their sources, and what an unset local retention means", async () => {
+    const tiered = view({
+      fields: {
+        retention_ms: field({ unit: "ms", nullable: true, value: 7 * DAY, source: "cluster", default: 7 * DAY, group: "retention" }),
+        remote_storage_enabled: field({ unit: "bool", value: true, source: "namespace", overridden: true, default: false, group: "retention" }),
+        local_retention_ms: field({ unit: "ms", nullable: true, value: null, source: "builtin", default: null, group: "retention" }),
+        local_retention_bytes: field({ unit: "bytes", nullable: true, value: 1024 ** 3, source: "cluster", default: null, group: "retention" }),
+      },
+    });
+    const { onSave } = setup({ v: tiered });
+    expect(screen.getByTestId("policy-field-remote_storage_enabled-value").textContent).toBe("on");
+    expect(screen.getByTestId("policy-field-remote_storage_enabled-source").textContent).toBe("namespace");
+    // Unset, a local retention follows the total one: not "infinite".
+    expect(screen.getByTestId("policy-field-local_retention_ms-value").textContent).toBe("as retention_ms");
+    expect(screen.getByTestId("policy-field-local_retention_ms-source").textContent).toBe("built-in");
+    expect(screen.getByTestId("policy-field-local_retention_bytes-value").textContent).toBe("1 GiB");
+    expect(screen.getByTestId("policy-field-local_retention_bytes-source").textContent).toBe("cluster");
+    fireEvent.click(screen.getByTestId("policy-field-local_retention_ms-override"));
+    fireEvent.click(screen.getByTestId("policy-field-local_retention_ms-infinite"));
+    fireEvent.change(screen.getByTestId("policy-field-local_retention_ms"), { target: { value: "1d" } });
+    fireEvent.change(screen.getByTestId("policy-field-remote_storage_enabled"), { target: { value: "false" } });
+    fireEvent.click(screen.getByTestId("policy-save"));
+    await screen.findByTestId("policy-saved");
+    expect(onSave).toHaveBeenCalledWith({ set: { local_retention_ms: DAY, remote_storage_enabled: false }, reset: [] });
+  });
+
+  it("shows the node's tier fields (cache, offload bandwidth and concurrency)", () => {
+    const node = view({
+      fields: {
+        tier_cache_bytes: field({ unit: "bytes", value: 256 * 1024 ** 2, default: 256 * 1024 ** 2, group: "disk" }),
+        offload_bandwidth_bytes_per_s: field({ unit: "bytes", nullable: true, value: null, default: null, group: "pacing" }),
+        offload_concurrency: field({ unit: "count", value: 4, source: "node", overridden: true, default: 2, group: "pacing" }),
+      },
+    });
+    render(<PolicyEditor view={node} scopeKind="node" canEdit onSave={vi.fn<Save>(async () => undefined)} />);
+    expect(screen.getByTestId("policy-field-tier_cache_bytes-value").textContent).toBe("256 MiB");
+    expect(screen.getByTestId("policy-field-offload_bandwidth_bytes_per_s-value").textContent).toBe("unlimited");
+    expect(screen.getByTestId("policy-field-offload_concurrency-value").textContent).toBe("4");
+    expect(screen.getByTestId("policy-field-offload_concurrency-source").textContent).toBe("node");
+    expect(within(screen.getByTestId("policy-group-pacing")).getByTestId("policy-row-offload_concurrency")).toBeTruthy();
+  });
 });

@@ -12,6 +12,7 @@ import { canAdminister } from "../auth/roles";
 import {
   computePolicyDiff,
   formatPolicyValue,
+  nullText,
   GROUP_LABELS,
   groupPolicyFields,
   initialDraft,
@@ -217,16 +218,16 @@ function DiffTable({
                 {c.field}
               </th>
               <td>
-                {formatPolicyValue(field, c.before)} <span className="muted small">({SOURCE_LABELS[c.beforeSource]})</span>
+                {formatPolicyValue(field, c.before, c.field)} <span className="muted small">({SOURCE_LABELS[c.beforeSource]})</span>
               </td>
               <td>
                 {c.kind === "set" ? (
-                  <strong>{formatPolicyValue(field, c.after)}</strong>
+                  <strong>{formatPolicyValue(field, c.after, c.field)}</strong>
                 ) : scopeKind === "namespace" ? (
                   <span>inherited (cluster default or built-in)</span>
                 ) : (
                   <span>
-                    inherited: built-in <strong>{formatPolicyValue(field, field.default)}</strong>
+                    inherited: built-in <strong>{formatPolicyValue(field, field.default, c.field)}</strong>
                   </span>
                 )}
               </td>
@@ -304,7 +305,7 @@ function PolicyFieldRow({
     control = (
       <input
         id={inputId}
-        value={inputDisabled && field.nullable && draft.infinite ? "infinite" : draft.text}
+        value={inputDisabled && field.nullable && draft.infinite ? nullText(field.unit, name) : draft.text}
         disabled={inputDisabled}
         onChange={(e) => onChange({ text: e.target.value })}
         autoComplete="off"
@@ -329,7 +330,7 @@ function PolicyFieldRow({
         </p>
       </div>
       <div className="policy-effective">
-        <span data-testid={`policy-field-${name}-value`}>{formatPolicyValue(field, field.value)}</span>{" "}
+        <span data-testid={`policy-field-${name}-value`}>{formatPolicyValue(field, field.value, name)}</span>{" "}
         <Badge tone={SOURCE_TONE[field.source]} testId={`policy-field-${name}-source`}>
           {SOURCE_LABELS[field.source]}
         </Badge>
@@ -351,7 +352,7 @@ function PolicyFieldRow({
                 onChange={(e) => onChange({ infinite: e.target.checked })}
                 data-testid={`policy-field-${name}-infinite`}
               />
-              {field.unit === "hours" || field.unit === "choice" ? "not set" : "infinite"}
+              {nullText(field.unit, name)}
             </label>
           )}
         </div>

@@ -31,12 +31,17 @@ export const RUN_KIND_LABELS: Record<string, string> = {
   force_delete: "Force delete",
   subscription_ttl: "Subscription TTL",
   backlog_quota: "Backlog quota",
+  offload: "Offload",
   catalog_sync: "Catalog sync",
   lake_export: "Lake export (Spark)",
   lifecycle_report: "Lifecycle report (Spark)",
   compaction_plan: "Compaction plan (Spark)",
   ttl_backfill: "TTL backfill (Spark)",
 };
+
+/** A run's count as text: byte counts (bytes_offloaded, local_bytes_dropped, …) as sizes, the rest as numbers. */
+export const formatRunCount = (key: string, value: number): string =>
+  /(^|_)bytes(_|$)/.test(key) ? formatBytes(value) : formatCount(value);
 
 export const runKindLabel = (kind: string) => RUN_KIND_LABELS[kind] ?? kind.replace(/_/g, " ");
 
@@ -206,7 +211,7 @@ export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: nu
                     ) : (
                       Object.entries(run.counts).map(([k, v]) => (
                         <span key={k}>
-                          <span className="muted">{k.replace(/_/g, " ")}</span> {formatCount(v)}
+                          <span className="muted">{k.replace(/_/g, " ")}</span> {formatRunCount(k, v)}
                         </span>
                       ))
                     )}

@@ -4,7 +4,7 @@
 import { useState } from "react";
 import { errorMessage, withQuery, type QueryValue } from "../api/client";
 import { FIGURES_REFRESH_MS, useCursorPage } from "../api/queries";
-import type { Segment, SegmentState } from "../api/types";
+import type { Segment, SegmentState, SegmentTier } from "../api/types";
 import { formatBytes, formatCount, formatDateTime, formatPercent, formatRelativeTime } from "../lib/format";
 import { useNow } from "../lib/hooks";
 import { CursorPager } from "./CursorPager";
@@ -16,6 +16,19 @@ const STATE_TONE: Record<SegmentState, "ok" | "warn" | "fail" | "neutral"> = {
   deleting: "warn",
   deleted: "fail",
   offloaded: "neutral",
+};
+
+/** The tiers of tiered storage, as the filter offers them (the API's SegmentTierEnum, in order). */
+export const SEGMENT_TIERS: [SegmentTier, string][] = [
+  ["local", "local only"],
+  ["both", "local and remote"],
+  ["remote", "remote only"],
+];
+
+const TIER_TEXT: Record<SegmentTier, { text: string; title: string }> = {
+  local: { text: "local", title: "Only on the node's disk" },
+  both: { text: "local + remote", title: "On the node's disk and in the object store (offloaded, local copy kept)" },
+  remote: { text: "remote", title: "Only in the object store (the local copy went past local retention); reads fetch it" },
 };
 
 export function SegmentsList({ filters, emptyHint }: { filters: Record<string, QueryValue>; emptyHint?: string }) {
@@ -39,7 +52,7 @@ export function SegmentsList({ filters, emptyHint }: { filters: Record<string, Q
         </div>
       )}
       {page.data.results.length === 0 ? (
-        <EmptyState title="No segments match">{emptyHint ?? "Widen the filters (state, size, age) or sync the namespace."}</EmptyState>
+        <EmptyState title="No segments match">{emptyHint ?? "Widen the filters (state, tier, size, age) or sync the namespace."}</EmptyState>
       ) : (
         <SegmentsTable segments={page.data.results} />
       )}
@@ -75,6 +88,7 @@ export function SegmentsTable({ segments }: { segments: Segment[] }) {
             <th scope="col">Segment</th>
             <th scope="col">Offsets</th>
             <th scope="col">State</th>
+            <th scope="col">Tier</th>
             <th scope="col" className="num">
               Size
             </th>
@@ -101,6 +115,11 @@ export function SegmentsTable({ segments }: { segments: Segment[] }) {
               <td>
                 <Badge tone={STATE_TONE[s.state] ?? "neutral"} testId={`segment-state-${s.id}`}>
                   {s.state}
+                </Badge>
+              </td>
+              <td>
+                <Badge tone={s.tier === "local" ? "neutral" : "ok"} testId={`segment-tier-${s.id}`}>
+                  <span title={TIER_TEXT[s.tier]?.title}>{TIER_TEXT[s.tier]?.text ?? s.tier}</span>
                 </Badge>
               </td>
               <td className="num" data-testid={`segment-size-${s.id}`}>

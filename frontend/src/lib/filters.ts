@@ -8,6 +8,8 @@ export interface SegmentFilterForm {
   namespace: string;
   shard: string;
   state: string;
+  /** Tiered storage: local, both or remote (empty: any). */
+  tier: string;
   min_size: string;
   max_size: string;
   /** Duration: segments whose newest record is older than this. */
@@ -23,6 +25,7 @@ export const EMPTY_SEGMENT_FILTERS: SegmentFilterForm = {
   namespace: "",
   shard: "",
   state: "",
+  tier: "",
   min_size: "",
   max_size: "",
   older_than: "",
@@ -52,6 +55,7 @@ export function segmentFilterParams(form: SegmentFilterForm, now: number): Filte
     else errors.shard = "A shard is a whole number (0, 1, …).";
   }
   if (t(form.state)) params.state = t(form.state);
+  if (t(form.tier)) params.tier = t(form.tier);
   for (const key of ["min_size", "max_size"] as const) {
     if (!t(form[key])) continue;
     const r = tryParseSize(form[key]);

@@ -57,15 +57,24 @@ export const UNIT_HINTS: Record<PolicyUnit, string> = {
 
 type FieldShape = Pick<PolicyField, "unit" | "nullable" | "choices">;
 
-/** Text for a null value of this unit: no limit, or for hours "not set". */
-function nullText(unit: PolicyUnit): string {
+/** Fields whose null is not "no limit" (tiered storage): a local retention unset follows the total retention. */
+export const NULL_TEXTS: Record<string, string> = {
+  local_retention_ms: "as retention_ms",
+  local_retention_bytes: "as retention_bytes",
+  offload_bandwidth_bytes_per_s: "unlimited",
+};
+
+/** Text for a null value of this field: no limit, for hours "not set", or what the field says (NULL_TEXTS). */
+export function nullText(unit: PolicyUnit, name?: string): string {
+  const own = name === undefined ? undefined : NULL_TEXTS[name];
+  if (own !== undefined) return own;
   return unit === "hours" || unit === "choice" ? "not set" : "infinite";
 }
 
 /** Human-readable value: 604800000 ms → "7d", 536870912 bytes → "512 MiB", 0.75 → "75%". */
-export function formatPolicyValue(field: Pick<PolicyField, "unit">, value: PolicyValue | undefined): string {
+export function formatPolicyValue(field: Pick<PolicyField, "unit">, value: PolicyValue | undefined, name?: string): string {
   if (value === undefined) return "—";
-  if (value === null) return nullText(field.unit);
+  if (value === null) return nullText(field.unit, name);
   switch (field.unit) {
     case "ms":
       return typeof value === "number" ? formatDuration(value, { maxParts: 3 }) : String(value);

@@ -23,6 +23,7 @@ import { SegmentsList } from "../components/Segments";
 import { SubscriptionsPanel } from "../components/Subscriptions";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
+import { TIER_HELP, TierBytes } from "../components/Tiers";
 import type { LifecycleReportRow, LifecycleReportTotals, ShardPlacement } from "../api/types";
 import { placedOn } from "../lib/placement";
 import { formatBytes, formatCount, formatDateTime, formatPercent } from "../lib/format";
@@ -213,6 +214,8 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
           testId="summary-expired-ratio"
         />
         <Stat label="Segments" value={formatCount(s.segment_count)} testId="summary-segments" />
+        <Stat label="Local (node disk)" value={formatBytes(s.local_bytes)} testId="summary-local-bytes" />
+        <Stat label="Remote (object store)" value={formatBytes(s.remote_bytes)} testId="summary-remote-bytes" />
         <Stat
           label="Backlog"
           value={
@@ -269,6 +272,9 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                 <th scope="col" className="num">
                   Segments
                 </th>
+                <th scope="col" title={TIER_HELP}>
+                  Local / remote
+                </th>
                 <th scope="col">Updated</th>
               </tr>
             </thead>
@@ -302,6 +308,9 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   </td>
                   <td className="num" data-testid={`shard-segments-${sh.shard}`}>
                     {formatCount(sh.segment_count)}
+                  </td>
+                  <td className="small">
+                    <TierBytes local={sh.local_bytes} remote={sh.remote_bytes} testId={`shard-tiers-${sh.shard}`} />
                   </td>
                   <td>
                     <TimeCell value={sh.updated_at} now={now} />

@@ -6,6 +6,7 @@ import { canAdminister } from "../auth/roles";
 import { NodeActions } from "../components/Actions";
 import { ConfirmByName } from "../components/ConfirmByName";
 import { DiskBar } from "../components/Disk";
+import { TIER_HELP, TierBytes } from "../components/Tiers";
 import { NodeHealthBadge, nodeHealthOf } from "../components/NodeHealth";
 import { FieldMessage, formLevelMessage } from "../components/Form";
 import { PolicyPanel } from "../components/PolicyEditor";
@@ -65,6 +66,9 @@ export default function NodesPage() {
                 <th scope="col">Health</th>
                 <th scope="col">Last seen</th>
                 <th scope="col">Disk</th>
+                <th scope="col" title={TIER_HELP}>
+                  Local / remote
+                </th>
                 <th scope="col">
                   <span className="visually-hidden">Open</span>
                 </th>
@@ -97,6 +101,13 @@ export default function NodesPage() {
                     ) : (
                       <span className="muted">—</span>
                     )}
+                  </td>
+                  <td className="small">
+                    <TierBytes
+                      local={disks.get(n.name)?.local_bytes}
+                      remote={disks.get(n.name)?.remote_bytes}
+                      testId={`node-tiers-${n.name}`}
+                    />
                   </td>
                   <td>
                     <button

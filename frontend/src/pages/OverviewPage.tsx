@@ -5,6 +5,7 @@ import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useAlertStatus, useCursorPage, u
 import type { Alert, AlertStatus, Health, HealthComponent, MetricRange } from "../api/types";
 import { DiskBar } from "../components/Disk";
 import { NodeHealthBadge } from "../components/NodeHealth";
+import { TierBytes } from "../components/Tiers";
 import { Badge, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import {
   formatBytes,
@@ -318,6 +319,8 @@ function MetricsSection({
         <>
           <div className="stat-grid">
             <Stat label="Stored" value={formatBytes(summary.data.stored_bytes)} testId="metric-stored-bytes" />
+            <Stat label="Local (node disks)" value={formatBytes(summary.data.local_bytes)} testId="metric-local-bytes" />
+            <Stat label="Remote (object store)" value={formatBytes(summary.data.remote_bytes)} testId="metric-remote-bytes" />
             <Stat label="Records" value={formatCount(summary.data.stored_records)} testId="metric-stored-records" />
             <Stat label="Expired ratio" value={formatPercent(summary.data.expired_ratio)} testId="metric-expired-ratio" />
             <Stat
@@ -344,6 +347,9 @@ function MetricsSection({
                     <NodeHealthBadge node={d} testId={`overview-node-health-${d.name}`} />
                   </div>
                   <DiskBar disk={d} minHistoryS={summary.data.forecast_min_history_s} />
+                  <p className="muted small">
+                    <TierBytes local={d.local_bytes} remote={d.remote_bytes} testId={`overview-node-tiers-${d.name}`} />
+                  </p>
                 </article>
               ))}
             </div>

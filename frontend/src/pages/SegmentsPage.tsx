@@ -2,7 +2,7 @@ import { useMemo, useState, type FormEvent } from "react";
 import { useSearchParams } from "react-router";
 import { useNamespaces } from "../api/queries";
 import { Field } from "../components/Field";
-import { SegmentsList } from "../components/Segments";
+import { SEGMENT_TIERS, SegmentsList } from "../components/Segments";
 import {
   EMPTY_SEGMENT_FILTERS,
   formFromSearch,
@@ -78,6 +78,16 @@ export default function SegmentsPage() {
             {["active", "sealed", "deleting", "deleted", "offloaded"].map((s) => (
               <option key={s} value={s}>
                 {s}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field id="seg-tier" label="Tier">
+          <select id="seg-tier" value={form.tier} onChange={set("tier")} data-testid="filter-tier">
+            <option value="">any</option>
+            {SEGMENT_TIERS.map(([tier, label]) => (
+              <option key={tier} value={tier}>
+                {label}
               </option>
             ))}
           </select>

@@ -6,7 +6,7 @@ import type { TaskRun } from "../api/types";
 import { canOperate } from "../auth/roles";
 import { NamespaceActions, NodeActions } from "../components/Actions";
 import { Field } from "../components/Field";
-import { noopFolded, RUN_KIND_LABELS, runDuration, runKindLabel, RunsList } from "../components/Runs";
+import { formatRunCount, noopFolded, RUN_KIND_LABELS, runDuration, runKindLabel, RunsList } from "../components/Runs";
 import { SparkJobPanel } from "../components/SparkJobs";
 import { Badge, ErrorState, LoadingState, ProgressBar } from "../components/States";
 import { formatBytes, formatCount, formatDateTime, formatDuration } from "../lib/format";
@@ -221,7 +221,7 @@ function RunDetail({ id, onClose }: { id: number; onClose: () => void }) {
           {Object.entries(r.counts ?? {}).map(([k, v]) => (
             <div key={k} style={{ display: "contents" }}>
               <dt>{k.replace(/_/g, " ")}</dt>
-              <dd>{formatCount(v)}</dd>
+              <dd>{formatRunCount(k, v)}</dd>
             </div>
           ))}
           <dt>Reclaimed</dt>

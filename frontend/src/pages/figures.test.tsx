@@ -52,6 +52,8 @@ const summary: MetricsSummary = {
   expired_bytes_ratio: 0.4,
   backlog_messages: 6017,
   backlog_live_messages: 5000,
+  local_bytes: 768 * 1024 ** 2,
+  remote_bytes: 2 * 1024 ** 3,
   collected_at: "2024-05-01T12:00:00Z",
   forecast_min_history_s: 1800,
   nodes: [
@@ -68,6 +70,8 @@ const summary: MetricsSummary = {
       forecast_warning_at: null,
       forecast_history_s: 240,
       forecast_ready: false,
+      local_bytes: 768 * 1024 ** 2,
+      remote_bytes: 2 * 1024 ** 3,
     },
     {
       name: "node-2",
@@ -82,6 +86,8 @@ const summary: MetricsSummary = {
       forecast_warning_at: null,
       forecast_history_s: 0,
       forecast_ready: false,
+      local_bytes: 0,
+      remote_bytes: 0,
     },
   ],
 };
@@ -131,6 +137,11 @@ describe("overview", () => {
     expect(screen.getByTestId("metric-expired-ratio").textContent).toContain("39.6%");
     expect(screen.getByTestId("overview-node-health-node-1").textContent).toContain("healthy");
     expect(screen.getByTestId("overview-node-health-node-2").textContent).toContain("not checked yet");
+    // Tiered storage: local vs remote bytes as the server sums them (local + remote may exceed stored).
+    expect(screen.getByTestId("metric-local-bytes").textContent).toContain("768 MiB");
+    expect(screen.getByTestId("metric-remote-bytes").textContent).toContain("2 GiB");
+    expect(screen.getByTestId("overview-node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote");
+    expect(screen.getByTestId("overview-node-tiers-node-2").textContent).toBe("0 B local");
     expect(screen.getByTestId("disk-forecast-pending-node-1").textContent).toBe(
       "No forecast yet: it needs 30m of disk history (4m so far).",
     );
@@ -219,6 +230,8 @@ describe("namespace page", () => {
     expired_ratio: 0.3961,
     expired_bytes_ratio: 0.37,
     segment_count: 7,
+    local_bytes: 3072,
+    remote_bytes: 2048,
     backlog_messages: 6017,
     backlog_live_messages: 5000,
     collected_at: "2024-05-01T12:00:00Z",
@@ -226,8 +239,8 @@ describe("namespace page", () => {
     last_compaction_at: null,
     shards: [
       // Deliberately not consistent with the counts: the page must show the node's ratio, not divide.
-      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
-      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_bytes: 800, expired_ratio: 0.4344, expired_bytes_ratio: 0.39, backlog_messages: 2549, backlog_live_messages: 2000, backlog_bytes: 7000, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, local_bytes: 1024, remote_bytes: 2048, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_bytes: 800, expired_ratio: 0.4344, expired_bytes_ratio: 0.39, backlog_messages: 2549, backlog_live_messages: 2000, backlog_bytes: 7000, local_bytes: 2048, remote_bytes: 0, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
     ],
   };
 
@@ -242,6 +255,10 @@ describe("namespace page", () => {
     expect(screen.getByTestId("shard-expired-1").textContent).toContain("43.4%");
     expect(screen.getByTestId("shard-backlog-0").textContent).toBe("3,468");
     expect(screen.getByTestId("summary-collected-at").textContent).toMatch(/as of/);
+    expect(screen.getByTestId("summary-local-bytes").textContent).toContain("3 KiB");
+    expect(screen.getByTestId("summary-remote-bytes").textContent).toContain("2 KiB");
+    expect(screen.getByTestId("shard-tiers-0").textContent).toBe("1 KiB local · 2 KiB remote");
+    expect(screen.getByTestId("shard-tiers-1").textContent).toBe("2 KiB local");
   });
 
   it("shows no backlog before a collection reported it", async () => {
@@ -284,6 +301,7 @@ describe("nodes page", () => {
     // Never looked at: not checked yet, never "unhealthy, last seen never".
     expect(screen.getByTestId("node-health-node-2").textContent).toContain("not checked yet");
     expect(screen.getByTestId("node-last-seen-node-2").textContent).toBe("not checked yet");
+    expect(screen.getByTestId("node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote");
   });
 });
 

@@ -57,6 +57,8 @@ const summary: NamespaceSummary = {
   expired_ratio: 0.25,
   expired_bytes_ratio: 0.25,
   segment_count: 12,
+  local_bytes: 3 * 1024 ** 3,
+  remote_bytes: 0,
   backlog_messages: 42,
   backlog_live_messages: 40,
   collected_at: "2024-05-01T12:00:00Z",
@@ -205,6 +207,21 @@ describe("namespace detail", () => {
     expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "retention", dry_run: true });
   });
 
+  it("offload (tiered storage) is in the Actions menu and starts at once; it offers no dry run", async () => {
+    const started = { ...taskRun(90), kind: "offload" };
+    const fetch = mockFetch(routes(operator, { "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202) }));
+    renderApp("/namespaces/orders?tab=actions");
+    const button = (await screen.findByTestId("action-offload")) as HTMLButtonElement;
+    expect(button.textContent).toBe("Offload to the object store");
+    fireEvent.click(screen.getByTestId("action-dry-run"));
+    expect(button.disabled).toBe(true);
+    fireEvent.click(screen.getByTestId("action-dry-run"));
+    fireEvent.click(button);
+    expect(screen.queryByTestId("confirm-input")).toBeNull();
+    expect((await screen.findByTestId("action-result")).textContent).toContain("(Offload)");
+    expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "offload", dry_run: false });
+  });
+
   it("an admin deletes the namespace by typing its name", async () => {
     const fetch = mockFetch(
       routes(admin, {
@@ -326,6 +343,7 @@ describe("segments", () => {
     expired_bytes: 26 * 1024 ** 2,
     deadline: id === 1 ? null : Date.now() + 3_600_000,
     expired_ratio: 0.4,
+    tier: id === 2 ? "remote" : "local",
     synced_at: "2024-05-01T12:00:00Z",
   });
 
@@ -343,8 +361,10 @@ describe("segments", () => {
     expect(row.textContent).toContain("64 MiB");
     expect(row.textContent).toContain("40%");
     expect(row.textContent).toContain("some never expire");
+    expect(screen.getByTestId("segment-tier-1").textContent).toBe("local");
     fireEvent.click(screen.getByTestId("page-next"));
     const second = await screen.findByTestId("segment-row-2");
+    expect(screen.getByTestId("segment-tier-2").textContent).toBe("remote");
     // Records without their own expire_at still expire by the namespace TTL: the deadline says when.
     expect(second.textContent).not.toContain("never expire");
     expect(String(fetch.mock.calls.at(-1)![0])).toBe("/api/segments/?cursor=p2");
@@ -355,10 +375,11 @@ describe("segments", () => {
     fireEvent.change(screen.getByTestId("filter-min-size"), { target: { value: "1 MiB" } });
     fireEvent.change(screen.getByTestId("filter-min-expired"), { target: { value: "30%" } });
     fireEvent.change(screen.getByTestId("filter-state"), { target: { value: "sealed" } });
+    fireEvent.change(screen.getByTestId("filter-tier"), { target: { value: "remote" } });
     fireEvent.click(screen.getByTestId("filter-apply"));
     await waitFor(() => {
       const last = String(callsTo(fetch, "GET", "/api/segments/").at(-1)![0]);
-      expect(last).toBe("/api/segments/?state=sealed&min_size=1048576&min_expired_ratio=0.3&ordering=-max_timestamp&page_size=50");
+      expect(last).toBe("/api/segments/?state=sealed&tier=remote&min_size=1048576&min_expired_ratio=0.3&ordering=-max_timestamp&page_size=50");
     });
   });
 });

@@ -58,6 +58,8 @@ export const shardSummary = (shard: number, extra: Partial<ShardSummary> = {}): 
   backlog_messages: 0,
   backlog_live_messages: 0,
   backlog_bytes: 0,
+  local_bytes: 0,
+  remote_bytes: 0,
   updated_at: AT,
   collected_at: null,
   ...extra,

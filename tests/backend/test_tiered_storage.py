@@ -1,0 +1,185 @@
+"""Tiered storage in the control plane (issue 19): the offload run kind (scheduled per node as a sweep when a
+hosted namespace has remote storage, a manual action, leases and counts like the other kinds), the catalog's
+segment tiers and local/remote bytes (equal to what the node reports), the tier filter, the node series and
+the default alert rules on offload lag and repeated upload errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.apps.alerts.models import AlertRule
+from backend.apps.alerts.promql import rule_expr
+from backend.apps.alerts.services import ensure_default_rules
+from backend.apps.catalog import services as catalog
+from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.lifecycle import leases, services
+from backend.apps.lifecycle.models import Schedule
+from backend.apps.metrics import services as metrics
+from backend.apps.metrics.models import MetricSeries
+from backend.apps.namespaces.models import Namespace
+from backend.apps.runs.models import TaskRun
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
+from tests.support.processes import NodeProc, start_node
+
+RECORDS = 150
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[NodeProc]:
+    """The node of ``registered_node``, with an object-store tier in a directory."""
+    proc = start_node(tmp_path / "node-data", extra=["--tier-uri", (tmp_path / "tier").as_uri()])
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def cold(api_as: Any, registered_node: Any, node: NodeProc) -> Namespace:
+    """A namespace with remote storage, small segments and a local retention of about two segments per shard,
+    holding sealed segments on both shards."""
+    response = api_as("admin").post(
+        "/api/namespaces/",
+        {
+            "name": "cold",
+            "shards": 2,
+            "policy": {"segment_bytes": 4096, "remote_storage_enabled": True, "local_retention_bytes": 10_000},
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    with NodeClient(node.url, node.token) as client:
+        for i in range(RECORDS):
+            client.append("cold", i % 2, [NewRecord(value=b"%d:" % i + b"v" * 200, key=b"k%d" % (i % 7))])
+    return Namespace.objects.select_related("node").get(name="cold")
+
+
+def sweep(kind: str, node: str = "node-1") -> Schedule:
+    return Schedule.objects.get(node__name=node, kind=kind)
+
+
+def run_to_end(run_id: int) -> TaskRun:
+    while services.run_step(run_id) is services.StepOutcome.MORE:
+        pass
+    return TaskRun.objects.get(pk=run_id)
+
+
+def test_offload_is_swept_per_node_only_while_a_hosted_namespace_has_remote_storage(api_as, registered_node):
+    admin = api_as("admin")
+    assert admin.post("/api/namespaces/", {"name": "hot", "shards": 1}, format="json").status_code == 201
+    assert not Schedule.objects.filter(kind="offload").exists()
+    admin.patch("/api/namespaces/hot/policy", {"set": {"remote_storage_enabled": True}}, format="json")
+    assert sweep("offload").interval_s == 60  # scan_interval_ms's default
+    assert not Schedule.objects.filter(namespace__name="hot").exists()  # swept: nothing per namespace
+    admin.patch("/api/namespaces/hot/policy", {"set": {"scan_interval_ms": 20_000}}, format="json")
+    assert sweep("offload").interval_s == 20
+    admin.patch("/api/namespaces/hot/policy", {"set": {"remote_storage_enabled": False}}, format="json")
+    assert not Schedule.objects.filter(kind="offload").exists()
+
+
+def test_the_offload_action_is_served_for_namespaces_and_nodes(api_as, db):
+    served = {a["kind"]: a for a in api_as("viewer").get("/api/actions").json()}
+    offload = served["offload"]
+    assert offload["operation"] == "offload" and offload["scope"] == "namespace" and offload["sweeps"]
+    assert not offload["destructive"] and not offload["dry_run"]
+
+
+def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_reports(
+    api_as, cold, node, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        response = api_as("operator").post("/api/namespaces/cold/actions", {"action": "offload"}, format="json")
+    assert response.status_code == 202, response.content
+    run_id = response.json()["id"]
+    # Leases as every kind: a run holding the namespace's shards makes the step wait.
+    assert leases.acquire_all(leases.shard_keys(cold, None), "run:other", 60)
+    assert services.run_step(run_id) is services.StepOutcome.BUSY
+    leases.release_all(leases.shard_keys(cold, None), "run:other")
+    catalog.sync_namespace(cold)  # the catalog before: every segment local
+    assert set(Segment.objects.filter(namespace=cold).values_list("tier", flat=True)) == {"local"}
+    synced_before = {row.shard: row.segments_synced_at for row in ShardStatus.objects.filter(namespace=cold)}
+    run = run_to_end(run_id)
+    assert run.state == "succeeded", run.error
+    assert run.counts["segments_offloaded"] > 0 and run.counts["bytes_offloaded"] > 0
+    assert run.counts["local_copies_dropped"] > 0 and run.counts["local_bytes_dropped"] > 0
+
+    # The step marked the shards due for a sync (an offload changes no figure a collection sees).
+    assert catalog.sync_stalest(limit=1).updated > 0
+    for row in ShardStatus.objects.filter(namespace=cold):
+        assert row.segments_synced_at > synced_before[row.shard]
+
+    with NodeClient(node.url, node.token) as client:
+        listed = {(s.shard, s.base_offset): s.tier.value for n in (0, 1) for s in client.list_segments("cold", n)}
+        counters = client.stats()["counters"]
+    rows = {(s.shard, s.base_offset): s.tier for s in Segment.objects.filter(namespace=cold)}
+    assert rows == listed
+    assert {"local", "remote"} <= set(rows.values())
+    assert sum(tier != "local" for tier in rows.values()) == run.counts["segments_offloaded"]
+
+    # The namespace's local and remote bytes are the node's (it hosts nothing else).
+    summary = api_as("viewer").get("/api/namespaces/cold/summary").json()
+    assert summary["local_bytes"] == counters["tier_local_bytes"]
+    assert summary["remote_bytes"] == counters["tier_remote_bytes"]
+    assert summary["remote_bytes"] > 0 and summary["local_bytes"] > 0
+    assert sum(s["local_bytes"] for s in summary["shards"]) == summary["local_bytes"]
+
+    # The tier filter and column of the segment list.
+    page = api_as("viewer").get("/api/segments/", {"namespace": "cold", "tier": "remote"}).json()
+    assert page["results"] and {s["tier"] for s in page["results"]} == {"remote"}
+    assert len(page["results"]) == sum(tier == "remote" for tier in rows.values())
+    refused = api_as("viewer").get("/api/segments/", {"tier": "cloud"})
+    assert refused.status_code == 400 and "tier" in refused.json()["errors"]
+
+    # A metrics collection stores the node's tier gauges; Overview's totals and the node's are the catalog's.
+    metrics.collect()
+    series = {s.name: s.last_value for s in MetricSeries.objects.filter(node="node-1", name__startswith="tier_")}
+    assert series["tier_local_bytes"] == counters["tier_local_bytes"]
+    assert series["tier_remote_bytes"] == counters["tier_remote_bytes"]
+    assert series["tier_offload_lag_seconds"] == 0 and series["tier_offload_pending_segments"] == 0
+    overview = api_as("viewer").get("/api/metrics/summary").json()
+    assert (overview["local_bytes"], overview["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+    (node_row,) = overview["nodes"]
+    assert (node_row["local_bytes"], node_row["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+
+
+def test_a_node_sweep_offloads_every_tiered_namespace_it_hosts(api_as, cold, node, django_capture_on_commit_callbacks):
+    api_as("admin").post("/api/namespaces/", {"name": "plain", "shards": 1}, format="json")
+    with django_capture_on_commit_callbacks(execute=False):
+        run = services.schedule_run("offload", node=cold.node, schedule="sweep")
+        assert services.schedule_run("offload", node=cold.node) is None  # one sweep at a time
+    assert run is not None and run.namespace is None
+    run = run_to_end(run.pk)
+    assert run.state == "succeeded", run.error
+    with NodeClient(node.url, node.token) as client:
+        pending = client.stats()["counters"]["tier_offload_pending_segments"]
+        assert all(s.tier.value == "local" for s in client.list_segments("plain", 0))
+    assert run.counts["segments_offloaded"] > 0 and pending == 0
+
+
+def test_default_rules_watch_offload_lag_and_repeated_upload_errors(db):
+    ensure_default_rules()
+    lag = AlertRule.objects.get(default_key="offload_lag")
+    errors = AlertRule.objects.get(default_key="offload_errors")
+    assert (lag.metric, lag.comparator, lag.threshold) == ("tier_offload_lag_seconds", ">", 3600)
+    assert (errors.metric, errors.comparator, errors.threshold) == ("tier_offload_failure_rate", ">", 0)
+    assert errors.for_s == 900  # repeated: failing for 15 minutes, not one failure the offloader retries
+    assert rule_expr(lag).startswith("lcs_tier_offload_lag_seconds ")
+    assert rule_expr(errors).startswith("rate(lcs_tier_offload_failures_total[5m]) ")
+
+
+def test_the_upload_failure_rate_spans_five_minutes(db, registered_node):
+    """A failure every few minutes (the offloader backing off) keeps the rate above 0 between collections."""
+    from backend.apps.metrics.services import write_points
+
+    labels = ("tier_offload_failures_total", "node-1", "", None, "")
+    write_points(1_000_000, {labels: 3.0})
+    write_points(1_060_000, {labels: 4.0})
+    points = {labels: 4.0, ("up", "node-1", "", None, ""): 1.0}
+    metrics._derived_points(1_120_000, points, {})
+    assert points[("tier_offload_failure_rate", "node-1", "", None, "")] == pytest.approx(1 / 120)
+    points = {labels: 4.0, ("up", "node-1", "", None, ""): 1.0}
+    metrics._derived_points(1_000_000 + 301_000, points, {})  # the sample of 1,000,000 is out of the window
+    assert points[("tier_offload_failure_rate", "node-1", "", None, "")] == 0
