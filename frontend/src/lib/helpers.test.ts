@@ -145,7 +145,20 @@ describe("messages query", () => {
     expect(q(next.toString()).query).toEqual({ positions: "0:3,1:7", limit: 50, display: "text" });
   });
   it("explains a read below the log start and jumps there", () => {
-    const body = { detail: "x", error: "offset_out_of_range" as const, shard: 1, offset: 3, log_start_offset: 40, end_offset: 90, below_log_start: true };
+    const body = {
+      type: "tag:lifecycle-store,2025:problem/offset_out_of_range",
+      title: "Offset out of range",
+      status: 416,
+      detail: "x",
+      code: "offset_out_of_range",
+      instance: "/api/namespaces/o/messages",
+      namespace: "o",
+      shard: 1,
+      offset: 3,
+      log_start_offset: 40,
+      end_offset: 90,
+      below_log_start: true,
+    };
     const o = outOfRangeOf(new ApiError(416, "x", {}, body));
     expect(o && outOfRangeMessage(o)).toBe("offset 3 is below the log start 40 (deleted by retention/expiry)");
     expect(outOfRangeMessage({ ...body, offset: 95, below_log_start: false })).toBe("offset 95 is past the end of shard 1 (end offset 90)");
