@@ -183,3 +183,21 @@ def test_the_upload_failure_rate_spans_five_minutes(db, registered_node):
     points = {labels: 4.0, ("up", "node-1", "", None, ""): 1.0}
     metrics._derived_points(1_000_000 + 301_000, points, {})  # the sample of 1,000,000 is out of the window
     assert points[("tier_offload_failure_rate", "node-1", "", None, "")] == 0
+
+
+def test_segments_moved_by_the_node_itself_are_synced_after_the_next_collection(cold, node):
+    """The node's file cleaner offloads under disk pressure without a run: the tier gauges a collection reads
+    change, and the catalog syncs the node's namespaces."""
+    catalog.sync_namespace(cold)
+    metrics.collect()
+    assert not catalog._unsynced(cold, 0).exists()
+    with NodeClient(node.url, node.token) as client:
+        while client.lifecycle_step(None, "offload").more:
+            pass
+    metrics.collect()
+    assert catalog._unsynced(cold, 0).exists() and catalog._unsynced(cold, 1).exists()
+    catalog.sync_stalest()
+    assert Segment.objects.filter(namespace=cold).exclude(tier="local").exists()
+    assert not catalog._unsynced(cold, 0).exists()
+    metrics.collect()  # unchanged gauges: nothing marked
+    assert not catalog._unsynced(cold, 0).exists()

@@ -112,6 +112,7 @@ QUANTITIES: dict[str, Quantity] = {
     "reclaimed_bytes_total": Quantity("lcs_reclaim_bytes_total", ""),
     "tier_local_bytes": Quantity("lcs_tier_local_bytes", ""),
     "tier_remote_bytes": Quantity("lcs_tier_remote_bytes", ""),
+    "tier_remote_only_bytes": Quantity("lcs_tier_remote_only_bytes", ""),
     "tier_offload_pending_segments": Quantity("lcs_tier_offload_pending_segments", ""),
     "tier_offload_lag_seconds": Quantity("lcs_tier_offload_lag_seconds", ""),
     "tier_offload_failures_total": Quantity("lcs_tier_offload_failures_total", ""),

@@ -83,6 +83,7 @@ SERIES: dict[str, SeriesDef] = {
         # tiered storage (docs/tiered-storage.md): the node's tier gauges and upload failures
         SeriesDef("tier_local_bytes", (NODE,), "bytes", "Bytes of segments with a local copy"),
         SeriesDef("tier_remote_bytes", (NODE,), "bytes", "Bytes of sealed segments in the object store"),
+        SeriesDef("tier_remote_only_bytes", (NODE,), "bytes", "Bytes of sealed segments only in the object store"),
         SeriesDef("tier_offload_pending_segments", (NODE,), "count", "Sealed segments waiting to be offloaded"),
         SeriesDef(
             "tier_offload_lag_seconds",
@@ -151,10 +152,14 @@ NODE_COUNTER_KEYS: dict[str, tuple[str, ...]] = {
     "reclaimed_bytes_total": ("reclaim_bytes_total",),
     "tier_local_bytes": ("tier_local_bytes",),
     "tier_remote_bytes": ("tier_remote_bytes",),
+    "tier_remote_only_bytes": ("tier_remote_only_bytes",),
     "tier_offload_pending_segments": ("tier_offload_pending_segments",),
     "tier_offload_lag_seconds": ("tier_offload_lag_seconds",),
     "tier_offload_failures_total": ("tier_offload_failures_total",),
 }
+# Node gauges that change only when segments move between tiers (an offload, a local copy dropped): a change
+# makes the catalog sync the node's namespaces (their collected shard figures stay the same).
+TIER_MOVE_SERIES = ("tier_remote_bytes", "tier_remote_only_bytes")
 # Node HTTP routes (GET /v1/stats "http") that count as appends and as reads.
 APPEND_ROUTES = ("produce_shard", "produce")
 READ_ROUTES = ("fetch", "read_key", "read_tag", "offset_for_time")

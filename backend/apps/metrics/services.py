@@ -31,6 +31,7 @@ from backend.apps.metrics.catalog import (
     READ_ROUTES,
     SHARD_SERIES,
     SUMMED_SHARD_SERIES,
+    TIER_MOVE_SERIES,
 )
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample, series_key
 from storage_engine.errors import StorageError
@@ -340,9 +341,36 @@ def collect(now: datetime | None = None) -> CollectResult:
     previous_names.add("scan_deleted_records_total")
     previous = {s.key: s for s in MetricSeries.objects.filter(name__in=previous_names)}
     _derived_points(ts, points, previous)
+    moved = _tiers_moved(points)
     result.samples = write_points(ts, points)
     result.shards_changed = _record_shard_status(ts, points)
+    _mark_tiers_stale(moved)
     return result
+
+
+def _tiers_moved(points: dict[Labels, float]) -> list[str]:
+    """The nodes whose tier gauges (``TIER_MOVE_SERIES``) changed since the last collection: segments moved
+    between tiers there — an offload run, or the node's file cleaner offloading under disk pressure."""
+    before = {s.key: s.last_value for s in MetricSeries.objects.filter(name__in=TIER_MOVE_SERIES)}
+    moved = set()
+    for (name, node, _namespace, _shard, _queue), value in points.items():
+        if name in TIER_MOVE_SERIES and before.get(series_key(name, node), 0.0) != value:
+            moved.add(node)
+    return sorted(moved)
+
+
+def _mark_tiers_stale(nodes: list[str]) -> None:
+    """The namespaces on ``nodes`` are due for a segment sync (their segments' tiers changed); a failure here
+    loses that, never the samples."""
+    if not nodes:
+        return
+    from backend.apps.catalog.services import mark_tiers_stale
+    from backend.apps.namespaces.models import Namespace
+
+    try:
+        mark_tiers_stale(Namespace.objects.filter(placements__node__name__in=nodes).distinct())
+    except Exception:
+        log.exception("metrics: could not mark the catalog's tiers stale")
 
 
 def _record_shard_status(ts: int, points: dict[Labels, float]) -> int:

@@ -1600,10 +1600,11 @@ export interface components {
          *     * `tier_offload_lag_seconds` - tier_offload_lag_seconds
          *     * `tier_offload_pending_segments` - tier_offload_pending_segments
          *     * `tier_remote_bytes` - tier_remote_bytes
+         *     * `tier_remote_only_bytes` - tier_remote_only_bytes
          *     * `up` - up
          * @enum {string}
          */
-        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "tier_local_bytes" | "tier_offload_failure_rate" | "tier_offload_failures_total" | "tier_offload_lag_seconds" | "tier_offload_pending_segments" | "tier_remote_bytes" | "up";
+        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "tier_local_bytes" | "tier_offload_failure_rate" | "tier_offload_failures_total" | "tier_offload_lag_seconds" | "tier_offload_pending_segments" | "tier_remote_bytes" | "tier_remote_only_bytes" | "up";
         /**
          * @description * `backlog_quota` - backlog_quota
          *     * `compaction` - compaction
