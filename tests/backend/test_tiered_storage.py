@@ -5,11 +5,15 @@ the default alert rules on offload lag and repeated upload errors."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from django.core.management import call_command
 
 from backend.apps.alerts.models import AlertRule
 from backend.apps.alerts.promql import rule_expr
@@ -201,3 +205,66 @@ def test_segments_moved_by_the_node_itself_are_synced_after_the_next_collection(
     assert not catalog._unsynced(cold, 0).exists()
     metrics.collect()  # unchanged gauges: nothing marked
     assert not catalog._unsynced(cold, 0).exists()
+
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+@pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool missing: make prometheus")
+def test_promtool_fires_and_resolves_the_offload_rules(db, tmp_path):
+    """The exported rules on input series as a node and the console publish them: a lag over an hour fires
+    after 10 minutes; upload failures every minute fire after 15 and resolve once they stop."""
+    ensure_default_rules()
+    lag = AlertRule.objects.get(default_key="offload_lag")
+    errors = AlertRule.objects.get(default_key="offload_errors")
+    call_command("export_alert_rules", "-o", str(tmp_path / "rules.yml"))
+    node = 'instance="n1:7070",job="lcs-node",node="n1"'
+    web = 'instance="web:8000",job="lcs-web"'
+    labels = {"instance": "n1:7070", "job": "lcs-node", "node": "n1", "severity": "warning"}
+
+    def fired(rule: AlertRule, summary: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "exp_labels": {**labels, "rule": str(rule.pk)},
+                "exp_annotations": {"summary": summary, "description": rule.description},
+            }
+        ]
+
+    tests = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": f"lcs_tier_offload_lag_seconds{{{node}}}", "values": "0x4 4000x40"},
+                    {"series": f'lcs_alert_rule_threshold{{{web},rule="{lag.pk}"}}', "values": "3600x45"},
+                    # 60 failures a minute from 5 to 30 min, then none
+                    {"series": f"lcs_tier_offload_failures_total{{{node}}}", "values": "0x4 60+60x25 1560x15"},
+                    {"series": f'lcs_alert_rule_threshold{{{web},rule="{errors.pk}"}}', "values": "0x45"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "14m", "alertname": "OffloadLagAbove1Hour", "exp_alerts": []},  # for 10m
+                    {
+                        "eval_time": "15m",
+                        "alertname": "OffloadLagAbove1Hour",
+                        "exp_alerts": fired(
+                            lag, "Offload lag above 1 hour: tier_offload_lag_seconds 1h 6m 40s (node n1)"
+                        ),
+                    },
+                    {"eval_time": "19m", "alertname": "RepeatedUploadErrorsToTheObjectStore", "exp_alerts": []},
+                    {
+                        "eval_time": "25m",
+                        "alertname": "RepeatedUploadErrorsToTheObjectStore",
+                        "exp_alerts": fired(
+                            errors, "Repeated upload errors to the object store: tier_offload_failure_rate 1 (node n1)"
+                        ),
+                    },
+                    {"eval_time": "40m", "alertname": "RepeatedUploadErrorsToTheObjectStore", "exp_alerts": []},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = subprocess.run([PROMTOOL, "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
