@@ -150,6 +150,16 @@ describe("errors", () => {
     await expect(getMe()).rejects.toMatchObject({ status: 503, detail: "the node node-1 is unavailable", fieldErrors: {} });
   });
 
+  it("knows a missing login from a missing role by the problem's code", () => {
+    const problem = (code: string, status: number) => new ApiError(status, "x", {}, { type: `t/${code}`, title: "T", status, detail: "x", code });
+    expect(problem("not_authenticated", 403).isUnauthenticated).toBe(true);
+    expect(problem("authentication_failed", 401).isUnauthenticated).toBe(true);
+    expect(problem("permission_denied", 403).isUnauthenticated).toBe(false); // logged in, lacks the role
+    expect(problem("permission_denied", 403).code).toBe("permission_denied");
+    expect(new ApiError(403, "x", {}, "<html>").isUnauthenticated).toBe(true); // no code: by status
+    expect(new ApiError(0, "x").code).toBeNull();
+  });
+
   it("prefers detail, then non_field_errors", async () => {
     document.cookie = "csrftoken=t; path=/";
     mockFetch({ "POST /api/auth/login": () => jsonResponse({ non_field_errors: ["Invalid credentials."] }, 400), "GET /api/auth/csrf": { csrftoken: "t" } });

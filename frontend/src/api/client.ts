@@ -73,8 +73,18 @@ export class ApiError extends Error {
     this.body = body;
   }
 
-  /** Not logged in (DRF answers 403 for session auth, 401 for others). */
+  /** The problem details' `code` (`validation_error`, `not_authenticated`, `csrf_failed`, …), or null for
+   * a body that is not one (a network failure, a proxy's page). */
+  get code(): string | null {
+    const body = this.body as { code?: unknown } | null;
+    return body && typeof body === "object" && typeof body.code === "string" ? body.code : null;
+  }
+
+  /** Not logged in: the API says so by its code (a 403 for a logged-in user's missing role is
+   * `permission_denied`, not this); without a code, 401 or 403. */
   get isUnauthenticated(): boolean {
+    const code = this.code;
+    if (code !== null) return code === "not_authenticated" || code === "authentication_failed";
     return this.status === 401 || this.status === 403;
   }
 
@@ -328,7 +338,7 @@ async function request<T>(path: string, opts: RequestOptions = {}, retriedCsrf =
       res.status === 403 &&
       !retriedCsrf &&
       !SAFE_METHODS.has(method) &&
-      /csrf/i.test(error.detail)
+      (error.code === "csrf_failed" || /csrf/i.test(error.detail))
     ) {
       await getCsrfToken(true);
       return request<T>(path, opts, true);
