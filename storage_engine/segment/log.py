@@ -316,12 +316,16 @@ class ShardLog(ShardBase):
         for _m, seg in popped:
             if not seg.local:  # only in the object store (its objects went before the metadata)
                 seg.remove(force=True)
-        renamed = [(m, seg) for m, seg in popped if seg.local]
-        for m, seg in renamed:
-            seg.rename(seg.path.with_name(file_name(m.base_offset) + DELETED_SUFFIX), sync=False)
-        if renamed:
-            fsync_dir(renamed[0][1].path.parent)  # one directory fsync for every rename of the drop
-        for _m, seg in renamed:
+        self._retire_files([seg for _m, seg in popped if seg.local], now, delay_ms, work)
+
+    def _retire_files(self, segments: list[Segment], now: int, delay_ms: int, work: ShardWork) -> None:
+        """Rename the segments' files ``.deleted`` (one directory fsync for all), then remove each now
+        when there is no delay and no reader holds it, else keep it for :meth:`remove_due_files`."""
+        for seg in segments:
+            seg.rename(seg.path.with_name(file_name(seg.base_offset) + DELETED_SUFFIX), sync=False)
+        if segments:
+            fsync_dir(segments[0].path.parent)
+        for seg in segments:
             size = seg.size
             if delay_ms <= 0 and seg.remove():
                 work.files_removed += 1

@@ -29,11 +29,10 @@ from typing import Any, Protocol
 from storage_engine.api import Record
 from storage_engine.errors import SegmentDeletedError
 from storage_engine.lifecycle import Removal, ShardWork
-from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.log import LogView, ShardLog
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.recovery import RemoteFactory
-from storage_engine.segment.segment import DELETED_SUFFIX, Segment, file_name
+from storage_engine.segment.segment import Segment
 
 
 class TierHooks(Protocol):
@@ -130,17 +129,7 @@ class TieredShardLog(ShardLog):
             self._segments = [by_base.get(s.base_offset, s) for s in self._segments]
             self._layout_changed = True
             self._publish()
-        for seg in chosen:
-            seg.rename(seg.path.with_name(file_name(seg.base_offset) + DELETED_SUFFIX), sync=False)
-        fsync_dir(self.directory)
-        for seg in chosen:
-            size = seg.size
-            if delay_ms <= 0 and seg.remove():
-                work.files_removed += 1
-                work.files_removed_bytes += size
-            else:
-                with self._trash_lock:
-                    self._trash.append((seg, now, delay_ms))
+        self._retire_files(chosen, now, delay_ms, work)
         self.counters.add_many({"tier_local_copies_dropped_total": len(chosen)})
         return len(chosen), sum(seg.size for seg in chosen), work
 
