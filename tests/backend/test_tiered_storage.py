@@ -129,6 +129,9 @@ def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_
     assert summary["remote_bytes"] == counters["tier_remote_bytes"]
     assert summary["remote_bytes"] > 0 and summary["local_bytes"] > 0
     assert sum(s["local_bytes"] for s in summary["shards"]) == summary["local_bytes"]
+    # The namespace list's row carries the same two figures.
+    (row,) = [n for n in api_as("viewer").get("/api/namespaces/").json()["results"] if n["name"] == "cold"]
+    assert (row["local_bytes"], row["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
 
     # The tier filter and column of the segment list.
     page = api_as("viewer").get("/api/segments/", {"namespace": "cold", "tier": "remote"}).json()

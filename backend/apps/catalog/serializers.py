@@ -35,6 +35,16 @@ class ShardStatusOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+LOCAL_BYTES_HELP = (
+    "bytes of segments with a local copy (local and both tiers; the active segments included), "
+    "as of each shard's last segment sync"
+)
+REMOTE_BYTES_HELP = (
+    "bytes of segments in the object store (both and remote tiers), as of each shard's last "
+    "segment sync; local + remote exceeds stored by what is in both"
+)
+
+
 class NamespaceSummaryOutputSerializer(serializers.Serializer):
     """The namespace's figures: its shards' engine figures summed, ratios of the sums (DESIGN §3 "Figures")."""
 
@@ -47,14 +57,8 @@ class NamespaceSummaryOutputSerializer(serializers.Serializer):
     expired_ratio = serializers.FloatField(help_text="expired_records ÷ stored_records")
     expired_bytes_ratio = serializers.FloatField(help_text="expired_bytes ÷ stored_bytes")
     segment_count = serializers.IntegerField()
-    local_bytes = serializers.IntegerField(
-        help_text="bytes of segments with a local copy (local and both tiers; the active segments included), "
-        "as of each shard's last segment sync"
-    )
-    remote_bytes = serializers.IntegerField(
-        help_text="bytes of segments in the object store (both and remote tiers), as of each shard's last "
-        "segment sync; local + remote exceeds stored by what is in both"
-    )
+    local_bytes = serializers.IntegerField(help_text=LOCAL_BYTES_HELP)
+    remote_bytes = serializers.IntegerField(help_text=REMOTE_BYTES_HELP)
     backlog_messages = serializers.IntegerField(
         allow_null=True,
         help_text="unacknowledged offsets summed over subscriptions and shards; null until a metrics "
@@ -86,6 +90,8 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
     stored_bytes = serializers.IntegerField()
     stored_records = serializers.IntegerField()
     segment_count = serializers.IntegerField()
+    local_bytes = serializers.IntegerField(help_text=LOCAL_BYTES_HELP)
+    remote_bytes = serializers.IntegerField(help_text=REMOTE_BYTES_HELP)
     expired_ratio = serializers.SerializerMethodField()
     last_scan_at = serializers.DateTimeField(allow_null=True)
     last_compaction_at = serializers.DateTimeField(allow_null=True)
@@ -96,6 +102,8 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
             "stored_bytes",
             "stored_records",
             "segment_count",
+            "local_bytes",
+            "remote_bytes",
             "expired_ratio",
             "last_scan_at",
             "last_compaction_at",

@@ -1663,6 +1663,10 @@ export interface components {
             stored_bytes: number;
             stored_records: number;
             segment_count: number;
+            /** @description bytes of segments with a local copy (local and both tiers; the active segments included), as of each shard's last segment sync */
+            local_bytes: number;
+            /** @description bytes of segments in the object store (both and remote tiers), as of each shard's last segment sync; local + remote exceeds stored by what is in both */
+            remote_bytes: number;
             /** Format: double */
             readonly expired_ratio: number;
             /** Format: date-time */

@@ -6,6 +6,7 @@ import type { FieldErrors, NamespaceCreate, NamespaceListRow, SyncState } from "
 import { canAdminister } from "../auth/roles";
 import { FieldMessage, formLevelMessage } from "../components/Form";
 import { SortHeader } from "../components/SortHeader";
+import { TierBytes } from "../components/Tiers";
 import { Badge, EmptyState, ErrorState, LoadingState } from "../components/States";
 import {
   formatBytes,
@@ -104,6 +105,7 @@ type NsSortKey =
   | "shards"
   | "stored_bytes"
   | "stored_records"
+  | "remote_bytes"
   | "expired_ratio"
   | "segment_count"
   | "last_scan_at"
@@ -165,6 +167,7 @@ function NamespaceTable({ items, now }: { items: NamespaceListRow[]; now: number
                 {header("Shards", "shards", true)}
                 {header("Size", "stored_bytes", true)}
                 {header("Records", "stored_records", true)}
+                {header("Local / remote", "remote_bytes", true)}
                 {header("Expired", "expired_ratio", true)}
                 {header("Segments", "segment_count", true)}
                 {header("Last scan", "last_scan_at")}
@@ -187,6 +190,9 @@ function NamespaceTable({ items, now }: { items: NamespaceListRow[]; now: number
                   </td>
                   <td className="num" data-testid={`namespace-records-${ns.name}`}>
                     {formatCount(ns.stored_records)}
+                  </td>
+                  <td className="num">
+                    <TierBytes local={ns.local_bytes} remote={ns.remote_bytes} testId={`namespace-tiers-${ns.name}`} />
                   </td>
                   <td className="num" data-testid={`namespace-expired-${ns.name}`}>
                     <span className={(ns.expired_ratio ?? 0) > 0.2 ? "fail-text" : undefined}>

@@ -35,6 +35,8 @@ export const namespaceRow = (name: string, extra: Partial<NamespaceListRow> = {}
   stored_bytes: 0,
   stored_records: 0,
   segment_count: 0,
+  local_bytes: 0,
+  remote_bytes: 0,
   expired_ratio: 0,
   last_scan_at: null,
   last_compaction_at: null,
