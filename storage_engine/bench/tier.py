@@ -14,19 +14,24 @@ segments):
 4. **cold remote reads**: ``--cold-reads`` reads at offsets spread so that each falls in a block
    no other read fetched (every one a cache miss);
 5. **cached remote reads**: the local reads' offsets again after one warming pass (every block in
-   the cache, ``tier_cache_bytes`` large enough).
+   the cache, ``tier_cache_bytes`` large enough);
+6. **appends during an offload** (the pacing promise: an append never waits for an upload):
+   ``--append-batches`` appends of ``--batch-size`` records to a local-only namespace with nothing
+   else running, then as many again while offload steps upload a second namespace of
+   ``--append-fill-records`` records in a background thread (appends stop when it is done).
 
 The tier is ``--tier-uri`` (``s3://bucket[/prefix]`` with ``TIER_S3_ENDPOINT`` and ``AWS_*``),
 else a ``file://`` directory in the data directory. Last line: ``{"system": "ratio",
 "offload_vs_direct": offload MB/s ÷ direct MB/s, "cached_remote_vs_local_read": cached p50 ÷
 local p50}``. Targets (issue 19): offload ≥ 0.8 of the direct copy; a cached remote read within 2×
-of a local one.
+of a local one. It also carries ``append_p99_during_offload_vs_alone`` (step 6).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -55,6 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="offload_concurrency (default 2)")
     parser.add_argument("--block-kib", type=int, help="read cache block size in KiB (default: the engine's)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the random offsets")
+    parser.add_argument(
+        "--append-batches", type=int, default=2_000, help="appends timed alone and during an offload (default 2000)"
+    )
+    parser.add_argument(
+        "--append-fill-records",
+        type=int,
+        default=100_000,
+        help="records of the namespace offloaded while appends are timed (default 100000)",
+    )
 
 
 def _mb_per_s(nbytes: int, seconds: float) -> float:
@@ -79,6 +93,50 @@ def _direct_copy(tier: ObjectTier, files: list[Path], concurrency: int) -> tuple
     return seconds, nbytes
 
 
+def _fill(engine: SegmentAdapter, namespace: str, args: argparse.Namespace, records: int) -> None:
+    for start in range(0, records, FILL_CHUNK):
+        for batch in batched(make_records(args, start, min(FILL_CHUNK, records - start)), args.batch_size):
+            engine.append(namespace, 0, batch)
+
+
+def _appends_during_offload(
+    engine: SegmentAdapter, args: argparse.Namespace, policy: NamespacePolicy
+) -> tuple[list[float], list[float], int]:
+    """Step 6: append latencies alone, then while offload steps run in another thread; and the bytes
+    that thread offloaded."""
+    engine.create_namespace("bench-offloading", 1, policy)
+    _fill(engine, "bench-offloading", args, args.append_fill_records)
+    engine.create_namespace("bench-appends", 1, NamespacePolicy(segment_bytes=policy.segment_bytes, retention_ms=None))
+    batch = make_records(args, 0, args.batch_size)
+    append = partial(engine.append, "bench-appends", 0, batch)
+    timed_calls([append] * min(200, args.append_batches))  # warm up
+    alone = timed_calls([append] * args.append_batches)
+    time.sleep(0.002)  # local_retention_ms 0: the sealed segments' newest records are in the past
+    offloaded = 0
+    running = threading.Event()
+
+    def offload_all() -> None:
+        nonlocal offloaded
+        running.set()
+        while True:
+            step = engine.offload("bench-offloading", limit=args.concurrency)
+            offloaded += step.bytes_offloaded
+            if not step.more:
+                break
+
+    thread = threading.Thread(target=offload_all, name="bench-offload")
+    thread.start()
+    running.wait()
+    during: list[float] = []
+    clock = time.perf_counter
+    while thread.is_alive() and len(during) < args.append_batches:
+        t0 = clock()
+        append()
+        during.append(clock() - t0)
+    thread.join()
+    return alone, during, offloaded
+
+
 def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
     uri = args.tier_uri or (root / "tier").as_uri()
     node = NodePolicy(
@@ -98,9 +156,7 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
             segment_bytes=args.segment_mb * MiB, retention_ms=None, remote_storage_enabled=True, local_retention_ms=0
         )
         engine.create_namespace("bench", 1, policy)
-        for start in range(0, args.records, FILL_CHUNK):
-            for batch in batched(make_records(args, start, min(FILL_CHUNK, args.records - start)), args.batch_size):
-                engine.append("bench", 0, batch)
+        _fill(engine, "bench", args, args.records)
         time.sleep(0.002)  # local_retention_ms 0: every sealed segment's newest record is in the past
         rng = random.Random(args.seed)
         offsets = [rng.randrange(args.records) for _ in range(args.reads)]
@@ -191,10 +247,22 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
             )
         )
         assert all(s.tier.value == "remote" for s in engine.list_segments("bench", 0)[:-1])
+
+        # 6. appends alone, then during an offload
+        alone, during, appended_offload = _appends_during_offload(engine, args, policy)
+        for system, latencies, extra in (
+            ("append-alone", alone, {}),
+            ("append-during-offload", during, {"offloaded_bytes": appended_offload}),
+        ):
+            appended = args.batch_size * len(latencies)  # msgs_per_s counts records, not calls
+            lines.append(
+                result("tier", system, appended, sum(latencies), latencies, args.value_bytes, appended, **extra)
+            )
     finally:
         engine.close()
     yield from lines
     local_p50 = percentile_ms(local, 0.5)
+    alone_p99 = percentile_ms(alone, 0.99)
     yield {
         "bench": "tier",
         "system": "ratio",
@@ -202,4 +270,5 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         "block_kib": cache.block_bytes // 1024,
         "offload_vs_direct": round(offload_mb / direct_mb, 3) if direct_mb else 0.0,
         "cached_remote_vs_local_read": round(percentile_ms(cached, 0.5) / local_p50, 3) if local_p50 else 0.0,
+        "append_p99_during_offload_vs_alone": round(percentile_ms(during, 0.99) / alone_p99, 3) if alone_p99 else 0.0,
     }

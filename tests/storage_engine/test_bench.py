@@ -88,13 +88,27 @@ def test_compare_runs_both_checkouts_and_pairs_their_lines(tmp_path, monkeypatch
 def test_tier_bench_compares_offload_with_a_direct_copy_and_remote_reads_with_local_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["tier", "--records", "3000", "--segment-mb", "1", "--reads", "50", "--cold-reads", "5", "--json"]
+    argv = ["tier", "--records", "3000", "--segment-mb", "1", "--reads", "50", "--cold-reads", "5"]
+    argv += ["--append-batches", "20", "--append-fill-records", "3000", "--json"]
     assert main(argv) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     systems = [line["system"] for line in lines]
-    assert systems == ["local-read", "direct-copy", "offload", "remote-read-cold", "remote-read-cached", "ratio"]
-    for line in (lines[0], lines[3], lines[4]):
+    assert systems == [
+        "local-read",
+        "direct-copy",
+        "offload",
+        "remote-read-cold",
+        "remote-read-cached",
+        "append-alone",
+        "append-during-offload",
+        "ratio",
+    ]
+    for line in (lines[0], lines[3], lines[4], lines[5], lines[6]):
         assert line.keys() >= REQUIRED
     assert lines[1]["bytes"] == lines[2]["bytes"] > 0  # the same bytes both ways
     assert lines[3]["cache_misses"] > 0 and lines[4]["cache_misses"] == 0
-    assert {"offload_vs_direct", "cached_remote_vs_local_read"} <= lines[-1].keys()
+    assert lines[5]["records"] == 20 * 100  # --append-batches of the default --batch-size
+    assert lines[6]["offloaded_bytes"] > 0  # the background offload did upload the second namespace
+    assert {"offload_vs_direct", "cached_remote_vs_local_read", "append_p99_during_offload_vs_alone"} <= lines[
+        -1
+    ].keys()
