@@ -41,6 +41,7 @@ from storage_engine.model import (
     COMPACTION_COUNTS,
     LIFECYCLE_COUNTS,
     OFFLOAD_COUNTS,
+    RECALL_COUNTS,
     AppendResult,
     BacklogInfo,
     CompactionEstimate,
@@ -69,6 +70,7 @@ __all__ = [
     "COMPACTION_COUNTS",
     "LIFECYCLE_COUNTS",
     "OFFLOAD_COUNTS",
+    "RECALL_COUNTS",
     "AppendResult",
     "BacklogInfo",
     "CompactionEstimate",
@@ -322,6 +324,28 @@ class StorageAdapter(abc.ABC):
         if namespace is not None:
             self.get_namespace(namespace)  # an unknown namespace is an error on every adapter
         return LifecycleResult(operation="offload", namespace=namespace, shard=shard, skipped="unsupported")
+
+    def recall(
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
+        """Tiered storage (DESIGN §3 "Tiers"): one bounded, resumable recall step of a namespace (or
+        one shard; ``None``: every namespace): local copies of offloaded segments whose local copy
+        was dropped (tier ``remote``) are downloaded, verified against their manifest (size and
+        SHA-256), fsynced and made local again (tier ``both``), oldest first, at most ``limit`` per
+        call (default 16), so reads are served from local disk again.
+
+        Only the segments the policy keeps local are recalled: every one when
+        ``remote_storage_enabled`` is off, else those ``local_retention_ms`` /
+        ``local_retention_bytes`` keep (so the next offload step does not drop them again);
+        ``skipped="policy"`` when a named namespace has remote-only segments but its policy keeps
+        them all remote. Refused (``RecallDiskError``, ``recall_disk_limit``) when disk use would
+        pass ``disk_max_used_ratio`` (or ``disk_warning_ratio``). Counts ``segments_recalled`` and
+        ``bytes_recalled`` (:data:`RECALL_COUNTS`); a dry run downloads nothing and says what would
+        come back. ``skipped="unsupported"`` for adapters without segment files.
+        """
+        if namespace is not None:
+            self.get_namespace(namespace)
+        return LifecycleResult(operation="recall", namespace=namespace, shard=shard, skipped="unsupported")
 
     @abc.abstractmethod
     def check_disk(self) -> DiskStatus:

@@ -247,7 +247,9 @@ class LifecycleResult:
     - offload (tiered storage): ``segments_offloaded`` / ``bytes_offloaded`` the
       sealed segments uploaded and verified by the call and their bytes,
       ``local_copies_dropped`` / ``local_bytes_dropped`` the local files of
-      offloaded segments removed past local retention.
+      offloaded segments removed past local retention;
+    - recall (tiered storage): ``segments_recalled`` / ``bytes_recalled`` the offloaded segments
+      whose local copies were downloaded, verified and made local again (a dry run: would be).
     """
 
     operation: str
@@ -276,6 +278,8 @@ class LifecycleResult:
     bytes_offloaded: int = 0
     local_copies_dropped: int = 0
     local_bytes_dropped: int = 0
+    segments_recalled: int = 0
+    bytes_recalled: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -341,6 +345,8 @@ LIFECYCLE_COUNTS = (
 COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
 # The further counts of an offload result (tiered storage) that add up the same way.
 OFFLOAD_COUNTS = ("segments_offloaded", "bytes_offloaded", "local_copies_dropped", "local_bytes_dropped")
+# The further counts of a recall result (tiered storage) that add up the same way.
+RECALL_COUNTS = ("segments_recalled", "bytes_recalled")
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ TITLES: dict[str, str] = {
     "tier_object_missing": "Object missing from the object store",
     "tier_verify_failed": "Object store verification failed",
     "tier_manifest_invalid": "Invalid manifest in the object store",
+    "recall_disk_limit": "Not enough disk to recall",
     "internal_error": "Internal error",
     # engine errors the control plane meets calling nodes
     "node_unavailable": "Storage node unavailable",

@@ -45,6 +45,7 @@ class Operation(enum.StrEnum):
     BACKLOG_QUOTA = "backlog-quota"  # Pulsar's backlog quotas
     DISK_CHECK = "disk-check"  # measure disk use against the watermarks
     OFFLOAD = "offload"  # tiered storage: upload sealed segments, drop local copies past local retention
+    RECALL = "recall"  # tiered storage: download local copies of offloaded segments the policy keeps local
 
 
 ARGUMENTS = ("shard", "limit", "manual", "dry_run")
@@ -87,6 +88,7 @@ SPECS: dict[Operation, OperationSpec] = {
     Operation.BACKLOG_QUOTA: OperationSpec(Scope.NAMESPACE),
     Operation.DISK_CHECK: OperationSpec(Scope.NODE),
     Operation.OFFLOAD: OperationSpec(Scope.ANY, accepts=frozenset({"shard", "limit"})),
+    Operation.RECALL: OperationSpec(Scope.ANY, dry_run=True, accepts=frozenset({"shard", "limit", "dry_run"})),
 }
 
 

@@ -47,6 +47,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "tier_verify_failed": 502,  # the object store gave back something else than was sent
     "tier_object_missing": 500,  # the catalog names an object the store does not have
     "tier_manifest_invalid": 500,  # a manifest in the store cannot be read
+    "recall_disk_limit": 507,  # a recall would bring disk use above a watermark (storage_engine.tier.recall)
 }
 
 

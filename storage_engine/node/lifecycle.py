@@ -44,6 +44,7 @@ CALLS: dict[Operation, Call] = {
     Operation.BACKLOG_QUOTA: lambda e, r: e.enforce_backlog_quota(r.namespace or ""),
     Operation.DISK_CHECK: lambda e, r: e.check_disk(),
     Operation.OFFLOAD: lambda e, r: e.offload(r.namespace, r.shard, r.limit),
+    Operation.RECALL: lambda e, r: e.recall(r.namespace, r.shard, r.limit, dry_run=r.dry_run),
 }
 
 

@@ -167,6 +167,9 @@ ENGINE_COUNTERS: dict[str, str] = {
     "tier_fetched_bytes_total": "Bytes fetched from the object store by reads (download rate: rate()).",
     "tier_fetch_failures_total": "Ranged reads from the object store that failed.",
     "tier_reads_moved_to_remote_total": "Reads that went on from the object store after their local copy went.",
+    "tier_segments_recalled_total": "Offloaded segments downloaded, verified and made local again.",
+    "tier_bytes_recalled_total": "Bytes downloaded by recalls of offloaded segments (download rate: rate()).",
+    "tier_recall_failures_total": "Segment recalls that failed (the segment stays in the object store only).",
 }
 
 # Engine keys whose metric is not lcs_<key>: the unit goes last, before _total (Prometheus's
@@ -176,6 +179,7 @@ RENAMED: dict[str, str] = {
     "cleaner_bytes_deleted_total": "lcs_cleaner_deleted_bytes_total",
     "compaction_bytes_reclaimed_total": "lcs_compaction_reclaimed_bytes_total",
     "tier_bytes_offloaded_total": "lcs_tier_offloaded_bytes_total",
+    "tier_bytes_recalled_total": "lcs_tier_recalled_bytes_total",
 }
 
 

@@ -32,6 +32,7 @@ from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.tier.context import TierContext
 from storage_engine.tier.figures import tier_gauges
 from storage_engine.tier.offload import Offloader
+from storage_engine.tier.recall import Recaller
 from storage_engine.tier.store import TierError, default_tier_uri
 from storage_engine.tier.verify import verify_tier
 
@@ -44,6 +45,7 @@ class SegmentAdapter(IndexedLogAdapter):
     def __init__(self, config: EngineConfig, clock: Clock) -> None:
         self._tier: TierContext | None = None
         self._offloader: Offloader | None = None
+        self._recaller: Recaller | None = None
         super().__init__(config, clock)
         # Under disk pressure the file cleaner offloads before it deletes (DESIGN §3 "Tiers").
         self.lifecycle.cleaner.offload_first = lambda limit: self.offload(None, limit=limit)
@@ -98,6 +100,13 @@ class SegmentAdapter(IndexedLogAdapter):
         if self._offloader is None:
             self._offloader = Offloader(self.lifecycle.runtime, self._tiered)
         return self._offloader.offload(namespace, shard, limit)
+
+    def recall(
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
+        if self._recaller is None:
+            self._recaller = Recaller(self.lifecycle.runtime, self._tiered)
+        return self._recaller.recall(namespace, shard, limit, dry_run=dry_run)
 
     def stats(self) -> EngineStats:
         """Also the tier's gauges (:mod:`storage_engine.tier.figures`)."""

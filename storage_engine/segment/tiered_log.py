@@ -14,6 +14,9 @@ here, each change one synced RocksDB write under the shard's write lock:
    ``.deleted`` (removed after ``file_delete_delay_ms`` like any deleted file). A crash after the
    write leaves a file that opening the shard removes (:mod:`storage_engine.segment.recovery`).
 
+A recall (:mod:`storage_engine.tier.recall`) undoes step 3: :meth:`TieredShardLog.finish_recall`
+— REMOTE → BOTH once a verified copy is in place under the segment's file name.
+
 Deleting a segment (retention, TTL, file cleaning) deletes its objects too, between the index
 clean-up and the metadata's removal (:meth:`TieredShardLog._before_forget`), and a rewrite
 (reclamation, compaction) leaves segments in the object store alone for now.
@@ -24,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from storage_engine.api import Record
@@ -32,7 +36,7 @@ from storage_engine.lifecycle import Removal, ShardWork
 from storage_engine.segment.log import LogView, ShardLog
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.recovery import RemoteFactory
-from storage_engine.segment.segment import Segment
+from storage_engine.segment.segment import Segment, file_name
 
 
 class TierHooks(Protocol):
@@ -132,6 +136,50 @@ class TieredShardLog(ShardLog):
         self._retire_files(chosen, now, delay_ms, work)
         self.counters.add_many({"tier_local_copies_dropped_total": len(chosen)})
         return len(chosen), sum(seg.size for seg in chosen), work
+
+    # -- recall: step 3 undone (storage_engine.tier.recall) -------------------------------------
+    def recall_path(self, base: int) -> Path:
+        """Where a recalled copy of segment ``base`` goes: the segment's own file name."""
+        return self.directory / file_name(base)
+
+    def remote_meta(self, base: int) -> SegmentMeta | None:
+        """A copy of live sealed segment ``base``'s metadata if only the object store holds it (REMOTE)."""
+        with self.write_lock:
+            seg = self._sealed(base)
+            if seg is None or seg.local or seg.meta.tier is not TierState.REMOTE:
+                return None
+            return replace(seg.meta)
+
+    def finish_recall(self, base: int, generation: int, size: int) -> bool:
+        """REMOTE → BOTH (one synced write): the verified, fsynced copy already renamed to
+        :meth:`recall_path` becomes the segment's local file and reads go local again; only if
+        the segment is still the one downloaded (REMOTE, same generation and size). Whether it
+        changed (if not, the caller removes the file). A crash before the write leaves a file
+        that opening the shard removes (a REMOTE segment has no local file), so the next recall
+        downloads it again."""
+        with self.write_lock:
+            self.check_usable()
+            seg = self._sealed(base)
+            m = None if seg is None else seg.meta
+            if seg is not None and seg.local:
+                return False  # never: only a REMOTE segment's copy is downloaded (its file is left alone)
+            path = self.recall_path(base)
+            stale = m is None or m.tier is not TierState.REMOTE or m.tier_generation != generation
+            if m is None or stale or m.size_bytes != size:
+                path.unlink(missing_ok=True)  # the segment went or changed meanwhile: the copy is no one's
+                return False
+            local = Segment.open(path, m)
+            if local.size != size:
+                local.close()
+                path.unlink(missing_ok=True)
+                return False
+            m.tier = TierState.BOTH
+            self._persist([m])  # from here the catalog says both: the file is the local copy
+            # The stand-in is left as it is: a reader holding it goes on through the read cache.
+            self._segments = [local if s is seg else s for s in self._segments]
+            self._layout_changed = True
+            self._publish()
+            return True
 
     # -- what other steps do differently ---------------------------------------------------------
     def iter_records(self, view: LogView, start: int, *, min_timestamp: int | None = None) -> Iterator[Record]:

@@ -7,6 +7,7 @@ transparently. One module per thing in the object store or one rule:
 - :mod:`.rules` — which segments are offloaded, which local copies go (local retention);
 - :mod:`.upload` — uploading and verifying one segment;
 - :mod:`.offload` — the ``offload`` lifecycle step;
+- :mod:`.recall` — the ``recall`` lifecycle step (local copies of offloaded segments brought back);
 - :mod:`.remote_reads` — ranged reads through a bounded on-disk cache, a segment served remotely;
 - :mod:`.context` — one engine's tier and each shard's part of it;
 - :mod:`.verify` — what ``verify`` checks in the object store.

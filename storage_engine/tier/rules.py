@@ -9,12 +9,17 @@
   oldest ≥ local_retention_bytes``), and only if the segment is uploaded and verified; the walk
   stops at the first copy that breaks neither rule or exists nowhere else. Unset local retention
   is the total retention (:func:`~storage_engine.policy.effective_local_retention`); the total
-  retention itself (``apply_retention``) still runs over every segment, local or remote.
+  retention itself (``apply_retention``) still runs over every segment, local or remote;
+- :func:`recall_candidates`: the segments only in the object store whose local copies the policy
+  keeps — every one when remote storage is disabled (nothing drops local copies then), else those
+  :func:`local_copies_to_drop` would keep if they were local again, so a recall is never undone by
+  the next offload step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
 from storage_engine.policy import NamespacePolicy, effective_local_retention
@@ -47,3 +52,15 @@ def local_copies_to_drop(segments: Sequence[SegmentInfo], policy: NamespacePolic
         out.append(s.base_offset)
         total -= s.size_bytes
     return out
+
+
+def recall_candidates(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:
+    """Sealed segments only in the object store (``remote``) that the policy keeps local, oldest
+    first (see the module docstring): local retention is run as if every one of them were local
+    again (``both``); those it would not drop come back."""
+    remote = [s for s in segments[:-1] if s.tier is SegmentTier.REMOTE and s.state is SegmentState.SEALED]
+    if not remote or not policy.remote_storage_enabled:
+        return remote
+    as_local = [replace(s, tier=SegmentTier.BOTH) if s.tier is SegmentTier.REMOTE else s for s in segments]
+    dropped = set(local_copies_to_drop(as_local, policy, now))
+    return [s for s in remote if s.base_offset not in dropped]

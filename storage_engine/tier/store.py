@@ -252,8 +252,16 @@ class ObjectTier:
         size = self.checksum(key, update)
         return size, crc
 
-    def sha256(self, key: str) -> tuple[int, str]:
-        """``(size, sha256 hex)`` of an object as the store returns it now (:meth:`checksum`)."""
+    def sha256(self, key: str, sink: Callable[[Any], object] | None = None) -> tuple[int, str]:
+        """``(size, sha256 hex)`` of an object as the store returns it now (:meth:`checksum`); each
+        chunk also goes to ``sink`` when given (a recall writes the object to a local file)."""
         digest = hashlib.sha256()
-        size = self.checksum(key, digest.update)
+        update = digest.update
+        if sink is not None:
+
+            def update(chunk: Any) -> None:
+                digest.update(chunk)
+                sink(chunk)
+
+        size = self.checksum(key, update)
         return size, digest.hexdigest()

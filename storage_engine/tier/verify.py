@@ -27,6 +27,24 @@ from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.store import ObjectMissingError, TierError
 
 
+def manifest_mismatches(hooks: ShardTier, meta: SegmentMeta, manifest: Manifest) -> list[str]:
+    """Where ``manifest`` does not describe ``meta``'s segment (verify, and a recall before it
+    trusts the manifest's SHA-256)."""
+    expected = {
+        "base_offset": meta.base_offset,
+        "last_offset": meta.last_offset,
+        "generation": f"{meta.tier_generation:016x}",
+        "size_bytes": meta.size_bytes,
+        "record_count": meta.record_count,
+        "data_object": hooks.data_key(meta),
+    }
+    return [
+        f"manifest {name} is {getattr(manifest, name)!r}, expected {value!r}"
+        for name, value in expected.items()
+        if getattr(manifest, name) != value
+    ]
+
+
 def _check_segment(hooks: ShardTier, route: str, meta: SegmentMeta, has_file: bool) -> list[str]:
     tier = hooks.tier
     data_key, manifest_key = hooks.data_key(meta), hooks.manifest_key(meta)
@@ -42,17 +60,7 @@ def _check_segment(hooks: ShardTier, route: str, meta: SegmentMeta, has_file: bo
         return [*problems, f"{where}: manifest {manifest_key} is missing"]
     except (ManifestError, TierError) as exc:
         return [*problems, f"{where}: {exc}"]
-    expected = {
-        "base_offset": meta.base_offset,
-        "last_offset": meta.last_offset,
-        "generation": f"{meta.tier_generation:016x}",
-        "size_bytes": meta.size_bytes,
-        "record_count": meta.record_count,
-        "data_object": data_key,
-    }
-    for name, value in expected.items():
-        if getattr(manifest, name) != value:
-            problems.append(f"{where}: manifest {name} is {getattr(manifest, name)!r}, expected {value!r}")
+    problems += [f"{where}: {p}" for p in manifest_mismatches(hooks, meta, manifest)]
     try:
         size, digest = tier.sha256(data_key)
     except ObjectMissingError:

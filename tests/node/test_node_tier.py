@@ -149,3 +149,71 @@ def test_an_unreachable_store_is_a_503_problem_and_nothing_local_is_lost(tmp_pat
             assert [p.split(": ", 1)[1][:11] for p in report["problems"]] == ["cannot list"]
     finally:
         node.stop()
+
+
+def test_recall_steps_over_http_bring_local_copies_back_with_counts(tiered_node: NodeProc) -> None:
+    with NodeClient(tiered_node.url, tiered_node.token) as client:
+        fill(client)
+        while client.lifecycle_step("t", "offload").more:
+            pass
+        sealed = client.list_segments("t", 0)[:-1]
+        assert [s.tier for s in sealed] == [SegmentTier.REMOTE] * len(sealed)
+        kept_remote = client.lifecycle_step("t", "recall")  # local_retention_ms 0: the policy keeps them remote
+        assert (kept_remote.skipped, kept_remote.segments_recalled) == ("policy", 0)
+        client.update_namespace(
+            "t", NamespacePolicy(segment_bytes=4096, retention_ms=None, remote_storage_enabled=True)
+        )
+        dry = client.lifecycle_step("t", "recall", dry_run=True)
+        assert (dry.segments_recalled, dry.bytes_recalled) == (len(sealed), sum(s.size_bytes for s in sealed))
+        first = client.lifecycle_step("t", "recall", shard=0, limit=2)
+        assert (first.operation, first.segments_recalled, first.more) == ("recall", 2, True)
+        assert first.bytes_recalled == sum(s.size_bytes for s in sealed[:2])
+        response = httpx.post(
+            f"{client.base_url}/v1/node/lifecycle/recall", params={"limit": 1000}, headers=client._http.headers
+        )
+        assert response.status_code == 200
+        body = response.json()
+        assert (body["segments_recalled"], body["more"], body["namespace"]) == (len(sealed) - 2, False, None)
+        assert [s.tier for s in client.list_segments("t", 0)[:-1]] == [SegmentTier.BOTH] * len(sealed)
+        files = client.segment_files("t", 0)
+        assert all((tiered_node.data_dir / f.file).stat().st_size == f.size_bytes for f in files)
+        before = client.stats()["counters"]
+        values = [r.value for r in client.read("t", 0, 0, max_records=1000).records]
+        assert values == [b"%d:" % i + b"v" * 200 for i in range(N)]
+        for k in range(7):
+            found = client.read_key("t", 0, f"k{k}")
+            assert found is not None and found.offset == max(i for i in range(N) if i % 7 == k)
+        after = client.stats()["counters"]
+        assert after.get("tier_cache_misses_total", 0) == before.get("tier_cache_misses_total", 0)  # all local
+        assert client.verify("t")["ok"] is True
+        text = httpx.get(f"{client.base_url}/metrics", headers=client._http.headers).text
+        assert value(text, "lcs_tier_segments_recalled_total") == len(sealed)
+        assert value(text, "lcs_tier_recalled_bytes_total") == sum(s.size_bytes for s in sealed)
+
+
+def test_a_recall_without_disk_room_is_a_507_problem_naming_the_watermark(tiered_node: NodeProc) -> None:
+    with NodeClient(tiered_node.url, tiered_node.token) as client:
+        fill(client)
+        while client.lifecycle_step("t", "offload").more:
+            pass
+        client.update_namespace(
+            "t", NamespacePolicy(segment_bytes=4096, retention_ms=None, remote_storage_enabled=True)
+        )
+        policy = client.node_policy()
+        client.set_node_policy(
+            {**policy, "disk_max_used_ratio": 0.0, "disk_clean_forcibly_ratio": 0.0, "disk_warning_ratio": 0.0}
+        )
+        response = httpx.post(f"{client.base_url}/v1/namespaces/t/lifecycle/recall", headers=client._http.headers)
+        assert response.status_code == 507
+        body = response.json()
+        assert (body["code"], body["title"], body["field"]) == (
+            "recall_disk_limit",
+            "Not enough disk to recall",
+            "disk_warning_ratio",
+        )
+        assert all(s.tier is SegmentTier.REMOTE for s in client.list_segments("t", 0)[:-1])
+        for query, field in (("manual=true", "manual"), ("limit=0", "limit")):
+            bad = httpx.post(
+                f"{client.base_url}/v1/namespaces/t/lifecycle/recall?{query}", headers=client._http.headers
+            )
+            assert bad.status_code == 400 and bad.json()["field"] == field

@@ -3,7 +3,7 @@
 ``LIFECYCLE_COUNTS`` lists the counts of a :class:`LifecycleResult` that add up over steps;
 :class:`ShardWork` is what a shard did for one step (those counts plus the bytes of the
 files it removed, which results report as ``bytes_reclaimed`` of the cleaner only);
-compaction adds ``COMPACTION_COUNTS``, offload (tiered storage) ``OFFLOAD_COUNTS``. A count
+compaction adds ``COMPACTION_COUNTS``, offload (tiered storage) ``OFFLOAD_COUNTS``, recall ``RECALL_COUNTS``. A count
 added to one and not the others would be summed in one place and silently dropped in another.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from storage_engine.api import COMPACTION_COUNTS, LIFECYCLE_COUNTS, OFFLOAD_COUNTS, LifecycleResult
+from storage_engine.api import COMPACTION_COUNTS, LIFECYCLE_COUNTS, OFFLOAD_COUNTS, RECALL_COUNTS, LifecycleResult
 from storage_engine.compaction.cleaner import CompactionTotals
 from storage_engine.lifecycle.sweeps import add_results
 from storage_engine.work import ShardWork, sum_work
@@ -24,7 +24,7 @@ def test_shard_work_has_exactly_the_lifecycle_counts() -> None:
 def test_every_count_is_an_integer_field_of_a_result_starting_at_zero() -> None:
     result = LifecycleResult(operation="x")
     names = {f.name for f in fields(LifecycleResult)}
-    for name in (*LIFECYCLE_COUNTS, *COMPACTION_COUNTS, *OFFLOAD_COUNTS):
+    for name in (*LIFECYCLE_COUNTS, *COMPACTION_COUNTS, *OFFLOAD_COUNTS, *RECALL_COUNTS):
         assert name in names
         assert getattr(result, name) == 0
 
