@@ -235,11 +235,8 @@ def validate_namespace_policy(p: NamespacePolicy) -> None:
 
 def _check_local_retention(p: NamespacePolicy, errors: dict[str, str]) -> None:
     """Local retention never exceeds the total (``None`` local: the same as the total; ``None``
-    total: infinite, so any local bound fits)."""
-    if p.remote_storage_enabled and p.compacts:
-        # As in Kafka (KIP-405): an offloaded segment is not rewritten, so key compaction could
-        # not keep its promise over the remote part of the log.
-        errors["remote_storage_enabled"] = "is not supported with cleanup_policy containing compact"
+    total: infinite, so any local bound fits). Remote storage goes with any ``cleanup_policy``:
+    compaction rewrites offloaded segments too (:mod:`storage_engine.tier.rewrite`)."""
     for local_name, total_name in (
         ("local_retention_ms", "retention_ms"),
         ("local_retention_bytes", "retention_bytes"),

@@ -25,6 +25,7 @@ from storage_engine.lifecycle.shards import KEEP, RemovalRule
 from storage_engine.lifecycle.sweeps import add_results
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import sealed_view
+from storage_engine.tier.store import TierError
 from storage_engine.validation import check_shard_arg, select_shards
 from storage_engine.work import ShardWork
 
@@ -100,10 +101,11 @@ class LogCleaner:
             return self._rt.result("compact", namespace, shard, t0, skipped="off_peak", more=True)
         totals = CompactionTotals()
         attempted = False
+        failures: list[TierError] = []
         with self._rt.ops:
             for s in shards:
                 attempted |= self._compact_shard(
-                    s, policy, now, budget, dry_run, manual, max_rounds or DEFAULT_MAX_ROUNDS, totals
+                    s, policy, now, budget, dry_run, manual, max_rounds or DEFAULT_MAX_ROUNDS, totals, failures
                 )
         op = "compact_dry_run" if dry_run else "compact"
         if not attempted:
@@ -111,6 +113,8 @@ class LogCleaner:
         result = self._rt.result(op, namespace, shard, t0, **totals.values())
         if not dry_run:
             self._count_compaction(result)
+        if failures:  # offloaded segments the store could not serve: the rest was compacted
+            raise failures[0]
         return result
 
     def _count_compaction(self, result: LifecycleResult) -> None:
@@ -146,7 +150,12 @@ class LogCleaner:
         manual: bool,
         max_rounds: int,
         totals: CompactionTotals,
+        failures: list[TierError],
     ) -> bool:
+        """One shard's rounds. A segment in the object store that cannot be read or uploaded now
+        (:class:`~storage_engine.tier.store.TierError`, in ``failures``) is left as it is and the
+        others are compacted (leaving its keys out of the map only keeps more records); the pass is
+        then not recorded, so the next call cleans the range again."""
         state = load_state(s)
         if dry_run:
             segments = sealed_view(s.lifecycle_segments(), policy, now)
@@ -165,28 +174,40 @@ class LogCleaner:
         rounds = 0
         reclaimed = 0
         kmap = KeyMap(budget, first_dirty)
+        failed = len(failures)
         while True:
             kmap.clear(first_dirty)
-            map_end = self._fill_map(s, kmap, cleanable, first_dirty, end, totals)
+            skipped: set[int] = set()
+            map_end = self._fill_map(s, kmap, cleanable, first_dirty, end, totals, skipped, failures)
+            if dry_run and failures:
+                raise failures[0]
             rule = cleaning_rule(kmap, map_end, first_dirty, state, policy, now)
             touched = False
             for seg in cleanable:
                 if seg.base_offset >= map_end:
                     break
+                if seg.base_offset in skipped:
+                    continue
                 if dry_run:
                     self._simulate(s, seg, rule, policy, now, removed_sim, totals)
                     continue
                 if not self._rt.reclaim_bucket.take(seg.size_bytes) and not manual:
                     totals.more = True
                     break
-                work = s.rewrite_segment(seg.base_offset, now, remove=rule)
+                try:
+                    work = s.rewrite_segment(seg.base_offset, now, remove=rule)
+                except TierError as exc:  # nothing changed: the old segment stays (tier.rewrite)
+                    failures.append(exc)
+                    continue
                 totals.scanned += seg.record_count
                 if work.records_removed and not work.segments_deleted:
                     totals.records_written += max(0, seg.record_count - work.records_removed)
                 reclaimed += work.bytes_reclaimed
                 totals.add(work)
                 touched |= bool(work.segments_rewritten or work.segments_deleted)
-            if totals.more:
+            if totals.more or len(failures) > failed:
+                if touched and not dry_run:
+                    s.compact_deleted()
                 break
             rounds += 1
             state.record_pass(map_end, now)
@@ -222,6 +243,8 @@ class LogCleaner:
         first_dirty: int,
         end: int,
         totals: CompactionTotals,
+        skipped: set[int],
+        failures: list[TierError],
     ) -> int:
         """Fill ``kmap`` with the keys of ``[first_dirty, end)``; returns the map end: ``end``,
         or the first offset that did not fit. Keys go in ``FILL_KEYS`` at a time (at most
@@ -244,20 +267,27 @@ class LogCleaner:
         for seg in cleanable:
             if seg.last_offset < first_dirty:
                 continue
-            for offsets, h, c, count in s.compaction_key_hashes(seg.base_offset):
-                totals.scanned += count
-                n = offsets.size
-                lo = int(np.searchsorted(offsets, first_dirty)) if n and offsets[0] < first_dirty else 0
-                hi = int(np.searchsorted(offsets, end)) if n and offsets[-1] >= end else n
-                if hi > lo:
-                    parts.append((offsets[lo:hi], h[lo:hi], c[lo:hi]))
-                    held += hi - lo
-                if held >= want or (hi < n and parts):
-                    stop = put()
-                    if stop >= 0:
-                        return stop
-                if hi < n:
-                    return end
+            try:
+                for offsets, h, c, count in s.compaction_key_hashes(seg.base_offset):
+                    totals.scanned += count
+                    n = offsets.size
+                    lo = int(np.searchsorted(offsets, first_dirty)) if n and offsets[0] < first_dirty else 0
+                    hi = int(np.searchsorted(offsets, end)) if n and offsets[-1] >= end else n
+                    if hi > lo:
+                        parts.append((offsets[lo:hi], h[lo:hi], c[lo:hi]))
+                        held += hi - lo
+                    if held >= want or (hi < n and parts):
+                        stop = put()
+                        if stop >= 0:
+                            return stop
+                    if hi < n:
+                        return end
+            except TierError as exc:
+                # An offloaded segment the store cannot serve now: it is not rewritten (``skipped``).
+                # Its keys read so far may stay in the map: those records exist and stay, so
+                # removing older records they supersede is right; its other keys are simply absent.
+                skipped.add(seg.base_offset)
+                failures.append(exc)
         if parts:
             stop = put()
             if stop >= 0:

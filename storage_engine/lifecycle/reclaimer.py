@@ -4,21 +4,27 @@ Sealed segments whose every record has expired are dropped whole; sealed segment
 dead fraction is above ``reclaim_dead_ratio`` are rewritten without their dead and
 expired records (offsets unchanged), paced by ``reclaim_bytes_per_s`` and bounded by a
 segment budget per call (``DEFAULT_RECLAIM_SEGMENTS``; a node-wide sweep shares
-``SWEEP_RECLAIM_SEGMENTS`` over every namespace).
+``SWEEP_RECLAIM_SEGMENTS`` over every namespace). A segment in the object store is rewritten under
+a new generation (:mod:`storage_engine.tier.rewrite`); when the store fails, that rewrite fails
+cleanly, the others go on, and the call raises the store's error at the end.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
-from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
 from storage_engine.expiry import segment_expired
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
 from storage_engine.policy import NamespacePolicy
+from storage_engine.tier.store import TierError
 from storage_engine.work import sum_work, would_drop, would_rewrite
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RECLAIM_SEGMENTS = 16  # segments one reclaim call drops or rewrites at most
 SWEEP_RECLAIM_SEGMENTS = 256  # the same for a node-wide step (whole-segment drops are cheap; rewrites are paced)
@@ -55,6 +61,7 @@ class Reclaimer:
         budget = DEFAULT_RECLAIM_SEGMENTS if limit is None else limit
         totals: dict[str, Any] = {}
         more = False
+        failure: TierError | None = None
         with self._rt.ops:
             if not dry_run:
                 self._rt.remove_files(shards, now, totals)
@@ -91,7 +98,12 @@ class Reclaimer:
                     if budget <= 0 or not self._rt.reclaim_bucket.take(seg.size_bytes):
                         more = True
                         break
-                    work = s.rewrite_segment(seg.base_offset, now)
+                    try:
+                        work = s.rewrite_segment(seg.base_offset, now)
+                    except TierError as exc:  # an offloaded segment, the store unreachable: the others go on
+                        failure = failure or exc
+                        log.warning("reclaim of %s/%d segment %d failed: %s", namespace, s.shard, seg.base_offset, exc)
+                        continue
                     sum_work(totals, work)
                     budget -= 1
                     touched = True
@@ -111,13 +123,15 @@ class Reclaimer:
                     )
             if not dry_run:
                 self._rt.remove_files(shards, now, totals)
+        if failure is not None:  # after everything else was done (as an offload step does)
+            raise failure
         start = shards[0].stats().log_start_offset if shard is not None else None
         return self._rt.result("reclaim", namespace, shard, t0, more=more, log_start_offset=start, **totals)
 
     @staticmethod
     def _worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
         """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``
-        (segments in the object store are not rewritten yet: storage_engine.segment.tiered_log)."""
-        if not segment.record_count or segment.tier is not SegmentTier.LOCAL:
+        (one in the object store too, under a new generation: storage_engine.tier.rewrite)."""
+        if not segment.record_count:
             return False
         return (segment.record_count - segment.live_count) / segment.record_count > policy.reclaim_dead_ratio

@@ -32,7 +32,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -415,14 +415,29 @@ class ShardLog(ShardBase):
            segment dropped;
         4. rename ``.swap`` over ``.log``, fsync the directory, publish the new
            view; the old file closes when its last reader lets go.
+
+        Steps 1 and 3–4 are :meth:`stage_rewrite` and :meth:`swap_rewritten`, which a rewrite of
+        a segment in the object store shares (:mod:`storage_engine.tier.rewrite`: its step 2 is
+        an upload under a new generation, and its decision the WriteBatch of step 3).
         """
+        staged = self.stage_rewrite(base, now, remove)
+        if isinstance(staged, ShardWork):
+            return staged
+        seg, rewrite = staged
+        swap = self.directory / (file_name(base) + SWAP_SUFFIX)
+        os.rename(rewrite.path, swap)
+        fsync_dir(self.directory)
+        return self.swap_rewritten(seg, rewrite, swap)
+
+    def stage_rewrite(self, base: int, now: int, remove: Removal = ()) -> tuple[Segment, SegmentRewrite] | ShardWork:
+        """Step 1 of :meth:`rewrite_segment`: the live sealed segment ``base`` and its rewrite, whose
+        complete ``.cleaned`` file (``rewrite.path``) holds what stays, or what was done when there is
+        nothing to swap (no such segment, nothing removed, or nothing left: dropped whole instead).
+        A failure while writing removes the ``.cleaned`` file (opening the shard would too)."""
         with self.write_lock:
             seg = next((s for s in self._segments[:-1] if s.base_offset == base), None)
         if seg is None or seg.meta.state is not SegmentState.SEALED:
             return ShardWork()
-        old = seg.meta
-        store = self.index.store
-        prefix = self.index.prefix
         rewrite = SegmentRewrite(
             seg,
             removal_rule(remove),
@@ -431,28 +446,51 @@ class ShardLog(ShardBase):
             interval_bytes=self.policy.index_interval_bytes,
             now=now,
             kill=lambda records: self._kill(records, now),
+            directory=self.directory,
         )
         work = rewrite.work
-        if not rewrite.needed or not rewrite.write():  # nothing can go, or every record stayed
-            return work
-        meta, kept, sparse, cleaned, wb = rewrite.meta, rewrite.kept, rewrite.sparse, rewrite.path, rewrite.wb
-        swap = seg.path.with_name(file_name(base) + SWAP_SUFFIX)
-        gone = old.record_count - kept
-        if kept == 0:  # nothing remains: drop it whole instead (its entries go with it)
-            cleaned.unlink()
+        try:
+            if not rewrite.needed or not rewrite.write():  # nothing can go, or every record stayed
+                return work
+        except BaseException:
+            rewrite.path.unlink(missing_ok=True)
+            raise
+        if rewrite.kept == 0:  # nothing remains: drop it whole instead (its entries go with it)
+            rewrite.path.unlink()
             return work.add(self.drop_segments([base], now, 0))
-        meta.record_count = meta.live_count = kept
-        meta.size_bytes = rewrite.size
-        os.rename(cleaned, swap)
-        fsync_dir(self.directory)
+        rewrite.meta.record_count = rewrite.meta.live_count = rewrite.kept
+        rewrite.meta.size_bytes = rewrite.size
+        return seg, rewrite
+
+    def swap_rewritten(
+        self,
+        seg: Segment,
+        rewrite: SegmentRewrite,
+        staged: Path,
+        *,
+        catalog_meta: SegmentMeta | None = None,
+        after: Callable[[], None] | None = None,
+    ) -> ShardWork:
+        """Steps 3–4 of :meth:`rewrite_segment`: the complete new file ``staged`` replaces ``seg``.
+
+        The WriteBatch records ``catalog_meta`` (default: the new file's metadata); ``after`` runs
+        under the write lock once the file is in place, before readers see it. A rewrite of an
+        offloaded segment (:mod:`storage_engine.tier.rewrite`) passes its ``.cleaned`` file (its
+        decision is this WriteBatch, not a ``.swap`` rename), metadata saying *remote* under the new
+        generation, and an ``after`` that says *both*."""
+        base, old, meta = seg.base_offset, seg.meta, rewrite.meta
+        store = self.index.store
+        prefix = self.index.prefix
+        sparse, wb, work = rewrite.sparse, rewrite.wb, rewrite.work
+        path = self.directory / file_name(base)
         with self.write_lock:
             self.check_usable()
-            new = Segment.open(swap, meta)
+            new = Segment.open(staged, meta)
             seg.replaced = True
             store.drop_offset_range(wb, prefix, base, old.last_offset + 1)
             for j in range(0, len(sparse), 2):
                 wb.put(offset_key(prefix, sparse[j]), POSITION.pack(base, sparse[j + 1]), store.handle(CF_OFFSETS))
-            store.put_segment(wb, prefix, meta)
+            store.put_segment(wb, prefix, catalog_meta or meta)
             for offset, key in rewrite.check_keys:
                 work.index_entries_deleted += self._unindex(wb, offset, key, (), None)
             cp = self.index.checkpoint
@@ -460,15 +498,17 @@ class ShardLog(ShardBase):
                 cp.position = meta.size_bytes
                 store.put_checkpoint(wb, prefix, cp)
             store.write(wb, sync=True)
-            os.replace(swap, seg.path)
+            os.replace(staged, path)
             fsync_dir(self.directory)
-            new.path = seg.path
+            new.path = path
+            if after is not None:
+                after()
             self._segments[self._segments.index(seg)] = new
             self._layout_changed = True
             self._publish()
         seg.retire()
         work.segments_rewritten += 1
-        work.records_removed += gone
+        work.records_removed += old.record_count - rewrite.kept
         work.bytes_reclaimed += max(0, old.size_bytes - meta.size_bytes)
         self.counters.add("segments_rewritten_total")
         return work

@@ -1,13 +1,14 @@
 """Per-segment metadata (DESIGN §2) and the rolling rule shared by every log adapter.
 
 A :class:`SegmentMeta` is the value stored in the index store's ``segments``
-column family, keyed ``ns_id | shard | base_offset``. Value layout (117 bytes,
-big-endian; version 3 values, 108 bytes, lack the two tier fields (read as local);
+column family, keyed ``ns_id | shard | base_offset``. Value layout (125 bytes,
+big-endian; version 4 values, 117 bytes, lack ``stale_generation`` (read as 0);
+version 3 values, 108 bytes, also the two tier fields (read as local);
 version 2 values, 100 bytes, also ``min_expire_at``; version 1 values, 91 bytes,
 the last five)::
 
     pos size type field
-      0    1 u8   format version (4)
+      0    1 u8   format version (5)
       1    8 u64  base_offset
       9    8 i64  last_offset         −1 while empty
      17    8 u64  record_count
@@ -32,6 +33,11 @@ the last five)::
                                       kept), 3 remote (local copy dropped)
     109    8 u64  tier_generation     names the segment's objects in the object
                                       store (0 while local; see storage_engine.tier)
+    117    8 u64  stale_generation    objects under this generation are not (or no
+                                      longer) the segment's: a rewrite's upload in
+                                      flight or abandoned, or the generation a
+                                      rewrite replaced; deleted by the next tier
+                                      step, then 0 (storage_engine.tier.rewrite)
 
 ``state`` DELETING marks a segment whose deletion has begun: it is no longer
 part of the log, and opening the shard finishes the deletion. A segment in the
@@ -50,11 +56,12 @@ from storage_engine.figures import ExpiredFigures, SegmentFacts
 from storage_engine.policy import NamespacePolicy
 from storage_engine.rolling import should_roll
 
-_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBqBQ")
+_STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBqBQQ")
+_STRUCT_V4 = struct.Struct(">BQqQQQqqqqBBqqQBqBQ")
 _STRUCT_V3 = struct.Struct(">BQqQQQqqqqBBqqQBq")
 _STRUCT_V2 = struct.Struct(">BQqQQQqqqqBBqqQB")
 _STRUCT_V1 = struct.Struct(">BQqQQQqqqqBBqq")
-_VERSION = 4
+_VERSION = 5
 UNKNOWN_FLAGS = 0xFF
 _STATES = tuple(SegmentState)
 
@@ -106,6 +113,7 @@ class SegmentMeta:
     min_expire_at: int = -1
     tier: TierState = TierState.LOCAL
     tier_generation: int = 0
+    stale_generation: int = 0
 
     @property
     def next_offset(self) -> int:
@@ -171,6 +179,7 @@ class SegmentMeta:
             self.min_expire_at,
             int(self.tier),
             self.tier_generation,
+            self.stale_generation,
         )
 
     @classmethod
@@ -181,7 +190,9 @@ class SegmentMeta:
             has_explicit = _STRUCT_V2.unpack(raw)[9] >= 0  # max_expire_at
             raw = bytes([3]) + raw[1:] + struct.pack(">q", 0 if has_explicit else -1)
         if len(raw) == _STRUCT_V3.size:
-            raw = bytes([_VERSION]) + raw[1:] + struct.pack(">BQ", TierState.LOCAL, 0)
+            raw = bytes([4]) + raw[1:] + struct.pack(">BQ", TierState.LOCAL, 0)
+        if len(raw) == _STRUCT_V4.size:
+            raw = bytes([_VERSION]) + raw[1:] + struct.pack(">Q", 0)
         (
             version,
             base,
@@ -202,12 +213,13 @@ class SegmentMeta:
             min_exp,
             tier,
             generation,
+            stale,
         ) = _STRUCT.unpack(raw)
         if version != _VERSION:
             raise ValueError(f"unsupported segment metadata version {version}")
         return cls(
             base, created, last, count, live, size, first_ts, min_ts, max_ts, max_exp, bool(unbounded),
-            _STATES[state], modified, dead_bytes, content_flags, min_exp, TierState(tier), generation,
+            _STATES[state], modified, dead_bytes, content_flags, min_exp, TierState(tier), generation, stale,
         )  # fmt: skip
 
     def facts(self) -> SegmentFacts:

@@ -34,6 +34,10 @@ reads go to the object store) and its batches are not re-verified here (``verify
 object against its manifest's checksum). A local file still present for it is the leftover of
 an interrupted drop of the local copy (the metadata is switched first) and is removed. A segment
 uploaded and verified (*both*) whose local file is missing is served remotely from then on.
+A rewrite of an offloaded segment (:mod:`storage_engine.tier.rewrite`) relies on the first rule:
+its catalog write says *remote* under the new generation before the new local file replaces the
+old one, so a crash in between leaves an old (or new) local file that this removes, and the
+segment is served from its new objects; its ``.cleaned`` file is removed as any other.
 """
 
 from __future__ import annotations
@@ -160,6 +164,7 @@ def _fresh_meta(seg: Segment, now: int) -> SegmentMeta:
         state=m.state,
         tier=m.tier,
         tier_generation=m.tier_generation,
+        stale_generation=m.stale_generation,
     )
 
 

@@ -32,6 +32,7 @@ import os
 import struct
 from array import array
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from rocksdict import WriteBatch
@@ -83,6 +84,7 @@ class SegmentRewrite:
         interval_bytes: int,
         now: int,
         kill: Callable[[list[Record]], ShardWork],
+        directory: Path | None = None,
     ) -> None:
         old = seg.meta
         self.seg = seg
@@ -94,7 +96,9 @@ class SegmentRewrite:
         self.kill = kill
         self.can_expire = ttl_ms is not None or old.max_expire_at >= 0
         self.has_dead = old.live_count < old.record_count
-        self.path = seg.path.with_name(file_name(seg.base_offset) + CLEANED_SUFFIX)
+        # Beside the segment's file (``directory``: the log's, for a segment served from the
+        # object store, whose ``path`` names its object)
+        self.path = (directory or seg.path.parent) / (file_name(seg.base_offset) + CLEANED_SUFFIX)
         self.work = ShardWork()
         self.sparse = array("Q")  # (batch base offset, position) pairs for the offsets index, 16 B each
         self.check_keys: list[tuple[int, bytes]] = []  # removed records whose key entry may point at them
@@ -122,6 +126,12 @@ class SegmentRewrite:
             state=SegmentState.SEALED,
             modified_at=old.modified_at,
             min_expire_at=old.min_expire_at,  # a lower bound of what remains, enough for the figures
+            # Where the bytes are stays the old segment's: an UPLOADING segment stays UPLOADING under its
+            # generation (the next offload uploads the new file under the same names); a rewrite of an
+            # offloaded segment sets its own (storage_engine.tier.rewrite).
+            tier=old.tier,
+            tier_generation=old.tier_generation,
+            stale_generation=old.stale_generation,
         )
         sparse = self.sparse
         check_keys = self.check_keys

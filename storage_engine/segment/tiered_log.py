@@ -18,8 +18,12 @@ A recall (:mod:`storage_engine.tier.recall`) undoes step 3: :meth:`TieredShardLo
 — REMOTE → BOTH once a verified copy is in place under the segment's file name.
 
 Deleting a segment (retention, TTL, file cleaning) deletes its objects too, between the index
-clean-up and the metadata's removal (:meth:`TieredShardLog._before_forget`), and a rewrite
-(reclamation, compaction) leaves segments in the object store alone for now.
+clean-up and the metadata's removal (:meth:`TieredShardLog._before_forget`). A rewrite
+(reclamation, compaction) of a segment in the object store (*both* or *remote*) is
+:mod:`storage_engine.tier.rewrite`: it records its new generation as the segment's
+``stale_generation`` (:meth:`TieredShardLog.begin_rewrite`) before uploading under it, and swaps
+(:meth:`TieredShardLog.swap_offloaded_rewrite`) so that the old generation becomes the stale one;
+stale objects are deleted by the next tier step (:meth:`TieredShardLog.clear_stale`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from storage_engine.lifecycle import Removal, ShardWork
 from storage_engine.segment.log import LogView, ShardLog
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.recovery import RemoteFactory
+from storage_engine.segment.rewrite import SegmentRewrite
 from storage_engine.segment.segment import Segment, file_name
 
 
@@ -48,6 +53,10 @@ class TierHooks(Protocol):
 
     def delete_objects(self, meta: SegmentMeta) -> None:
         """Delete the segment's data object and manifest (missing ones are fine)."""
+        ...
+
+    def rewrite_offloaded(self, log: TieredShardLog, base: int, now: int, remove: Removal) -> ShardWork:
+        """Rewrite the offloaded segment ``base`` (:func:`storage_engine.tier.rewrite.rewrite_offloaded`)."""
         ...
 
 
@@ -205,14 +214,60 @@ class TieredShardLog(ShardLog):
                 view = current
 
     def rewrite_segment(self, base: int, now: int, remove: Removal = ()) -> ShardWork:
-        """Segments in the object store are not rewritten (reclamation and compaction of offloaded
-        segments are a later phase); others as :meth:`ShardLog.rewrite_segment`."""
+        """A segment in the object store (*both*, *remote*) is rewritten under a new generation
+        (:mod:`storage_engine.tier.rewrite`); others as :meth:`ShardLog.rewrite_segment` (an
+        *uploading* one stays *uploading* under its generation: the next offload uploads the new
+        file under the same names)."""
         with self.write_lock:
             seg = self._sealed(base)
-            tiered = seg is not None and seg.meta.tier is not TierState.LOCAL
-        if tiered:
-            return ShardWork()
+            tiered = seg is not None and seg.meta.tier.uploaded
+        if tiered and self.tier is not None:
+            return self.tier.rewrite_offloaded(self, base, now, remove)
         return super().rewrite_segment(base, now, remove)
+
+    # -- rewriting an offloaded segment: the state changes (storage_engine.tier.rewrite) ----------
+    def begin_rewrite(self, base: int, generation: int) -> SegmentMeta | None:
+        """Intent: the live segment ``base`` (in the object store, no stale generation left) records
+        ``generation`` as its stale one before anything is uploaded under it (one synced write), so a
+        crash from here leaves objects the next step recognises and deletes. A copy of its metadata,
+        or ``None`` when it is not such a segment."""
+        with self.write_lock:
+            self.check_usable()
+            seg = self._sealed(base)
+            if seg is None or not seg.meta.tier.uploaded or seg.meta.stale_generation:
+                return None
+            seg.meta.stale_generation = generation
+            self._persist([seg.meta])
+            return replace(seg.meta)
+
+    def swap_offloaded_rewrite(self, seg: Segment, rewrite: SegmentRewrite, generation: int) -> ShardWork:
+        """The swap of a rewrite uploaded and verified under ``generation``: the shared swap
+        (:meth:`ShardLog.swap_rewritten`) from the ``.cleaned`` file, whose WriteBatch is the
+        decision. It records the segment *remote* under the new generation with the old one stale,
+        so that a crash before the new file replaces the local one leaves a file opening the shard
+        removes (:mod:`storage_engine.segment.recovery`): the segment is then read from its new
+        objects. Once the file is in place a second synced write says *both*."""
+        old = seg.meta
+        meta = rewrite.meta
+        meta.tier, meta.tier_generation, meta.stale_generation = TierState.BOTH, generation, old.tier_generation
+        remote = replace(meta, tier=TierState.REMOTE)
+        return self.swap_rewritten(seg, rewrite, rewrite.path, catalog_meta=remote, after=lambda: self._persist([meta]))
+
+    def stale_metas(self) -> list[SegmentMeta]:
+        """Copies of the live segments' metadata that name a stale generation."""
+        with self.write_lock:
+            return [replace(s.meta) for s in self._segments[:-1] if s.meta.stale_generation]
+
+    def clear_stale(self, base: int, generation: int) -> bool:
+        """The stale generation's objects are gone: forget it (one synced write), if it is still ``base``'s."""
+        with self.write_lock:
+            self.check_usable()
+            seg = self._sealed(base)
+            if seg is None or seg.meta.stale_generation != generation:
+                return False
+            seg.meta.stale_generation = 0
+            self._persist([seg.meta])
+            return True
 
     def _before_forget(self, metas: list[SegmentMeta]) -> None:
         """Delete the objects of deleted segments that were (being) offloaded. Their index entries
@@ -221,6 +276,9 @@ class TieredShardLog(ShardLog):
         tiered = [m for m in metas if m.tier is not TierState.LOCAL]
         if not tiered or self.tier is None:
             return
+        for m in tiered:
+            if m.stale_generation:  # a rewrite's leftovers (storage_engine.tier.rewrite) go first
+                self.tier.delete_objects(replace(m, tier_generation=m.stale_generation))
         changed = [m for m in tiered if m.content_flags]
         for m in changed:
             m.content_flags = 0

@@ -14,7 +14,8 @@ One call (:meth:`Offloader.offload`) is one bounded, resumable step, under the l
 3. the uploads (:func:`~storage_engine.tier.upload.upload_segment`: data, verify, manifest,
    verify) run ``offload_concurrency`` at a time;
 4. each verified segment's metadata says BOTH (one synced write);
-5. local copies beyond local retention whose segments are BOTH are dropped
+5. objects of stale generations (a rewrite's, :mod:`storage_engine.tier.rewrite`) are deleted;
+6. local copies beyond local retention whose segments are BOTH are dropped
    (:func:`~storage_engine.tier.rules.local_copies_to_drop`,
    :meth:`~storage_engine.segment.tiered_log.TieredShardLog.drop_local_copies`).
 
@@ -45,7 +46,9 @@ from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.layout import new_generation
+from storage_engine.tier.rewrite import clean_stale
 from storage_engine.tier.rules import local_copies_to_drop, offload_candidates
+from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import upload_segment
 from storage_engine.validation import select_shards
 from storage_engine.work import sum_work
@@ -137,6 +140,14 @@ class Offloader:
                 if more:
                     break
             failure = self._upload(jobs, now, totals)
+            for _policy, s in selected:  # leftovers of rewrites (storage_engine.tier.rewrite)
+                if not isinstance(s.tier, ShardTier):
+                    continue
+                try:
+                    clean_stale(s, s.tier)
+                except TierError as exc:
+                    log.warning("%s: stale objects stay for the next step: %s", s.route, exc)
+                    failure = failure or exc
             for policy, s in selected:
                 drops = local_copies_to_drop(s.lifecycle_segments(), policy, now)
                 if drops:

@@ -16,6 +16,11 @@ below are fixed before any byte leaves the node):
 
 Any failure raises (:class:`~storage_engine.tier.store.TierError`, :class:`TierVerifyError`) and
 leaves the segment UPLOADING: the next offload uploads again under the same names.
+
+A rewrite of an offloaded segment (:mod:`storage_engine.tier.rewrite`) uploads its new file the
+same way under a new generation: ``source`` is that file (not yet the log's) and ``offset_index``
+its sparse offset index (the index store still holds the old file's until the swap); it has no
+dead records.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Iterator
 
 from storage_engine.errors import StorageError
 from storage_engine.segment.meta import SegmentMeta
+from storage_engine.segment.segment import Segment
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.segment_files import dead_ranges
 from storage_engine.tier.context import ShardTier
@@ -48,8 +54,16 @@ def _optional(value: int) -> int | None:
     return None if value < 0 else value
 
 
-def build_manifest(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, sha256: str, now: int) -> Manifest:
-    """The manifest of ``meta``'s segment from its metadata and the shard's index entries."""
+def build_manifest(
+    shard: ShardTier,
+    log: TieredShardLog,
+    meta: SegmentMeta,
+    sha256: str,
+    now: int,
+    rewritten: tuple[tuple[int, int], ...] | None = None,
+) -> Manifest:
+    """The manifest of ``meta``'s segment from its metadata and the shard's index entries (or, for
+    a rewritten file not yet swapped in, its sparse offset index ``rewritten`` and no dead ranges)."""
     store, prefix = log.index.store, log.index.prefix
     first, last = meta.base_offset, meta.last_offset
     empty = meta.record_count == 0
@@ -73,8 +87,8 @@ def build_manifest(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, sha
         has_unbounded=meta.has_unbounded,
         content_flags=meta.content_flags,
         created_at=now,
-        dead_ranges=dead_ranges(store.dead_offsets(prefix, first, last + 1)),
-        offset_index=pairs(store.offset_entries_in(prefix, first, last + 1)),
+        dead_ranges=dead_ranges(store.dead_offsets(prefix, first, last + 1)) if rewritten is None else (),
+        offset_index=pairs(store.offset_entries_in(prefix, first, last + 1)) if rewritten is None else rewritten,
         time_index=pairs(store.time_entries_in(prefix, first, last, meta.min_timestamp)),
     )
 
@@ -84,11 +98,20 @@ def multipart_etag(part_md5s: list[bytes]) -> str:
     return f"{hashlib.md5(b''.join(part_md5s), usedforsecurity=False).hexdigest()}-{len(part_md5s)}"
 
 
-def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now: int) -> int:
-    """Steps 1–4 for ``meta`` (a copy, UPLOADING); returns the bytes uploaded."""
+def upload_segment(
+    shard: ShardTier,
+    log: TieredShardLog,
+    meta: SegmentMeta,
+    now: int,
+    *,
+    source: Segment | None = None,
+    offset_index: tuple[tuple[int, int], ...] | None = None,
+) -> int:
+    """Steps 1–3 for ``meta`` (a copy, naming the generation to upload under) from the segment's local
+    file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded."""
     tier = shard.tier
     key = shard.data_key(meta)
-    seg = log.local_file(meta.base_offset)
+    seg = source if source is not None else log.local_file(meta.base_offset)
     if seg is None or seg.size != meta.size_bytes:
         found = "gone" if seg is None else f"{seg.size} bytes"
         raise TierVerifyError(key, "the local segment file", f"{meta.size_bytes} bytes", found)
@@ -127,7 +150,7 @@ def upload_segment(shard: ShardTier, log: TieredShardLog, meta: SegmentMeta, now
         back, back_crc = tier.crc32(key)
         if (back, back_crc) != (size, crc):
             raise TierVerifyError(key, "the CRC-32 read back", f"{crc:08x}", f"{back_crc:08x} ({back} bytes)")
-    manifest = build_manifest(shard, log, meta, sha.hexdigest(), now).to_bytes()
+    manifest = build_manifest(shard, log, meta, sha.hexdigest(), now, offset_index).to_bytes()
     manifest_key = shard.manifest_key(meta)
     tier.put(manifest_key, manifest)
     back_manifest = tier.get(manifest_key)

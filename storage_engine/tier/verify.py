@@ -10,8 +10,10 @@ Per shard, for every live segment whose tier is *both* or *remote*:
 - a *remote* segment has no local file left; a *both* one still has its file.
 
 And every object under the shard's prefix belongs to a live segment's current generation, an
-*uploading* one included (an interrupted offload that the next one overwrites): anything else is
-a leftover ("stray object"), which a crash-safe offload or deletion never leaves.
+*uploading* one included (an interrupted offload that the next one overwrites), or to its stale
+generation (a rewrite's upload abandoned by a crash, or the generation a rewrite replaced: named
+in the metadata and deleted by the next tier step, :mod:`storage_engine.tier.rewrite`): anything
+else is a leftover ("stray object"), which a crash-safe offload, rewrite or deletion never leaves.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def verify_tier(logs: Sequence[TieredShardLog], enabled: bool) -> tuple[int, lis
             if meta.tier is TierState.LOCAL:
                 continue
             wanted.add((meta.base_offset, meta.tier_generation))
+            if meta.stale_generation:  # a rewrite's other generation, deleted by the next tier step
+                wanted.add((meta.base_offset, meta.stale_generation))
             if meta.tier is TierState.UPLOADING:
                 continue  # objects may be partial until the next offload finishes them
             has_file = (log.directory / file_name(meta.base_offset)).exists()
