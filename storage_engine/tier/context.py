@@ -59,6 +59,9 @@ class ShardTier:
         self.ns_id = ns_id
         self.shard = shard
         self.prefix = shard_prefix(namespace, ns_id, shard)
+        # (base offset, generation) → a segment replaced by a rewrite, served from these objects, that
+        # a reader still held: its objects stay until it lets go (storage_engine.tier.rewrite)
+        self.retired: dict[tuple[int, int], Segment] = {}
 
     @property
     def tier(self) -> ObjectTier:

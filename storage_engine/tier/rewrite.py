@@ -39,7 +39,8 @@ no offload, recall or other rewrite runs meanwhile), for segment ``base`` under 
    *both* segment as usual (:mod:`storage_engine.tier.rules`).
 5. **Old objects**: ``g0``'s manifest, then its data object, are deleted, and the stale field
    cleared (one synced write) — unless the old segment was served from the store and a reader
-   still holds it, or the store fails now: then the next step deletes them.
+   still holds it (kept in ``ShardTier.retired``: the first step after it lets go deletes them),
+   or the store fails now: then the next step deletes them.
    *Crash during 5*: ``g0`` is still the stale generation; ``verify`` accepts its (partial)
    objects and the next step finishes.
 
@@ -70,6 +71,10 @@ def clean_stale(tlog: TieredShardLog, shard: ShardTier) -> int:
     were. Raises :class:`~storage_engine.tier.store.TierError` (what is left stays for the next step)."""
     done = 0
     for meta in tlog.stale_metas():
+        held = shard.retired.get((meta.base_offset, meta.stale_generation))
+        if held is not None and held.refs > 0:
+            continue  # a reader still reads the replaced segment from these objects
+        shard.retired.pop((meta.base_offset, meta.stale_generation), None)
         shard.delete_objects(replace(meta, tier_generation=meta.stale_generation))
         done += tlog.clear_stale(meta.base_offset, meta.stale_generation)
     return done
@@ -104,7 +109,9 @@ def rewrite_offloaded(tlog: TieredShardLog, shard: ShardTier, base: int, now: in
         raise
     old_generation = seg.meta.tier_generation
     work = tlog.swap_offloaded_rewrite(seg, rewrite, generation)
-    if seg.local or seg.refs == 0:  # else a reader still reads the old objects: the next step
+    if not seg.local and seg.refs > 0:  # a reader still reads the old objects: a later step deletes them
+        shard.retired[(base, old_generation)] = seg
+    else:
         try:
             shard.delete_objects(replace(seg.meta, tier_generation=old_generation))
             tlog.clear_stale(base, old_generation)

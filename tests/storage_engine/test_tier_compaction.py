@@ -22,7 +22,9 @@ from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.meta import SegmentMeta, TierState
+from storage_engine.segment.segment import iter_file_batches, iter_file_records
 from storage_engine.tier.layout import parse_key
+from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.store import TierError
 from tests.storage_engine.lifecycle_util import KILL_HOOKS
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
@@ -132,6 +134,25 @@ def check_compacted(engine: StorageAdapter, tier: Tier, ns: str = "n") -> None:
     assert report.ok, report.problems
 
 
+def check_objects(tier: Tier, tmp_path: Path) -> None:
+    """Every data object holds what the compaction kept, read with nothing but the object and its
+    manifest (a reader without the node): its records, and a sparse offset index pointing at batches
+    of the rewritten file; no dead ranges are left."""
+    store = tier.store()
+    kept: list[int] = []
+    for key in sorted(k for k in tier.object_keys() if k.endswith(".log")):
+        manifest = Manifest.from_bytes(key, store.get(key.removesuffix(".log") + ".manifest.json"))
+        local = tmp_path / "object.log"
+        local.write_bytes(store.get(key))
+        batches = {(h.base_offset, pos) for pos, h, _buf in iter_file_batches(local)}
+        assert manifest.offset_index and set(manifest.offset_index) <= batches
+        assert manifest.dead_ranges == ()
+        offsets = [r.offset for r in iter_file_records(local)]
+        assert len(offsets) == manifest.record_count and offsets[-1] <= manifest.last_offset
+        kept += offsets
+    assert kept == survivors()
+
+
 def test_metadata_of_format_4_reads_without_a_stale_generation() -> None:
     meta = SegmentMeta(5, created_at=T0, last_offset=9, record_count=5, live_count=5, size_bytes=100)
     meta.tier, meta.tier_generation, meta.stale_generation = TierState.REMOTE, 42, 43
@@ -166,6 +187,7 @@ def test_compaction_of_offloaded_segments_keeps_the_latest_record_per_key(
         for s in after[:-1]:  # a rewritten segment is swapped in with a local copy
             assert s.tier is (SegmentTier.BOTH if s.base_offset in rewritten else SegmentTier.REMOTE)
         check_compacted(engine, tier)
+        check_objects(tier, tmp_path)
         # The next offload step drops the new local copies (local retention 0); reads go remote.
         assert engine.offload("n").local_copies_dropped == len(rewritten)
         assert all(s.tier is SegmentTier.REMOTE for s in engine.list_segments("n", 0)[:-1])
@@ -224,6 +246,62 @@ def test_reclaim_rewrites_a_mostly_dead_offloaded_segment(
         found = engine.read_key("n", 0, b"u%d" % i)
         assert found is not None and found.offset == i
     assert engine.verify("n").ok
+
+
+def test_old_objects_a_reader_still_holds_stay_until_the_next_step(
+    engine: StorageAdapter, tier: Tier, clock: ManualClock
+) -> None:
+    fill(engine, clock)
+    engine.offload("n")
+    log = engine._shard("n", 0)  # type: ignore[attr-defined]
+    held = log.view.segments[0]  # served from the object store: a reader is in the middle of it
+    assert not held.local
+    held.retain()
+    try:
+        engine.compact("n", manual=True)
+        gens = generations(tier)
+        assert len(gens[held.base_offset]) == 2  # the old generation is still there, named as stale
+        assert all(len(g) == 1 for base, g in gens.items() if base != held.base_offset)
+        assert held.read(0, 16)  # and still readable
+        report = engine.verify("n")
+        assert report.ok, report.problems
+    finally:
+        held.release()
+    engine.offload("n")  # the next step deletes it
+    check_compacted(engine, tier)
+
+
+def test_a_segment_whose_offload_was_interrupted_is_compacted_locally_and_uploaded_later(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """A segment left *uploading* by a failed offload is rewritten as a local one and stays
+    *uploading* under its generation: the next offload uploads the new file under the same names."""
+    root = tmp_path / "tier"
+    engine = engine_for(tmp_path / "data", root.as_uri(), clock)
+    try:
+        fill(engine, clock)
+        root.write_bytes(b"not a directory")  # the store fails every call: uploads stay UPLOADING
+        with pytest.raises(TierError):
+            engine.offload("n", limit=2)
+        assert all(s.tier is SegmentTier.LOCAL for s in engine.list_segments("n", 0))
+        log = engine._shard("n", 0)  # type: ignore[attr-defined]
+        uploading = {m.base_offset: m.tier_generation for m in log.view.metas() if m.tier is TierState.UPLOADING}
+        assert len(uploading) == 2
+        assert engine.compact("n", manual=True).segments_rewritten > 0
+        assert [r.offset for r in read_all(engine)] == survivors()
+        after = {m.base_offset: (m.tier, m.tier_generation) for m in log.view.metas()}
+        assert all(after[base] == (TierState.UPLOADING, gen) for base, gen in uploading.items())
+        root.unlink()
+        tier = Tier("file", root.as_uri())
+        base, gen = next(iter(uploading.items()))  # what the interrupted upload might have left
+        tier.store().put(f"n/1/0/{base:020d}-{gen:016x}.log", b"partial")
+        assert engine.verify("n").ok  # objects of an uploading segment may be partial
+        clock.advance(60_000)  # past the offloader's backoff
+        engine.offload("n")
+        check_compacted(engine, tier)
+        assert {b: g for b, gens in generations(tier).items() for g in gens if b in uploading} == uploading
+    finally:
+        engine.close()
 
 
 def test_an_unreachable_store_fails_the_rewrite_of_offloaded_segments_only(tmp_path: Path, clock: ManualClock) -> None:
