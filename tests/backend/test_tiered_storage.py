@@ -18,6 +18,7 @@ from django.core.management import call_command
 from backend.apps.alerts.models import AlertRule
 from backend.apps.alerts.promql import rule_expr
 from backend.apps.alerts.services import ensure_default_rules
+from backend.apps.audit.models import AuditEntry
 from backend.apps.catalog import services as catalog
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.lifecycle import leases, services
@@ -150,6 +151,77 @@ def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_
     assert (overview["local_bytes"], overview["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
     (node_row,) = overview["nodes"]
     assert (node_row["local_bytes"], node_row["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+
+
+def test_the_recall_action_is_served_with_a_dry_run_and_deletes_nothing(api_as, db):
+    served = {a["kind"]: a for a in api_as("viewer").get("/api/actions").json()}
+    recall = served["recall"]
+    assert recall["operation"] == "recall" and recall["scope"] == "namespace" and recall["sweeps"]
+    assert not recall["destructive"] and recall["dry_run"]
+    assert recall["label"] == "Recall from the object store" and "disk_max_used_ratio" in recall["help"]
+
+
+def start(api_as: Any, action: str, capture: Any, **extra: Any) -> int:
+    with capture(execute=False):
+        response = api_as("operator").post("/api/namespaces/cold/actions", {"action": action, **extra}, format="json")
+    assert response.status_code == 202, response.content
+    return int(response.json()["id"])
+
+
+def test_a_recall_run_brings_segments_back_counts_them_and_syncs_the_catalog(
+    api_as, cold, node, django_capture_on_commit_callbacks
+):
+    offload = run_to_end(start(api_as, "offload", django_capture_on_commit_callbacks))
+    assert offload.state == "succeeded" and offload.counts["local_copies_dropped"] > 0
+    dropped = offload.counts["local_copies_dropped"]
+    # Local retention still says remote: nothing comes back, and the run says so by its counts.
+    kept = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks))
+    assert kept.state == "succeeded" and kept.counts["segments_recalled"] == 0
+    # Raise local retention: the policy keeps everything local, so a recall brings every copy back.
+    patched = api_as("admin").patch(
+        "/api/namespaces/cold/policy", {"set": {"local_retention_bytes": 1_000_000_000}}, format="json"
+    )
+    assert patched.status_code == 200, patched.content
+    dry = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks, dry_run=True))
+    assert dry.state == "succeeded" and dry.dry_run and dry.counts["segments_recalled"] == dropped
+    with NodeClient(node.url, node.token) as client:
+        assert "remote" in {s.tier.value for n in (0, 1) for s in client.list_segments("cold", n)}
+    catalog.sync_namespace(cold)
+    synced_before = {row.shard: row.segments_synced_at for row in ShardStatus.objects.filter(namespace=cold)}
+    run = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks))
+    assert run.state == "succeeded", run.error
+    assert run.counts["segments_recalled"] == dropped and run.counts["bytes_recalled"] > 0
+    assert "segments_offloaded" not in run.counts  # a recall records its own counts, not an offload's
+    assert AuditEntry.objects.filter(action="action.recall", target="cold").count() == 3
+    # The step marked the shards due for a sync: the catalog shows every segment local again.
+    assert catalog.sync_stalest(limit=1).updated > 0
+    for row in ShardStatus.objects.filter(namespace=cold):
+        assert row.segments_synced_at > synced_before[row.shard]
+    rows = set(Segment.objects.filter(namespace=cold).values_list("tier", flat=True))
+    assert "remote" not in rows and "both" in rows
+    with NodeClient(node.url, node.token) as client:
+        counters = client.stats()["counters"]
+    assert (
+        counters["tier_remote_only_bytes"] == 0
+        and counters["tier_bytes_recalled_total"] == run.counts["bytes_recalled"]
+    )
+    summary = api_as("viewer").get("/api/namespaces/cold/summary").json()
+    assert summary["local_bytes"] == counters["tier_local_bytes"]
+
+
+def test_a_recall_the_disk_has_no_room_for_fails_the_run_naming_the_watermark(
+    api_as, cold, node, django_capture_on_commit_callbacks
+):
+    assert run_to_end(start(api_as, "offload", django_capture_on_commit_callbacks)).state == "succeeded"
+    api_as("admin").patch("/api/namespaces/cold/policy", {"set": {"remote_storage_enabled": False}}, format="json")
+    with NodeClient(node.url, node.token) as client:
+        policy = client.node_policy()
+        client.set_node_policy(
+            {**policy, "disk_max_used_ratio": 0.0, "disk_clean_forcibly_ratio": 0.0, "disk_warning_ratio": 0.0}
+        )
+    run = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks))
+    assert run.state == "failed" and "disk_warning_ratio" in run.error and "recall refused" in run.error
+    assert run.counts.get("segments_recalled", 0) == 0
 
 
 def test_a_node_sweep_offloads_every_tiered_namespace_it_hosts(api_as, cold, node, django_capture_on_commit_callbacks):

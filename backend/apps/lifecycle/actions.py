@@ -71,6 +71,10 @@ _ACTIONS = (
     Action(Kind.OFFLOAD, Operation.OFFLOAD, "namespace", "Offload to the object store",
            "Upload sealed segments to the object store (remote storage enabled), then drop local copies past "
            "local retention; reads go on from the store."),
+    Action(Kind.RECALL, Operation.RECALL, "namespace", "Recall from the object store",
+           "Download segments whose local copy was dropped back to local disk, verified against their manifest, so "
+           "reads are local again. Only what the policy keeps local comes back: raise local retention or turn "
+           "remote storage off first. Refused when disk use would pass disk_max_used_ratio."),
     Action(Kind.FILE_CLEAN, Operation.CLEAN_FILES, "node", "Clean files",
            "Run the file cleaner now: delete expired segment files if due (delete hours or disk pressure)."),
     Action(Kind.DISK_CHECK, Operation.DISK_CHECK, "node", "Check disk",

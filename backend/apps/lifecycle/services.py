@@ -40,6 +40,7 @@ from backend.apps.runs.models import FINISHED, Kind, State, TaskRun
 from storage_engine.api import (
     LIFECYCLE_COUNTS,
     OFFLOAD_COUNTS,
+    RECALL_COUNTS,
     CompactionEstimate,
     DiskStatus,
     LifecycleResult,
@@ -51,8 +52,9 @@ LEASE_TTL_S = settings.CELERY_TASK_TIME_LIMIT + 60
 
 
 COUNTED = tuple(k for k in LIFECYCLE_COUNTS if k != "bytes_reclaimed")  # bytes go in their own column
-# The further counts a run of a kind records (an offload's uploads and dropped local copies, in bytes too).
-COUNTED_BY_KIND: dict[str, tuple[str, ...]] = {Kind.OFFLOAD: OFFLOAD_COUNTS}
+# The further counts a run of a kind records (an offload's uploads and dropped local copies, a recall's
+# downloads, in bytes too).
+COUNTED_BY_KIND: dict[str, tuple[str, ...]] = {Kind.OFFLOAD: OFFLOAD_COUNTS, Kind.RECALL: RECALL_COUNTS}
 
 
 class StepOutcome(enum.StrEnum):
@@ -238,6 +240,8 @@ def run_step(run_id: int) -> StepOutcome:
                 runs.record_step(run, {k: getattr(result, k) for k in counted}, result.bytes_reclaimed)
                 if run.kind == Kind.OFFLOAD and (result.segments_offloaded or result.local_copies_dropped):
                     _tiers_moved(run, node)
+                if run.kind == Kind.RECALL and result.segments_recalled and not run.dry_run:
+                    _tiers_moved(run, node)
                 more = result.more
                 if not more and position + 1 < len(targets):  # this node is done: the next one
                     run.params = {**run.params, "target": position + 1}
@@ -263,7 +267,7 @@ def run_step(run_id: int) -> StepOutcome:
 
 
 def _tiers_moved(run: TaskRun, node: StorageNode) -> None:
-    """An offload step moved segments between tiers, which no metrics collection sees: the catalog syncs
+    """An offload or recall step moved segments between tiers, which no metrics collection sees: the catalog syncs
     the shards concerned (the namespace's, or a sweep's: every namespace the node hosts) at its next pass."""
     namespaces = [run.namespace] if run.namespace is not None else Namespace.objects.filter(placements__node=node)
     catalog.mark_tiers_stale(namespaces)

@@ -13,6 +13,7 @@ class Kind(models.TextChoices):
     SUBSCRIPTION_TTL = "subscription_ttl"
     BACKLOG_QUOTA = "backlog_quota"
     OFFLOAD = "offload"  # tiered storage: upload sealed segments, drop local copies past local retention
+    RECALL = "recall"  # tiered storage: download local copies of offloaded segments the policy keeps local
     CATALOG_SYNC = "catalog_sync"
     LAKE_EXPORT = "lake_export"
     LIFECYCLE_REPORT = "lifecycle_report"

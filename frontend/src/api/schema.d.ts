@@ -900,12 +900,13 @@ export interface components {
          *     * `subscription_ttl` - subscription_ttl
          *     * `backlog_quota` - backlog_quota
          *     * `offload` - offload
+         *     * `recall` - recall
          *     * `file_clean` - file_clean
          *     * `disk_check` - disk_check
          *     * `force_delete` - force_delete
          * @enum {string}
          */
-        ActionKindEnum: "expiry_scan" | "retention" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "file_clean" | "disk_check" | "force_delete";
+        ActionKindEnum: "expiry_scan" | "retention" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "recall" | "file_clean" | "disk_check" | "force_delete";
         ActionOutput: {
             kind: components["schemas"]["ActionKindEnum"];
             /**
@@ -925,6 +926,7 @@ export interface components {
              *     * `subscription-ttl` - subscription-ttl
              *     * `backlog-quota` - backlog-quota
              *     * `offload` - offload
+             *     * `recall` - recall
              *     * `clean-files` - clean-files
              *     * `disk-check` - disk-check
              */
@@ -1610,12 +1612,13 @@ export interface components {
          *     * `compaction` - compaction
          *     * `expiry_scan` - expiry_scan
          *     * `offload` - offload
+         *     * `recall` - recall
          *     * `reclaim` - reclaim
          *     * `retention` - retention
          *     * `subscription_ttl` - subscription_ttl
          * @enum {string}
          */
-        NamespaceActionInputActionEnum: "backlog_quota" | "compaction" | "expiry_scan" | "offload" | "reclaim" | "retention" | "subscription_ttl";
+        NamespaceActionInputActionEnum: "backlog_quota" | "compaction" | "expiry_scan" | "offload" | "recall" | "reclaim" | "retention" | "subscription_ttl";
         /** @description Base of every API input (request body) serializer. */
         NamespaceActionInputRequest: {
             action: components["schemas"]["NamespaceActionInputActionEnum"];
@@ -1890,11 +1893,12 @@ export interface components {
          *     * `subscription-ttl` - subscription-ttl
          *     * `backlog-quota` - backlog-quota
          *     * `offload` - offload
+         *     * `recall` - recall
          *     * `clean-files` - clean-files
          *     * `disk-check` - disk-check
          * @enum {string}
          */
-        OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "offload" | "clean-files" | "disk-check";
+        OperationEnum: "expire-scan" | "retention" | "reclaim" | "compact" | "subscription-ttl" | "backlog-quota" | "offload" | "recall" | "clean-files" | "disk-check";
         /** @description 416 problem details (code offset_out_of_range) with both bounds. */
         OutOfRange: {
             /** @description URI naming the kind of problem, built from `code` (an identifier) */
@@ -2226,6 +2230,7 @@ export interface components {
          *     * `subscription_ttl` - Subscription Ttl
          *     * `backlog_quota` - Backlog Quota
          *     * `offload` - Offload
+         *     * `recall` - Recall
          *     * `catalog_sync` - Catalog Sync
          *     * `lake_export` - Lake Export
          *     * `lifecycle_report` - Lifecycle Report
@@ -2233,7 +2238,7 @@ export interface components {
          *     * `ttl_backfill` - Ttl Backfill
          * @enum {string}
          */
-        RunKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
+        RunKindEnum: "expiry_scan" | "retention" | "file_clean" | "disk_check" | "force_delete" | "reclaim" | "compaction" | "subscription_ttl" | "backlog_quota" | "offload" | "recall" | "catalog_sync" | "lake_export" | "lifecycle_report" | "compaction_plan" | "ttl_backfill";
         /** @enum {string} */
         RunOriginEnum: "manual" | "scheduled";
         /**
@@ -6035,13 +6040,14 @@ export interface operations {
                  *     * `subscription_ttl` - Subscription Ttl
                  *     * `backlog_quota` - Backlog Quota
                  *     * `offload` - Offload
+                 *     * `recall` - Recall
                  *     * `catalog_sync` - Catalog Sync
                  *     * `lake_export` - Lake Export
                  *     * `lifecycle_report` - Lifecycle Report
                  *     * `compaction_plan` - Compaction Plan
                  *     * `ttl_backfill` - Ttl Backfill
                  */
-                kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "offload" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
+                kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "offload" | "recall" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
                 /** @description runs on this namespace (its name) */
                 namespace?: string;
                 /** @description runs on this storage node (its name) */

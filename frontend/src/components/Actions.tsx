@@ -47,6 +47,17 @@ function DryRunReport({ run }: { run: TaskRun }) {
       <p className="muted small">Dry run in progress…</p>
     );
   }
+  if (run.kind === "recall") {
+    // A recall moves segments back to local disk: it frees nothing, it would take this much room.
+    const c = run.counts ?? {};
+    return (
+      <p className="small" data-testid="dry-run-report">
+        Dry run: it would recall <strong data-testid="dry-run-segments">{formatCount(c.segments_recalled ?? 0)}</strong>{" "}
+        segments (<strong data-testid="dry-run-bytes">{formatBytes(c.bytes_recalled ?? 0)}</strong> of local disk) from the
+        object store. Nothing was changed.
+      </p>
+    );
+  }
   const { records, segments, bytes } = dryRunSummary(run);
   return (
     <p className="small" data-testid="dry-run-report">

@@ -32,6 +32,7 @@ export const RUN_KIND_LABELS: Record<string, string> = {
   subscription_ttl: "Subscription TTL",
   backlog_quota: "Backlog quota",
   offload: "Offload",
+  recall: "Recall",
   catalog_sync: "Catalog sync",
   lake_export: "Lake export (Spark)",
   lifecycle_report: "Lifecycle report (Spark)",
@@ -39,7 +40,7 @@ export const RUN_KIND_LABELS: Record<string, string> = {
   ttl_backfill: "TTL backfill (Spark)",
 };
 
-/** A run's count as text: byte counts (bytes_offloaded, local_bytes_dropped, …) as sizes, the rest as numbers. */
+/** A run's count as text: byte counts (bytes_offloaded, local_bytes_dropped, bytes_recalled, …) as sizes, the rest as numbers. */
 export const formatRunCount = (key: string, value: number): string =>
   /(^|_)bytes(_|$)/.test(key) ? formatBytes(value) : formatCount(value);
 

@@ -233,6 +233,30 @@ describe("namespace detail", () => {
     expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "offload", dry_run: false });
   });
 
+  it("recall (tiered storage) is in the Actions menu, offers a dry run and starts without confirmation", async () => {
+    const started = { ...taskRun(91), kind: "recall", dry_run: true };
+    const finished = { ...started, state: "succeeded", counts: { segments_recalled: 4, bytes_recalled: 2 * 1024 ** 2 } };
+    const fetch = mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202),
+        "GET /api/runs/91/": () => jsonResponse(finished),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=actions");
+    const button = (await screen.findByTestId("action-recall")) as HTMLButtonElement;
+    expect(button.textContent).toBe("Recall from the object store");
+    fireEvent.click(screen.getByTestId("action-dry-run"));
+    expect(button.disabled).toBe(false);
+    fireEvent.click(button);
+    expect(screen.queryByTestId("confirm-input")).toBeNull();
+    expect((await screen.findByTestId("action-result")).textContent).toContain("(Recall, dry run)");
+    expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "recall", dry_run: true });
+    // The finished dry run says what would come back (a recall frees nothing: no records, no bytes freed).
+    expect((await screen.findByTestId("dry-run-report")).textContent).toContain("would recall");
+    expect(screen.getByTestId("dry-run-segments").textContent).toBe("4");
+    expect(screen.getByTestId("dry-run-bytes").textContent).toBe("2 MiB");
+  });
+
   it("an admin deletes the namespace by typing its name", async () => {
     const fetch = mockFetch(
       routes(admin, {

@@ -91,6 +91,28 @@ describe("tasks: a started run links to itself", () => {
     expect(screen.getByTestId("run-row-7").getAttribute("aria-current")).toBe("true");
   });
 
+  it("a recall run shows its kind and its counts, bytes as sizes, in the list and the detail", async () => {
+    const recall = taskRun(8, {
+      kind: "recall",
+      state: "succeeded",
+      counts: { scanned: 12, segments_recalled: 3, bytes_recalled: 3 * 1024 * 1024 },
+    });
+    mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([recall]),
+      "GET /api/runs/8/": recall,
+    });
+    renderApp("/tasks?run=8");
+    const counts = await screen.findByTestId("run-counts-8");
+    expect(counts.textContent).toContain("segments recalled 3");
+    expect(counts.textContent).toContain("bytes recalled 3 MiB");
+    expect(screen.getByTestId("run-row-8").textContent).toContain("Recall");
+    await waitFor(() => expect(screen.getByTestId("run-detail-counts").textContent).toContain("bytes recalled"));
+    expect(screen.getByTestId("run-detail-counts").textContent).toContain("3 MiB");
+  });
+
   it("a run that no longer exists is explained", async () => {
     mockFetch({
       "GET /api/auth/me": operator,
