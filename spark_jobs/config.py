@@ -3,7 +3,9 @@
 Precedence, highest first: a command-line option, then an environment variable, then the default below.
 
 - Spark master: ``--master``, ``SPARK_MASTER``, default ``local[*]``.
-- Lake root: ``--lake-path``, ``LAKE_PATH``, default ``./var/lake``.
+- Lake root: ``--lake-path``, ``LAKE_PATH``, default ``./var/lake``; a directory, a ``file:`` URI, or an object
+  store ``s3://bucket[/prefix]`` (lake-export writes there with obstore: :mod:`spark_jobs.lake_store`; endpoint
+  and credentials from ``TIER_S3_ENDPOINT`` and ``AWS_*``, as the engine's tier).
 - Shuffle partitions: ``--shuffle-partitions``, ``SPARK_SHUFFLE_PARTITIONS``, default 4 on a local master
   and Spark's own on a cluster.
 - Driver memory: ``--driver-memory``, ``SPARK_DRIVER_MEMORY``, default ``2g``.
@@ -18,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_LAKE_PATH = "./var/lake"
@@ -64,6 +67,16 @@ class JobConfig:
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     log_level: str = DEFAULT_LOG_LEVEL
     extra_conf: Mapping[str, str] = field(default_factory=dict)
+    # The lake root when it is an object store (``s3://bucket/prefix``); ``lake_path`` is then not used.
+    lake_store: str | None = None
+
+    def check_local_lake(self, job: str) -> None:
+        """Refuse an object-store lake in a job that reads or writes the lake through Hadoop (no S3 connector)."""
+        if self.lake_store:
+            raise ConfigError(
+                f"{job} reads and writes the lake through Hadoop, which has no S3 connector here: give a local "
+                f"--lake-path or its --output/--input (the lake at {self.lake_store} is lake-export's)"
+            )
 
     @property
     def is_local(self) -> bool:
@@ -79,10 +92,12 @@ class JobConfig:
     @classmethod
     def from_env(cls, app_name: str = DEFAULT_APP_NAME_PREFIX, env: Mapping[str, str] | None = None) -> JobConfig:
         env = os.environ if env is None else env
+        lake = _non_empty(env.get(ENV_LAKE_PATH)) or DEFAULT_LAKE_PATH
         return cls(
             app_name=app_name,
             spark_master=_non_empty(env.get(ENV_SPARK_MASTER)) or DEFAULT_SPARK_MASTER,
-            lake_path=Path(_non_empty(env.get(ENV_LAKE_PATH)) or DEFAULT_LAKE_PATH),
+            lake_path=Path(DEFAULT_LAKE_PATH if is_store_uri(lake) else lake),
+            lake_store=lake.rstrip("/") if is_store_uri(lake) else None,
             shuffle_partitions=_parse_positive_int(env.get(ENV_SHUFFLE_PARTITIONS), ENV_SHUFFLE_PARTITIONS),
             driver_memory=_non_empty(env.get(ENV_DRIVER_MEMORY)) or DEFAULT_DRIVER_MEMORY,
             log_level=_parse_log_level(env.get(ENV_LOG_LEVEL), ENV_LOG_LEVEL) or DEFAULT_LOG_LEVEL,
@@ -98,7 +113,9 @@ class JobConfig:
         if args.master:
             changes["spark_master"] = args.master
         if args.lake_path:
-            changes["lake_path"] = Path(args.lake_path)
+            store = is_store_uri(args.lake_path)
+            changes["lake_path"] = Path(DEFAULT_LAKE_PATH if store else args.lake_path)
+            changes["lake_store"] = args.lake_path.rstrip("/") if store else None
         if args.shuffle_partitions is not None:
             changes["shuffle_partitions"] = args.shuffle_partitions
         if args.driver_memory:
@@ -115,7 +132,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Spark and lake")
     group.add_argument("--master", help=f"Spark master (env {ENV_SPARK_MASTER}, default {DEFAULT_SPARK_MASTER})")
     group.add_argument(
-        "--lake-path", help=f"root of the Parquet lake (env {ENV_LAKE_PATH}, default {DEFAULT_LAKE_PATH})"
+        "--lake-path",
+        help=f"root of the Parquet lake: a directory, file: URI or s3://bucket[/prefix] (lake-export; endpoint and "
+        f"credentials from env TIER_S3_ENDPOINT, AWS_*) (env {ENV_LAKE_PATH}, default {DEFAULT_LAKE_PATH})",
     )
     group.add_argument(
         "--shuffle-partitions",
@@ -139,6 +158,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="extra Spark setting, as with spark-submit; may be repeated",
     )
+
+
+def is_store_uri(text: str) -> bool:
+    """Whether a lake location names an object store written with obstore (``s3://…``)."""
+    return urlsplit(text.strip()).scheme == "s3"
 
 
 def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:

@@ -34,6 +34,7 @@ MANIFEST_VERSION = 3
 # The lake's columns: 1 = the record fields; 2 = with timestamp_utc and expire_at_utc.
 LAKE_SCHEMA = 2
 KEEP_MANIFESTS = 5
+UNKNOWN_MTIME = -1  # a segment fingerprinted from its object in the store: no file, no mtime
 _MANIFEST_NAME = re.compile(r"^manifest-(\d{10})\.json$")
 
 
@@ -47,6 +48,17 @@ class Fingerprint:
     mtime_ns: int
     sample_hash: str
     dead_records: int = 0  # records of the file the node counts dead (left out of the lake)
+
+    def same_version(self, other: Fingerprint) -> bool:
+        """Equal, except that an unknown mtime (read from the object store) matches any: the object is the file
+        byte for byte, so a segment whose local copy was dropped after its export is not exported again."""
+        if UNKNOWN_MTIME in (self.mtime_ns, other.mtime_ns):
+            return (self.size, self.sample_hash, self.dead_records) == (
+                other.size,
+                other.sample_hash,
+                other.dead_records,
+            )
+        return self == other
 
 
 @dataclass(frozen=True)
@@ -137,7 +149,7 @@ def plan_export(manifest: Manifest, segments: Mapping[SegmentFile, Fingerprint])
         exported = manifest.segments.get(segment.key)
         if exported is None:
             new.append(segment)
-        elif exported.fingerprint != segments[segment] or exported.lake_schema < LAKE_SCHEMA:
+        elif not exported.fingerprint.same_version(segments[segment]) or exported.lake_schema < LAKE_SCHEMA:
             changed.append(segment)
         else:
             unchanged.append(segment)

@@ -17,17 +17,18 @@ Decoding is plain Python plus pyarrow (no RocksDB, no HTTP), so it runs in Spark
 :data:`~spark_jobs.schema.MARKED_SEGMENT_RECORD_SCHEMA`.
 
 On a cluster every executor must see the data directory at the same path (run on the node's host, or
-mount it read-only on the workers).
+mount it read-only on the workers). Segments in the object store (tiered storage) need no data directory: a
+``remote`` segment (and a ``both`` one when the job prefers the store) is downloaded from its object by the
+executor and decoded the same way (:mod:`spark_jobs.tier_reads`).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_jobs.schema import DEAD, MARKED_SEGMENT_RECORD_SCHEMA, SEGMENT_RECORD_SCHEMA
+from spark_jobs.tier_reads import downloaded, sample_digest, tier_environment
+from storage_engine.api import SegmentTier
 from storage_engine.codec import iter_records
 from storage_engine.errors import CorruptSegmentError
 from storage_engine.segment.segment import SegmentFileChangedError, iter_file_batches
 from storage_engine.segment_files import DeadOffsets, DeadRanges, SegmentFileInfo
 
-SAMPLE_BYTES = 64 * 1024
 DEFAULT_BATCH_ROWS = 32_768
 DEAD_DROP = "drop"  # leave records marked dead out
 DEAD_MARK = "mark"  # keep them, with dead = true
@@ -68,32 +70,72 @@ ARROW_MARKED_SCHEMA = ARROW_SCHEMA.append(pa.field(DEAD, pa.bool_(), nullable=Fa
 @dataclass(frozen=True, order=True)
 class SegmentFile:
     """One segment file to read, as the node listed it: where it is on this machine (and on every
-    executor), how many bytes of it to read, and which of its offsets are dead."""
+    executor), how many bytes of it to read, and which of its offsets are dead; with tiered storage also
+    where its object is and whether executors read that instead of the file (``from_tier``)."""
 
     namespace: str
     shard: int
     base_offset: int
-    path: str  # absolute: <data dir>/<the node's file, relative to its data dir>
+    path: str  # absolute: <data dir>/<the node's file, relative to its data dir>; "" without a data dir here
     size: int  # bytes to read: the sealed file's size, or the active segment's committed bytes
     sealed: bool = True
     last_offset: int = -1
     record_count: int = 0  # records stored in those bytes, dead ones included
     dead: DeadRanges = ()  # inclusive ranges of offsets marked dead and still in the file
+    tier: str = SegmentTier.LOCAL.value  # local, both (file and object) or remote (object only)
+    object_key: str | None = None  # its data object's key in the store, when it is in one
+    tier_uri: str | None = None  # where executors reach that store (the node's URI, or the job's --tier-uri)
+    from_tier: bool = False  # executors read the object rather than the file
+    node: str = field(default="", compare=False)  # the node that listed it ("" offline)
 
     @classmethod
-    def of(cls, info: SegmentFileInfo, data_dir: str | Path) -> SegmentFile:
-        """The file of ``info`` (from the node) under ``data_dir``, where this job sees the node's data directory."""
+    def of(
+        cls,
+        info: SegmentFileInfo,
+        data_dir: str | Path | None,
+        *,
+        prefer_tier: bool = False,
+        tier_uri: str | None = None,
+        node: str = "",
+    ) -> SegmentFile:
+        """The file of ``info`` (from the node) under ``data_dir``, where this job sees the node's data directory
+        (``None``: not on this machine). A ``remote`` segment is read from the store; a ``both`` one too with
+        ``prefer_tier`` or without a data directory; ``tier_uri`` replaces the store URI the node listed."""
+        in_store = info.object_key is not None and info.tier is not SegmentTier.LOCAL
+        if info.tier is SegmentTier.REMOTE:
+            from_tier = True
+        elif info.tier is SegmentTier.BOTH and in_store:
+            from_tier = prefer_tier or data_dir is None
+        else:
+            from_tier = False
         return cls(
             namespace=info.namespace,
             shard=info.shard,
             base_offset=info.base_offset,
-            path=os.path.abspath(os.path.join(data_dir, *info.file.split("/"))),
+            path="" if data_dir is None else os.path.abspath(os.path.join(data_dir, *info.file.split("/"))),
             size=info.size_bytes,
             sealed=info.sealed,
             last_offset=info.last_offset,
             record_count=info.record_count,
             dead=info.dead or (),
+            tier=info.tier.value,
+            object_key=info.object_key if in_store else None,
+            tier_uri=(tier_uri or info.tier_uri) if in_store else None,
+            from_tier=from_tier,
+            node=node,
         )
+
+    @property
+    def readable(self) -> bool:
+        """Whether this job can read it: its object (a store URI known) or its file (a data directory here)."""
+        if self.from_tier:
+            return bool(self.object_key and self.tier_uri)
+        return bool(self.path)
+
+    @property
+    def where(self) -> str:
+        """Where executors read it: the object's URI, or the file."""
+        return f"{self.tier_uri}/{self.object_key}" if self.from_tier else self.path
 
     @property
     def key(self) -> str:
@@ -123,15 +165,14 @@ def sample_hash(path: str | Path, size: int | None = None) -> str:
     Together with size and mtime it tells a rewritten segment from the one exported, without reading
     gigabytes on every run (a compaction rewrite changes the size, the mtime, and almost always the tail).
     """
-    digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size if size is None else size
-        digest.update(str(size).encode())
-        digest.update(f.read(min(size, SAMPLE_BYTES)))
-        if size > SAMPLE_BYTES:
-            f.seek(max(SAMPLE_BYTES, size - SAMPLE_BYTES))
-            digest.update(f.read(SAMPLE_BYTES))
-    return digest.hexdigest()
+
+        def read(start: int, end: int) -> bytes:
+            f.seek(start)
+            return f.read(end - start)
+
+        return sample_digest(size, read)
 
 
 # -- decoding (executors) ---------------------------------------------------------------------------------
@@ -242,18 +283,11 @@ def _decode(
 
 
 def decode_segment_table(segment: SegmentFile, *, dead_mode: str = DEAD_DROP) -> pa.Table:
-    """A whole segment as one Arrow table (tests and small tools; Spark streams batches instead)."""
-    batches = list(
-        iter_segment_batches(
-            segment.path,
-            segment.namespace,
-            segment.shard,
-            segment.base_offset,
-            size=segment.size,
-            dead=segment.dead,
-            dead_mode=dead_mode,
-        )
-    )
+    """A whole segment as one Arrow table, read as an executor reads it, from its file or its object (tests
+    and small tools; Spark streams batches instead). A segment not readable here raises :class:`ValueError`."""
+    if not segment.readable:
+        raise ValueError(f"{segment.key}: no file here and no object to read")
+    batches = list(_read(_descriptor(segment, dead_mode), DEFAULT_BATCH_ROWS))
     return pa.Table.from_batches(batches, schema=ARROW_MARKED_SCHEMA if dead_mode == DEAD_MARK else ARROW_SCHEMA)
 
 
@@ -263,20 +297,37 @@ DATA_SOURCE_NAME = "lifecycle_segments"
 READERS = ("arrow", "rows")
 
 
+def _decode_file(path: str, descriptor: dict[str, Any], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    return iter_segment_batches(
+        path,
+        descriptor["namespace"],
+        descriptor["shard"],
+        descriptor["base_offset"],
+        size=descriptor["size"],
+        dead=descriptor["dead"],
+        dead_mode=descriptor["dead_mode"],
+        batch_rows=batch_rows,
+    )
+
+
+def _read_object(descriptor: dict[str, Any], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    with downloaded(descriptor["tier_uri"], descriptor["object_key"], descriptor["size"]) as path:
+        if path is not None:  # None: deleted by retention between listing and reading
+            yield from _decode_file(path, descriptor, batch_rows)
+
+
 def _read(descriptor: dict[str, Any], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """One segment's batches: from its object when the descriptor says so, else from its file; a file gone
+    since the listing is read from its object when it has one (its local copy dropped after the offload)."""
+    if descriptor.get("from_tier"):
+        yield from _read_object(descriptor, batch_rows)
+        return
     try:
-        yield from iter_segment_batches(
-            descriptor["path"],
-            descriptor["namespace"],
-            descriptor["shard"],
-            descriptor["base_offset"],
-            size=descriptor["size"],
-            dead=descriptor["dead"],
-            dead_mode=descriptor["dead_mode"],
-            batch_rows=batch_rows,
-        )
-    except FileNotFoundError:
-        return  # deleted by retention between listing and reading: nothing left to read
+        yield from _decode_file(descriptor["path"], descriptor, batch_rows)
+    except FileNotFoundError:  # raised at open, before any batch
+        if descriptor.get("object_key") and descriptor.get("tier_uri"):
+            yield from _read_object(descriptor, batch_rows)
+        # else deleted by retention between listing and reading: nothing left to read
 
 
 class _SegmentReader(DataSourceReader):
@@ -316,18 +367,22 @@ class SegmentDataSource(DataSource):
 def _descriptors(segments: Sequence[SegmentFile], dead_mode: str) -> list[dict[str, Any]]:
     # Largest first, so that the longest tasks start first and the tail of the stage is short.
     ordered = sorted(segments, key=lambda s: (-s.size, s.key))
-    return [
-        {
-            "path": s.path,
-            "namespace": s.namespace,
-            "shard": s.shard,
-            "base_offset": s.base_offset,
-            "size": s.size,
-            "dead": [list(r) for r in s.dead],
-            "dead_mode": dead_mode,
-        }
-        for s in ordered
-    ]
+    return [_descriptor(s, dead_mode) for s in ordered]
+
+
+def _descriptor(s: SegmentFile, dead_mode: str) -> dict[str, Any]:
+    return {
+        "path": s.path,
+        "namespace": s.namespace,
+        "shard": s.shard,
+        "base_offset": s.base_offset,
+        "size": s.size,
+        "dead": [list(r) for r in s.dead],
+        "dead_mode": dead_mode,
+        "object_key": s.object_key,
+        "tier_uri": s.tier_uri,
+        "from_tier": s.from_tier,
+    }
 
 
 def _decode_rows(descriptor: dict[str, Any], batch_rows: int) -> Iterator[tuple[Any, ...]]:
@@ -363,7 +418,12 @@ def segment_records(
     schema = MARKED_SEGMENT_RECORD_SCHEMA if dead == DEAD_MARK else SEGMENT_RECORD_SCHEMA
     if not segments:
         return spark.createDataFrame([], schema)
+    unreadable = [s.key for s in segments if not s.readable]
+    if unreadable:
+        raise ValueError(f"no file here and no object to read for {', '.join(unreadable[:10])}")
     descriptors = _descriptors(segments, dead)
+    if any(s.tier_uri for s in segments):
+        tier_environment(spark.sparkContext.environment)  # the executors' way to the store
     if reader == "rows":
         rdd = spark.sparkContext.parallelize(descriptors, numSlices=len(descriptors))
         rows = rdd.flatMap(functools.partial(_decode_rows, batch_rows=batch_rows))

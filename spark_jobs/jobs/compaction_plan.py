@@ -160,6 +160,8 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     if data_dir is None:
         return 2
     source = source_from_args(args, data_dir)
+    if not args.output:
+        config.check_local_lake(JOB_NAME)
     output = resolve_output(args.output or config.lake_path / "compaction-plans" / args.namespace)
     check_overwrite_target(output, config.lake_path)
     now_ms = int(time.time() * 1000) if args.now_ms is None else args.now_ms

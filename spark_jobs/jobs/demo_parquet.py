@@ -130,6 +130,8 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         start_ms=args.start_ms,
     )
     now_ms = spec.end_ms if args.now_ms is None else args.now_ms
+    if not args.output:
+        config.check_local_lake(JOB_NAME)
     output = resolve_output(args.output or config.lake_path / "demo")
     check_overwrite_target(output, config.lake_path)
 

@@ -32,6 +32,17 @@ large as a segment's rows for one day: with the default 1 GiB segments, hundreds
 the partition itself is (a segment sealed by time, or the part of a segment on either side of midnight).
 No shuffle, no sort: rows stay in offset order.
 
+Tiered storage (issue 19): a segment the node has offloaded and no longer keeps locally (``remote``), or any
+segment in the store with ``--prefer-tier``, is read by the executors from its object through the engine's
+reader (:mod:`spark_jobs.tier_reads`), fingerprinted from the object (two ranged GETs); ``--node-url`` may be
+repeated so that a namespace whose shards are on several nodes is exported whole (:mod:`spark_jobs.source`).
+A segment that is only on the disk of a node whose data directory is not here is left for a later run and
+counted in ``segments_unreadable`` (the summary names them).
+
+The lake itself may be in an object store (``--lake-path s3://bucket/prefix``, or ``--output s3://…``): the rows
+are written by Spark to a local staging directory and uploaded with obstore, each leaf replaced by one PUT
+(:mod:`spark_jobs.lake_store`); the catalog table is not kept there (no S3 connector in Hadoop here).
+
 A run: (1) deletes what a killed run left in ``_staging``; (2) writes the segments to export into
 ``_staging/run-<n>``; (3) swaps their leaves into the lake one rename at a time, so a reader sees each leaf
 whole, old or new (:mod:`spark_jobs.lake_swap`); (4) replaces the manifest; (5) makes the catalog table's
@@ -47,20 +58,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from spark_jobs.catalog import DEFAULT_TABLE, METASTORE_DIR, PartitionSync, metastore_conf, sync_partitions, with_conf
-from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, JobConfig, add_common_arguments
+from spark_jobs.config import DEFAULT_APP_NAME_PREFIX, ConfigError, JobConfig, add_common_arguments, is_store_uri
 from spark_jobs.lake import LakeFileSystem, check_overwrite_target, resolve_output
+from spark_jobs.lake_store import ObjectLake, swap_in_store
 from spark_jobs.lake_swap import LEAF_DEPTH, StepHook, clear_staging, leaves_of, no_hook, staging_dir, swap_in
 from spark_jobs.manifest import (
     LAKE_SCHEMA,
+    UNKNOWN_MTIME,
     ExportedSegment,
     ExportPlan,
     Fingerprint,
@@ -72,7 +89,8 @@ from spark_jobs.registry import register
 from spark_jobs.schema import EXPORT_PARTITION_COLUMNS, NAMESPACE, SEGMENT_BASE, SHARD
 from spark_jobs.segments import DEAD_DROP, READERS, SegmentFile, sample_hash, segment_records
 from spark_jobs.session import session_for
-from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
+from spark_jobs.source import add_source_arguments, source_of, unreadable_message
+from spark_jobs.tier_reads import object_sample_hash
 from spark_jobs.transforms import lake_rows
 
 JOB_NAME = "lake-export"
@@ -112,6 +130,9 @@ class ExportResult:
     staging_cleared: bool = False  # a killed run's staging directory was deleted
     leaves: dict[str, int] = field(default_factory=dict)  # added / replaced / emptied leaf directories
     table: PartitionSync | None = None
+    read_from_tier: int = 0  # segments of this run read from the object store
+    bytes_uploaded: int = 0  # Parquet bytes uploaded to an object-store lake
+    unreadable: list[str] = field(default_factory=list)  # listed, not readable here (left for a later run)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +153,10 @@ class ExportResult:
             "staging_cleared": self.staging_cleared,
             "leaves": self.leaves,
             "table": None if self.table is None else asdict(self.table),
+            "segments_from_tier": self.read_from_tier,
+            "bytes_uploaded": self.bytes_uploaded,
+            "segments_unreadable": len(self.unreadable),
+            "unreadable": self.unreadable[:100],
         }
 
 
@@ -188,9 +213,54 @@ def segment_directories(lake: LakeFileSystem, segments: Sequence[SegmentFile]) -
 
 
 def fingerprint(segment: SegmentFile) -> Fingerprint:
-    """The segment's size as listed, its file's mtime and sampled content, and its dead records."""
-    mtime_ns = os.stat(segment.path).st_mtime_ns
-    return Fingerprint(segment.size, mtime_ns, sample_hash(segment.path, segment.size), segment.dead_records)
+    """The segment's size as listed, its file's mtime and sampled content, and its dead records; for a segment
+    read from the object store, the object's sampled content (the same digest as of the file: the object is
+    the file byte for byte) and no mtime. Raises :class:`FileNotFoundError` for a segment gone since the
+    listing."""
+    if not segment.from_tier:
+        try:
+            mtime_ns = os.stat(segment.path).st_mtime_ns
+            return Fingerprint(segment.size, mtime_ns, sample_hash(segment.path, segment.size), segment.dead_records)
+        except FileNotFoundError:
+            if not (segment.object_key and segment.tier_uri):
+                raise  # deleted by retention since the listing
+            # its local copy dropped since the listing: the executors read the object (segments._read)
+    assert segment.object_key and segment.tier_uri
+    digest = object_sample_hash(segment.tier_uri, segment.object_key, segment.size)
+    if digest is None:
+        raise FileNotFoundError(f"{segment.where} is gone")
+    return Fingerprint(segment.size, UNKNOWN_MTIME, digest, segment.dead_records)
+
+
+FINGERPRINT_THREADS = 8  # object-store fingerprints are two ranged GETs each: a few at a time
+
+
+def fingerprints_of(segments: Sequence[SegmentFile]) -> dict[SegmentFile, Fingerprint]:
+    """:func:`fingerprint` of every segment still there (those in the store a few at a time)."""
+
+    def one(segment: SegmentFile) -> tuple[SegmentFile, Fingerprint | None]:
+        try:
+            return segment, fingerprint(segment)
+        except FileNotFoundError:  # deleted by retention since the listing
+            return segment, None
+
+    remote = [s for s in segments if s.from_tier]
+    found = [one(s) for s in segments if not s.from_tier]
+    if remote:
+        with ThreadPoolExecutor(max_workers=min(FINGERPRINT_THREADS, len(remote))) as pool:
+            found += list(pool.map(one, remote))
+    return {segment: fp for segment, fp in found if fp is not None}
+
+
+def store_leaves(lake: ObjectLake, segments: Sequence[SegmentFile]) -> dict[str, list[str]]:
+    """As :func:`current_leaves`, for a lake in an object store (one listing of the dataset)."""
+    wanted = {(s.namespace, str(s.shard), str(s.base_offset)) for s in segments}
+    leaves: dict[str, list[str]] = {}
+    for leaf, names in leaves_of(lake.data_files()).items():
+        values = [part.partition("=")[2] for part in leaf.split("/")]
+        if (values[0], values[2], values[3]) in wanted:
+            leaves[leaf] = names
+    return leaves
 
 
 def current_leaves(lake: LakeFileSystem, segments: Sequence[SegmentFile]) -> dict[str, list[str]]:
@@ -229,14 +299,22 @@ def run_export(
     reader: str = "arrow",
     table: str | None = None,
     hook: StepHook = no_hook,
+    local_staging: str | Path | None = None,
 ) -> ExportResult:
     """Export the sealed ``segments`` (as the node listed them, :mod:`spark_jobs.source`) not yet in the lake
     at ``output``, or changed since (rewritten, or more of their records dead); dead records are left out.
 
     With ``table``, that catalog table's partitions are then made the lake's (:mod:`spark_jobs.catalog`).
-    ``hook`` is called before each step of putting rows in place (tests look at the lake there)."""
+    ``hook`` is called before each step of putting rows in place (tests look at the lake there).
+
+    ``output`` may be an object store (``s3://bucket/prefix``, :mod:`spark_jobs.lake_store`): the rows are then
+    staged in a local temporary directory under ``local_staging`` (default: the temp directory; on a cluster, a
+    directory the driver and every executor see) and uploaded; ``table`` does not apply there."""
     started = time.perf_counter()
-    lake = LakeFileSystem(spark, output)
+    in_store = is_store_uri(output)
+    lake: LakeFileSystem | ObjectLake = ObjectLake(output) if in_store else LakeFileSystem(spark, output)
+    if in_store:
+        table = None
     if table:
         # Open the catalog first: a metastore that is locked (embedded Derby held by a reader) or unreachable
         # fails the run before it writes anything.
@@ -244,13 +322,7 @@ def run_export(
     active = [s.key for s in segments if not s.sealed]
     if active:
         raise ValueError(f"only sealed segments are exported; active: {', '.join(active)}")
-    sealed = list(segments)
-    fingerprints: dict[SegmentFile, Fingerprint] = {}
-    for segment in sealed:
-        try:
-            fingerprints[segment] = fingerprint(segment)
-        except FileNotFoundError:  # deleted by retention since the listing
-            continue
+    fingerprints = fingerprints_of(list(segments))
     manifest = load_manifest(lake)
     plan: ExportPlan = plan_export(manifest, fingerprints)
     result = ExportResult(
@@ -259,7 +331,7 @@ def run_export(
         segments_sealed=len(fingerprints),
         unchanged=len(plan.unchanged),
         gone=list(plan.gone),
-        staging_cleared=clear_staging(lake),
+        staging_cleared=False if isinstance(lake, ObjectLake) else clear_staging(lake),
     )
     todo = plan.to_export
     if todo:
@@ -267,15 +339,17 @@ def run_export(
         run = manifest.run + 1
         staged = staging_dir(run)
         records = lake_rows(segment_records(spark, todo, dead=DEAD_DROP, reader=reader))
-        with sql_conf(spark, WRITE_SQL_CONF):
-            (
-                records.write.mode("errorifexists")
-                .options(**WRITE_OPTIONS)
-                .partitionBy(*EXPORT_PARTITION_COLUMNS)
-                .parquet(lake.uri(staged))
-            )
-        hook("staged", None)
-        swapped = swap_in(lake, staged, current_leaves(lake, todo), hook)
+        result.read_from_tier = sum(1 for s in todo if s.from_tier)
+        if isinstance(lake, ObjectLake):
+            with tempfile.TemporaryDirectory(prefix="lake-export-", dir=local_staging) as tmp:
+                local = Path(tmp) / staged
+                _write_staged(spark, records, local.as_uri())
+                hook("staged", None)
+                swapped, result.bytes_uploaded = swap_in_store(lake, local, store_leaves(lake, todo), hook)
+        else:
+            _write_staged(spark, records, lake.uri(staged))
+            hook("staged", None)
+            swapped = swap_in(lake, staged, current_leaves(lake, todo), hook)
         result.leaves = {"added": swapped.added, "replaced": swapped.replaced, "emptied": swapped.emptied}
         exported_at = int(time.time() * 1000) if now_ms is None else now_ms
         entries = [
@@ -289,7 +363,7 @@ def run_export(
                 records=counts[s],
                 exported_at_ms=exported_at,
                 run=run,
-                source_path=s.path,
+                source_path=s.where,
                 dead_records=fingerprints[s].dead_records,
                 lake_schema=LAKE_SCHEMA,
             )
@@ -297,19 +371,31 @@ def run_export(
         ]
         hook("manifest", None)
         result.manifest = lake.uri(save_manifest(lake, manifest.updated(run, entries)))
-        clear_staging(lake)
+        if isinstance(lake, LakeFileSystem):
+            clear_staging(lake)
         result.run = run
         result.exported = [s.key for s in plan.new]
         result.replaced = [s.key for s in plan.changed]
         result.records_written = sum(counts.values())
         result.bytes_read = sum(s.size for s in todo)
-    leaves = set(leaves_of(lake.data_files()))
-    if table:
-        hook("register", None)
-        result.table = sync_partitions(spark, table, lake, leaves)
-    prune_empty_leaves(lake, leaves)
+    if isinstance(lake, LakeFileSystem):  # an object store has no directories to sync or prune
+        leaves = set(leaves_of(lake.data_files()))
+        if table:
+            hook("register", None)
+            result.table = sync_partitions(spark, table, lake, leaves)
+        prune_empty_leaves(lake, leaves)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _write_staged(spark: SparkSession, records: Any, uri: str) -> None:
+    with sql_conf(spark, WRITE_SQL_CONF):
+        (
+            records.write.mode("errorifexists")
+            .options(**WRITE_OPTIONS)
+            .partitionBy(*EXPORT_PARTITION_COLUMNS)
+            .parquet(uri)
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,8 +408,16 @@ def build_parser() -> argparse.ArgumentParser:
         "segments rewritten since (compaction) or with more dead records are replaced, each day's rows of a "
         "segment with one rename; the catalog table's partitions are kept registered. Prints a JSON summary.",
     )
-    add_source_arguments(parser)
-    parser.add_argument("--output", help=f"dataset directory or Hadoop URI (default <lake path>/{DATASET})")
+    add_source_arguments(parser, several_nodes=True)
+    parser.add_argument(
+        "--output",
+        help=f"dataset directory, Hadoop URI or object store s3://bucket/prefix (default <lake path>/{DATASET})",
+    )
+    parser.add_argument(
+        "--staging-dir",
+        help="for a lake in an object store: where the rows are written before they are uploaded (default: the "
+        "temp directory; on a cluster, a directory the driver and every executor see)",
+    )
     parser.add_argument(
         "--namespace",
         action="append",
@@ -357,17 +451,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
     args = build_parser().parse_args(argv)
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")
-    output = resolve_output(args.output or config.lake_path / DATASET)
+    default_output = f"{config.lake_store}/{DATASET}" if config.lake_store else config.lake_path / DATASET
+    output = resolve_output(args.output or default_output)
     check_overwrite_target(output, config.lake_path)
-    data_dir = data_dir_of(JOB_NAME, args.data_dir)
-    if data_dir is None:
+    in_store = is_store_uri(output)
+    if in_store and args.staging_dir is None and not config.is_local:
+        raise ConfigError(
+            "a lake in an object store is staged on local disk before the upload: on a cluster give --staging-dir, "
+            "a directory the driver and every executor see"
+        )
+    source = source_of(JOB_NAME, args)
+    if source is None:
         return 2
-    source = source_from_args(args, data_dir)
-    segments = source.segments(namespaces=args.namespace)
-    if args.table:
+    listing = source.listing(namespaces=args.namespace)
+    if listing.unreadable:
+        print(f"python -m spark_jobs {JOB_NAME}: warning: {unreadable_message(listing.unreadable)}", file=sys.stderr)
+    table = None if in_store else args.table or None
+    if table:
         metastore = metastore_conf(args.metastore or config.lake_path / METASTORE_DIR)
         config = replace(config, extra_conf=with_conf(config.extra_conf, metastore))
     with session_for(config, spark) as session:
-        result = run_export(session, segments, output, reader=args.reader, table=args.table or None)
+        result = run_export(
+            session, listing.segments, output, reader=args.reader, table=table, local_staging=args.staging_dir
+        )
+    result.unreadable = [s.key for s in listing.unreadable]
     print(json.dumps(result.to_dict(), sort_keys=True), flush=True)
     return 0

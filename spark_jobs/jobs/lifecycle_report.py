@@ -37,7 +37,7 @@ from spark_jobs.registry import register
 from spark_jobs.schema import DATE, EXPORT_LAKE_SCHEMA, NAMESPACE
 from spark_jobs.segments import DEAD_MARK, segment_records
 from spark_jobs.session import session_for
-from spark_jobs.source import add_source_arguments, data_dir_of, source_from_args
+from spark_jobs.source import add_source_arguments, source_of
 from spark_jobs.transforms import lifecycle_namespace_totals, lifecycle_report
 
 JOB_NAME = "lifecycle-report"
@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_source_arguments(
         parser,
         data_dir_help="the node's data directory for --source segments, readable at the same path by every executor",
+        several_nodes=True,
     )
     parser.add_argument("--now-ms", type=int, help="'now' for expiry, ms since the epoch (default: the clock)")
     parser.add_argument("--ttl", action="append", default=[], metavar="NS=MS", help="namespace TTL (repeatable)")
@@ -166,16 +167,18 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     if args.post_url and not token:
         raise ConfigError(f"--post-url needs the control plane token in {ENV_TOKEN}")
     now_ms = int(time.time() * 1000) if args.now_ms is None else args.now_ms
+    if not args.output or (args.source == "lake" and not args.input):
+        config.check_local_lake(JOB_NAME)
     output = resolve_output(args.output or config.lake_path / "reports" / "lifecycle")
     check_overwrite_target(output, config.lake_path)
     source = resolve_output(args.input or config.lake_path / DATASET)
     segments = None
     if args.source == "segments":
-        data_dir = data_dir_of(JOB_NAME, args.data_dir)
-        if data_dir is None:
+        segment_source = source_of(JOB_NAME, args)
+        if segment_source is None:
             return 2
-        source = str(data_dir)
-        segments = source_from_args(args, data_dir).segments(namespaces=args.namespace, include_active=True)
+        source = str(segment_source.data_dir or ",".join(n.url for n in segment_source.all_nodes))
+        segments = segment_source.segments(namespaces=args.namespace, include_active=True)
 
     with session_for(config, spark) as session:
         records = read_lake(session, source) if segments is None else segment_records(session, segments, dead=DEAD_MARK)

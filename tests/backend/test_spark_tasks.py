@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 
 from backend.apps.audit.models import AuditEntry
 from backend.apps.lifecycle.models import Lease
-from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.models import Namespace, ShardPlacement
 from backend.apps.nodes.models import StorageNode
 from backend.apps.reports import jobs, services, tasks
 from backend.apps.reports.models import LifecycleReportRow
@@ -172,6 +172,41 @@ def test_the_command_line_comes_from_the_job_table(tmp_path, settings):
 
 
 # -- the task run ----------------------------------------------------------------------------
+
+
+def test_reading_jobs_list_every_node_hosting_a_shard(db, tmp_path):
+    """A namespace placed on two nodes (issue 19): lake-export and lifecycle-report list both (the namespace's
+    node first, its data directory NODE_DATA_DIR), tokens in NODE_TOKENS, never on the command line; jobs that
+    hand a result to the node keep the namespace's node."""
+    a = StorageNode.objects.create(name="node-a", url="http://a:7070", token="token-a")
+    b = StorageNode.objects.create(name="node-b", url="http://b:7070", token="token-b")
+    spread = Namespace.objects.create(name="spread", shards=3, node=b)
+    for shard, node in ((0, a), (1, b), (2, a)):
+        ShardPlacement.objects.create(namespace=spread, shard=shard, node=node)
+    assert [n.name for n in services._reading_nodes(spread, spread.node)] == ["node-b", "node-a"]
+    everywhere = [n.name for n in services._reading_nodes(None, a)]
+    assert everywhere[0] == "node-a" and set(everywhere) >= {"node-a", "node-b"}
+    ctx = jobs.JobContext(
+        namespace="spread",
+        workdir=tmp_path,
+        node_data_dir=Path("/data/node"),
+        ttls={},
+        post_url="http://cp/api/reports/lifecycle",
+        params={},
+        node_url=b.url,
+        node_urls=(b.url, a.url),
+    )
+    export = jobs.command("lake-export", ctx)
+    assert export[3:] == [
+        "lake-export",
+        *("--data-dir", "/data/node", "--node-url", "http://b:7070", "--node-url", "http://a:7070"),
+        *("--namespace", "spread"),
+    ]
+    assert jobs.command("lifecycle-report", ctx).count("--node-url") == 2
+    assert jobs.command("compaction-plan", ctx).count("--node-url") == 1
+    env = jobs.job_environment(None, node_token=b.token, node_tokens={a.url: a.token, b.url: b.token})
+    assert json.loads(env["NODE_TOKENS"]) == {"http://a:7070": "token-a", "http://b:7070": "token-b"}
+    assert "token-a" not in " ".join(export) and "NODE_TOKENS" not in jobs.job_environment(None)
 
 
 def test_a_failing_job_fails_its_run_with_the_stderr_tail(db, tmp_path, settings):

@@ -47,6 +47,10 @@ class JobContext:
     # The node that lists the sealed segments and dead records a job reads (and takes a job's result); its
     # token goes in the environment. Without one (no node registered) a job reads the directory --offline.
     node_url: str = ""
+    # Every node hosting a shard the job reads, ``node_url`` first (``--data-dir`` is its directory): jobs that
+    # only read (lake-export, lifecycle-report) list them all, so a namespace placed on several nodes is read
+    # whole. Their tokens go in the environment (NODE_TOKENS). Empty: ``node_url`` alone.
+    node_urls: tuple[str, ...] = ()
 
 
 def _source(ctx: JobContext) -> list[str]:
@@ -54,8 +58,16 @@ def _source(ctx: JobContext) -> list[str]:
     return ["--data-dir", str(ctx.node_data_dir), *(["--node-url", ctx.node_url] if ctx.node_url else ["--offline"])]
 
 
+def _read_source(ctx: JobContext) -> list[str]:
+    """:func:`_source` for jobs that only read: every node hosting a shard (each a ``--node-url``)."""
+    urls = ctx.node_urls or ((ctx.node_url,) if ctx.node_url else ())
+    if not urls:
+        return _source(ctx)
+    return ["--data-dir", str(ctx.node_data_dir), *(arg for url in urls for arg in ("--node-url", url))]
+
+
 def _lake_export_args(ctx: JobContext) -> list[str]:
-    args = _source(ctx)
+    args = _read_source(ctx)
     return [*args, "--namespace", ctx.namespace] if ctx.namespace else args
 
 
@@ -66,7 +78,7 @@ def _lifecycle_report_args(ctx: JobContext) -> list[str]:
     return [
         "--source",
         source,
-        *_source(ctx),
+        *_read_source(ctx),
         "--policies",
         str(policies),
         "--post-url",
@@ -151,7 +163,9 @@ def command(job: str, ctx: JobContext) -> list[str]:
     return [sys.executable, "-m", "spark_jobs", job, *(builder(ctx) if builder else [])]
 
 
-def job_environment(token: str | None = None, node_token: str | None = None) -> dict[str, str]:
+def job_environment(
+    token: str | None = None, node_token: str | None = None, node_tokens: Mapping[str, str] | None = None
+) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         SPARK_MASTER=str(settings.SPARK_MASTER),
@@ -165,6 +179,9 @@ def job_environment(token: str | None = None, node_token: str | None = None) -> 
     env.pop("NODE_TOKEN", None)
     if node_token:
         env["NODE_TOKEN"] = node_token  # for jobs that hand a result to the node (ttl-backfill)
+    env.pop("NODE_TOKENS", None)
+    if node_tokens:
+        env["NODE_TOKENS"] = json.dumps(dict(node_tokens), sort_keys=True)  # several nodes: URL → token
     return env
 
 

@@ -218,6 +218,17 @@ def _counts(summary: dict[str, Any] | None) -> dict[str, int]:
     return {k: v for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
+def _reading_nodes(namespace: Namespace | None, node: StorageNode | None) -> list[StorageNode]:
+    """The nodes a reading job lists segments from: every node hosting a shard of ``namespace`` (every node for
+    a cluster-wide job), ``node`` (whose data directory is NODE_DATA_DIR) first."""
+    from backend.apps.namespaces.selectors import hosting_nodes
+
+    found = [n for n, _shards in hosting_nodes(namespace)] if namespace else list(StorageNode.objects.order_by("name"))
+    if node is None:
+        return found
+    return [node, *(n for n in found if n.pk != node.pk)]
+
+
 def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, poll_s: float = 1.0) -> JobOutcome:
     """Run the job of a queued run to its end; see the module docstring."""
     run = TaskRun.objects.select_related("namespace__node").get(pk=run_id)
@@ -237,6 +248,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
         # The node that lists the segments to read (and takes a job's result): the namespace's, or for a
         # cluster-wide job the default node, whose data directory is NODE_DATA_DIR.
         node = run.namespace.node if run.namespace else StorageNode.objects.filter(name=DEFAULT_NODE_NAME).first()
+        readers = _reading_nodes(run.namespace, node)
         with tempfile.TemporaryDirectory(prefix=f"spark-run-{run.pk}-") as tmp:
             ctx = jobs.JobContext(
                 namespace=run.namespace.name if run.namespace else None,
@@ -246,6 +258,7 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
                 post_url=settings.CONTROL_PLANE_URL.rstrip("/") + REPORT_PATH,
                 params=run.params,
                 node_url=node.url if node is not None else "",
+                node_urls=tuple(n.url for n in readers) if len(readers) > 1 else (),
             )
             argv = jobs.command(job, ctx)
             shown = ["python", *argv[1:]]
@@ -260,7 +273,11 @@ def run_spark_job(run_id: int, *, clock: Callable[[], float] = time.monotonic, p
 
             outcome = jobs.supervise(
                 argv,
-                env=jobs.job_environment(token, node_token=node.token if node is not None else None),
+                env=jobs.job_environment(
+                    token,
+                    node_token=node.token if node is not None else None,
+                    node_tokens={n.url: n.token for n in readers if n.token} if len(readers) > 1 else None,
+                ),
                 workdir=Path(tmp),
                 time_limit_s=settings.SPARK_JOB_TIME_LIMIT_S,
                 should_cancel=lambda: runs.cancel_requested(run),
