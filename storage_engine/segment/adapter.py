@@ -33,6 +33,7 @@ from storage_engine.tier.context import TierContext
 from storage_engine.tier.figures import tier_gauges
 from storage_engine.tier.offload import Offloader
 from storage_engine.tier.recall import Recaller
+from storage_engine.tier.rewrite import rewrite_offloaded
 from storage_engine.tier.store import TierError, default_tier_uri
 from storage_engine.tier.verify import verify_tier
 
@@ -80,6 +81,7 @@ class SegmentAdapter(IndexedLogAdapter):
             "clock": self.clock,
             "counters": self.counters,
             "tier": self.tier.shard(record.name, record.ns_id, shard),
+            "rewriter": rewrite_offloaded,  # compaction and reclamation of offloaded segments
         }
         if create:
             if directory.exists():  # left by a crash before the namespace was recorded

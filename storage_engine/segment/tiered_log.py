@@ -29,7 +29,7 @@ stale objects are deleted by the next tier step (:meth:`TieredShardLog.clear_sta
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -55,17 +55,22 @@ class TierHooks(Protocol):
         """Delete the segment's data object and manifest (missing ones are fine)."""
         ...
 
-    def rewrite_offloaded(self, log: TieredShardLog, base: int, now: int, remove: Removal) -> ShardWork:
-        """Rewrite the offloaded segment ``base`` (:func:`storage_engine.tier.rewrite.rewrite_offloaded`)."""
-        ...
+
+OffloadedRewrite = Callable[["TieredShardLog", int, int, Removal], ShardWork]
+"""Rewrites a segment in the object store: ``(log, base offset, now, removal)``
+(:func:`storage_engine.tier.rewrite.rewrite_offloaded`, given by the adapter)."""
 
 
 class TieredShardLog(ShardLog):
-    """:class:`ShardLog` with an object-store tier (``tier`` ``None``: none configured)."""
+    """:class:`ShardLog` with an object-store tier (``tier`` ``None``: none configured) and what
+    rewrites its offloaded segments (``rewriter`` ``None``: they are left as they are)."""
 
-    def __init__(self, *, tier: TierHooks | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, tier: TierHooks | None = None, rewriter: OffloadedRewrite | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.tier = tier
+        self.rewriter = rewriter
 
     def _remote_factory(self) -> RemoteFactory | None:
         return None if self.tier is None else self.tier.remote_segment
@@ -221,8 +226,8 @@ class TieredShardLog(ShardLog):
         with self.write_lock:
             seg = self._sealed(base)
             tiered = seg is not None and seg.meta.tier.uploaded
-        if tiered and self.tier is not None:
-            return self.tier.rewrite_offloaded(self, base, now, remove)
+        if tiered:
+            return ShardWork() if self.rewriter is None else self.rewriter(self, base, now, remove)
         return super().rewrite_segment(base, now, remove)
 
     # -- rewriting an offloaded segment: the state changes (storage_engine.tier.rewrite) ----------

@@ -12,18 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from storage_engine.counters import Counters
-from storage_engine.lifecycle import Removal, ShardWork
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.tier.layout import data_key, manifest_key, namespace_prefix, shard_prefix
 from storage_engine.tier.remote_reads import CACHE_DIR, RemoteSegment, TierCache
 from storage_engine.tier.store import ObjectTier
-
-if TYPE_CHECKING:
-    from storage_engine.segment.tiered_log import TieredShardLog
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +70,6 @@ class ShardTier:
 
     def remote_segment(self, meta: SegmentMeta) -> Segment:
         return RemoteSegment(meta, self.data_key(meta), self.context.cache)
-
-    def rewrite_offloaded(self, log: TieredShardLog, base: int, now: int, remove: Removal) -> ShardWork:
-        """A rewrite of an offloaded segment under a new generation (:mod:`storage_engine.tier.rewrite`)."""
-        from storage_engine.tier.rewrite import rewrite_offloaded  # it imports this module
-
-        return rewrite_offloaded(log, self, base, now, remove)
 
     def delete_objects(self, meta: SegmentMeta) -> None:
         """The manifest first (a data object without one is recognisably unfinished), then the data."""

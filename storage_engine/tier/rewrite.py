@@ -3,7 +3,8 @@ compaction (DESIGN §3 "Tiers": compaction applies to the whole log) download, r
 it under a new generation before the catalog swaps it in.
 
 :func:`rewrite_offloaded` (called by :meth:`TieredShardLog.rewrite_segment
-<storage_engine.segment.tiered_log.TieredShardLog.rewrite_segment>`, under the lifecycle lock, so
+<storage_engine.segment.tiered_log.TieredShardLog.rewrite_segment>` as the log's ``rewriter``, which
+the ``segment`` adapter gives every shard; under the lifecycle lock, so
 no offload, recall or other rewrite runs meanwhile), for segment ``base`` under generation ``g0``:
 
 0. **Leftovers first**: the stale generations of the shard's segments (earlier crashes, or old
@@ -80,8 +81,12 @@ def clean_stale(tlog: TieredShardLog, shard: ShardTier) -> int:
     return done
 
 
-def rewrite_offloaded(tlog: TieredShardLog, shard: ShardTier, base: int, now: int, remove: Removal) -> ShardWork:
-    """Steps 0–5 of the module docstring for the live segment ``base`` (*both* or *remote*)."""
+def rewrite_offloaded(tlog: TieredShardLog, base: int, now: int, remove: Removal) -> ShardWork:
+    """Steps 0–5 of the module docstring for the live segment ``base`` (*both* or *remote*): the
+    log's ``rewriter`` (:data:`~storage_engine.segment.tiered_log.OffloadedRewrite`)."""
+    shard = tlog.tier
+    if not isinstance(shard, ShardTier):
+        return ShardWork()
     clean_stale(tlog, shard)
     staged = tlog.stage_rewrite(base, now, remove)
     if isinstance(staged, ShardWork):
