@@ -58,10 +58,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -90,8 +91,9 @@ from spark_jobs.schema import EXPORT_PARTITION_COLUMNS, NAMESPACE, SEGMENT_BASE,
 from spark_jobs.segments import DEAD_DROP, READERS, SegmentFile, sample_hash, segment_records
 from spark_jobs.session import session_for
 from spark_jobs.source import add_source_arguments, source_of, unreadable_message
-from spark_jobs.tier_reads import object_sample_hash
+from spark_jobs.tier_reads import object_sample_hash, object_tier
 from spark_jobs.transforms import lake_rows
+from storage_engine.tier.store import ObjectMissingError
 
 JOB_NAME = "lake-export"
 
@@ -133,6 +135,7 @@ class ExportResult:
     read_from_tier: int = 0  # segments of this run read from the object store
     bytes_uploaded: int = 0  # Parquet bytes uploaded to an object-store lake
     unreadable: list[str] = field(default_factory=list)  # listed, not readable here (left for a later run)
+    vanished: list[str] = field(default_factory=list)  # objects gone while read: left for the next run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -157,6 +160,7 @@ class ExportResult:
             "bytes_uploaded": self.bytes_uploaded,
             "segments_unreadable": len(self.unreadable),
             "unreadable": self.unreadable[:100],
+            "segments_vanished": len(self.vanished),
         }
 
 
@@ -344,10 +348,12 @@ def run_export(
             with tempfile.TemporaryDirectory(prefix="lake-export-", dir=local_staging) as tmp:
                 local = Path(tmp) / staged
                 _write_staged(spark, records, local.as_uri())
+                todo = _drop_vanished(todo, result, lambda s: _drop_local(local, s))
                 hook("staged", None)
                 swapped, result.bytes_uploaded = swap_in_store(lake, local, store_leaves(lake, todo), hook)
         else:
             _write_staged(spark, records, lake.uri(staged))
+            todo = _drop_vanished(todo, result, lambda s: _drop_staged(lake, staged, s))
             hook("staged", None)
             swapped = swap_in(lake, staged, current_leaves(lake, todo), hook)
         result.leaves = {"added": swapped.added, "replaced": swapped.replaced, "emptied": swapped.emptied}
@@ -374,9 +380,9 @@ def run_export(
         if isinstance(lake, LakeFileSystem):
             clear_staging(lake)
         result.run = run
-        result.exported = [s.key for s in plan.new]
-        result.replaced = [s.key for s in plan.changed]
-        result.records_written = sum(counts.values())
+        result.exported = [s.key for s in plan.new if s in todo]
+        result.replaced = [s.key for s in plan.changed if s in todo]
+        result.records_written = sum(counts[s] for s in todo)
         result.bytes_read = sum(s.size for s in todo)
     if isinstance(lake, LakeFileSystem):  # an object store has no directories to sync or prune
         leaves = set(leaves_of(lake.data_files()))
@@ -386,6 +392,44 @@ def run_export(
         prune_empty_leaves(lake, leaves)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _object_gone(segment: SegmentFile) -> bool:
+    """Whether a segment the executors may have read from its object (no local file now) has no object either."""
+    if not (segment.object_key and segment.tier_uri):
+        return False
+    if not segment.from_tier and segment.path and os.path.exists(segment.path):
+        return False
+    try:
+        object_tier(segment.tier_uri).head(segment.object_key)
+    except ObjectMissingError:
+        return True
+    return False
+
+
+def _drop_vanished(
+    todo: tuple[SegmentFile, ...], result: ExportResult, drop: Callable[[SegmentFile], None]
+) -> tuple[SegmentFile, ...]:
+    """Leave out of this run the segments whose object vanished while it read them (deleted by retention, or
+    rewritten under a new generation: an executor then read nothing): their staged rows (``drop``) are not
+    swapped in and the manifest keeps their previous version, so the lake keeps their exported rows and the
+    next run, listing them again, exports what is there then. Checked after the write: an object never comes
+    back under the same key, so a read that found it missing is always caught."""
+    vanished = [s for s in todo if _object_gone(s)]
+    for segment in vanished:
+        drop(segment)
+    result.vanished = [s.key for s in vanished]
+    return tuple(s for s in todo if s not in vanished)
+
+
+def _drop_staged(lake: LakeFileSystem, staged: str, segment: SegmentFile) -> None:
+    for uri in lake.glob(f"{staged}/{segment_glob(segment)}"):
+        lake.delete(uri)
+
+
+def _drop_local(local: Path, segment: SegmentFile) -> None:
+    for path in local.glob(segment_glob(segment)):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _write_staged(spark: SparkSession, records: Any, uri: str) -> None:

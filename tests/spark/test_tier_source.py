@@ -13,19 +13,22 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.config import ConfigError
+from spark_jobs.config import DEFAULT_LAKE_PATH, ConfigError, JobConfig
+from spark_jobs.jobs import lake_export
 from spark_jobs.jobs.lake_export import build_parser, fingerprint, main, pyarrow_partitioning
+from spark_jobs.lake import LakeFileSystem
 from spark_jobs.lake_store import ObjectLake, swap_in_store
-from spark_jobs.manifest import MANIFEST_DIR
+from spark_jobs.manifest import MANIFEST_DIR, load_manifest
 from spark_jobs.segments import SegmentFile, decode_segment_table
 from spark_jobs.source import node_segment_files, node_tokens, source_from_args
 from storage_engine import open_engine
-from storage_engine.api import NewRecord, SegmentTier
+from storage_engine.api import NewRecord, Record, SegmentTier
 from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
@@ -108,9 +111,8 @@ def mark_expired_dead(client: NodeClient) -> None:
             pass
 
 
-def _row(ns: str, shard: int, r: object) -> Row:
-    headers = r.headers
-    pairs = headers.items() if isinstance(headers, dict) else headers
+def _row(ns: str, shard: int, r: Record) -> Row:
+    pairs = r.headers.items() if isinstance(r.headers, dict) else r.headers
     key, value = r.key, r.value
     return (
         ns,
@@ -129,7 +131,7 @@ def engine_truth(client: NodeClient, segments: list[SegmentFile]) -> set[Row]:
     """Every record of the sealed ``segments`` the node serves through the engine (reads leave dead and
     expired records out), as rows."""
     rows: set[Row] = set()
-    last = {}
+    last: dict[tuple[str, int], int] = {}
     for s in segments:
         last[(s.namespace, s.shard)] = max(last.get((s.namespace, s.shard), -1), s.last_offset)
     for (ns, shard), last_offset in last.items():
@@ -152,7 +154,7 @@ def listed_truth(segments: list[SegmentFile]) -> set[Row]:
     return rows
 
 
-def _lake_row(r: dict[str, object]) -> Row:
+def _lake_row(r: dict[str, Any]) -> Row:
     headers = r["headers"]
     pairs = headers.items() if isinstance(headers, dict) else headers
     return (
@@ -161,8 +163,8 @@ def _lake_row(r: dict[str, object]) -> Row:
         r["offset"],
         r["timestamp"],
         r["key"],
-        tuple(r["tags"]),  # type: ignore[arg-type]
-        tuple(sorted((k, bytes(v)) for k, v in pairs)),  # type: ignore[union-attr]
+        tuple(r["tags"]),
+        tuple(sorted((k, bytes(v)) for k, v in pairs)),
         r["value"],
         r["expire_at"],
     )
@@ -182,10 +184,10 @@ def download_lake(store: ObjectLake, into: Path) -> Path:
     return into
 
 
-def export(spark: SparkSession, capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, object]:
+def export(spark: SparkSession, capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
     assert main(argv, spark=spark) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    return json.loads(out[-1])  # type: ignore[no-any-return]
+    return dict(json.loads(out[-1]))
 
 
 # -- one node, every segment in the store ---------------------------------------------------------------------
@@ -312,8 +314,8 @@ def test_a_namespace_on_two_nodes_is_exported_whole(
         argv += ["--table", ""]
         first = export(spark, capsys, argv)
         assert first["segments_unreadable"] == len(local_only)
-        assert set(first["unreadable"]) == {s.key for s in local_only}  # type: ignore[arg-type]
-        assert not {s.key for s in local_only} & {r for r in first["replaced"]}  # type: ignore[union-attr]
+        assert set(first["unreadable"]) == {s.key for s in local_only}
+        assert not {s.key for s in local_only} & set(first["replaced"])
 
         while b.lifecycle_step(NS, "offload").more:
             pass
@@ -390,3 +392,45 @@ def test_object_lake_swap_replaces_a_leaf_in_one_put(tmp_path: Path) -> None:
         store.write_bytes_atomic("_manifest/manifest-0000000001.json", b"{}")
     assert store.list_names("_manifest") == ["manifest-0000000001.json"]
     assert "_manifest/manifest-0000000001.json" not in files
+
+
+def test_an_object_that_vanishes_while_read_leaves_its_segment_for_the_next_run(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object deleted (retention) or replaced under a new generation (a rewrite) after the driver
+    fingerprinted it: the executor reads nothing, the run sees the object gone after the write, leaves the
+    segment's staged rows out and out of the manifest (the lake keeps what it had), and exports the rest."""
+    tier_uri = (tmp_path / "tier").as_uri()
+    data_dir = tmp_path / "data"
+    write_offloaded(data_dir, tier_uri, {NS: {0}}, batches=6)
+    with serving(data_dir, tier_uri) as (_node, client):
+        segments = node_segment_files(client, None)
+    victim = segments[0]
+    assert victim.from_tier and victim.object_key
+
+    real = lake_export.fingerprints_of
+
+    def fingerprint_then_lose_one(listed: list[SegmentFile]) -> dict[SegmentFile, object]:
+        found = real(listed)
+        (tmp_path / "tier" / str(victim.object_key)).unlink()
+        return found  # type: ignore[return-value]
+
+    monkeypatch.setattr(lake_export, "fingerprints_of", fingerprint_then_lose_one)
+    lake = tmp_path / "lake"
+    result = lake_export.run_export(spark, segments, str(lake))
+    assert result.vanished == [victim.key] and victim.key not in result.exported
+    assert len(result.exported) == len(segments) - 1
+    manifest = load_manifest(LakeFileSystem(spark, str(lake)))
+    assert victim.key not in manifest.segments and len(manifest.segments) == len(segments) - 1
+    rows = lake_rows(lake)
+    assert set(rows) == listed_truth(segments[1:]) and len(rows) == result.records_written
+
+
+def test_an_s3_lake_path_is_lake_exports_and_refused_by_jobs_that_go_through_hadoop() -> None:
+    args = build_parser().parse_args(["--lake-path", "s3://bucket/lake/", "--node-url", "http://a:1"])
+    config = JobConfig.from_args(args)
+    assert config.lake_store == "s3://bucket/lake" and config.lake_path == Path(DEFAULT_LAKE_PATH)
+    assert JobConfig.from_env(env={"LAKE_PATH": "s3://bucket/x"}).lake_store == "s3://bucket/x"
+    assert JobConfig.from_env(env={"LAKE_PATH": "/srv/lake"}).lake_store is None
+    with pytest.raises(ConfigError, match="no S3 connector"):
+        config.check_local_lake("lifecycle-report")
