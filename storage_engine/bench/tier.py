@@ -7,10 +7,15 @@ segments):
 1. **local reads**: ``--reads`` random single-record reads by offset (``read(..., max_records=1)``)
    while every segment is local;
 2. **direct copy** (the peer): every sealed segment file PUT with ``obstore`` under a separate
-   prefix, ``offload_concurrency`` at a time — the bytes an offload must move, with nothing else;
-3. **offload**: offload steps (hashing, upload, verification, manifests, catalog, local copies
-   dropped: ``local_retention_ms`` 0), interleaved with step 2: ``concurrency`` files copied
-   directly, then an offload step of as many segments, and so on, so both see the same load;
+   prefix, ``offload_concurrency`` at a time — the bytes an offload must move, with nothing else —
+   and made as durable as the offload makes its objects (on a ``file://`` tier fsynced:
+   :meth:`~storage_engine.tier.store.ObjectTier.make_durable`, a no-op on S3, whose PUT is
+   durable when acknowledged); ``--plain-direct-copy`` leaves the fsync out;
+3. **offload**: offload steps (hashing, upload, verification, manifests, catalog), interleaved with
+   step 2: ``concurrency`` files copied directly, then an offload step of as many segments, and so
+   on, so both see the same load; local copies are kept meanwhile (``local_retention_ms`` unset),
+   then dropped by one more step, timed on its own (``drop-local-copies``: local deletion, not
+   upload work);
 4. **cold remote reads**: ``--cold-reads`` reads at offsets spread so that each falls in a block
    no other read fetched (every one a cache miss);
 5. **cached remote reads**: the local reads' offsets again after one warming pass (every block in
@@ -36,6 +41,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -61,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-kib", type=int, help="read cache block size in KiB (default: the engine's)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the random offsets")
     parser.add_argument(
+        "--plain-direct-copy", action="store_true", help="the direct copy without fsync on a file:// tier"
+    )
+    parser.add_argument(
         "--append-batches", type=int, default=2_000, help="appends timed alone and during an offload (default 2000)"
     )
     parser.add_argument(
@@ -75,13 +84,16 @@ def _mb_per_s(nbytes: int, seconds: float) -> float:
     return round(nbytes / seconds / 1e6, 2) if seconds else 0.0
 
 
-def _direct_copy(tier: ObjectTier, files: list[Path], concurrency: int) -> tuple[float, int]:
-    """PUT every file under a fresh prefix ``concurrency`` at a time; (seconds, bytes). Removed after."""
+def _direct_copy(tier: ObjectTier, files: list[Path], concurrency: int, durable: bool) -> tuple[float, int]:
+    """PUT every file under a fresh prefix ``concurrency`` at a time (``durable``: then made durable as an
+    offload makes its objects); (seconds, bytes). Removed after."""
     prefix = f"direct-{uuid.uuid4().hex[:8]}/"
 
     def put(path: Path) -> int:
         with open(path, "rb") as f:
             tier.put(prefix + path.name, f)
+        if durable:
+            tier.make_durable(prefix + path.name)
         return path.stat().st_size
 
     began = time.perf_counter()
@@ -155,9 +167,8 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         policy = NamespacePolicy(
             segment_bytes=args.segment_mb * MiB, retention_ms=None, remote_storage_enabled=True, local_retention_ms=0
         )
-        engine.create_namespace("bench", 1, policy)
+        engine.create_namespace("bench", 1, replace(policy, local_retention_ms=None))  # copies kept in 2–3
         _fill(engine, "bench", args, args.records)
-        time.sleep(0.002)  # local_retention_ms 0: every sealed segment's newest record is in the past
         rng = random.Random(args.seed)
         offsets = [rng.randrange(args.records) for _ in range(args.reads)]
         read = partial(engine.read, "bench", 0, max_records=1)
@@ -176,7 +187,8 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         direct_s = offload_s = 0.0
         direct_bytes = offloaded = 0
         for i in range(0, len(files), args.concurrency):
-            seconds, nbytes = _direct_copy(engine.tier.tier, files[i : i + args.concurrency], args.concurrency)
+            chunk = files[i : i + args.concurrency]
+            seconds, nbytes = _direct_copy(engine.tier.tier, chunk, args.concurrency, not args.plain_direct_copy)
             direct_s, direct_bytes = direct_s + seconds, direct_bytes + nbytes
             began = time.perf_counter()
             step = engine.offload("bench", limit=args.concurrency)
@@ -205,6 +217,20 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
                     "concurrency": args.concurrency,
                 }
             )
+        engine.update_namespace("bench", policy)  # local_retention_ms 0: the local copies go now
+        time.sleep(0.002)  # every sealed segment's newest record is in the past
+        began = time.perf_counter()
+        step = engine.offload("bench")
+        dropped_s = time.perf_counter() - began
+        lines.append(
+            {
+                "bench": "tier",
+                "system": "drop-local-copies",
+                "segments": step.local_copies_dropped,
+                "bytes": step.local_bytes_dropped,
+                "seconds": round(dropped_s, 4),
+            }
+        )
 
         if args.block_kib:
             cache.block_bytes = args.block_kib * 1024  # nothing is cached yet

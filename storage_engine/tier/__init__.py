@@ -4,9 +4,11 @@ transparently. One module per thing in the object store or one rule:
 - :mod:`.store` — the object store behind one small interface (``obstore``: ``file://``, ``s3://``);
 - :mod:`.layout` — the names of a segment's objects;
 - :mod:`.manifest` — the per-segment manifest (reading an object without RocksDB);
+- :mod:`.checksum` — the content checksum of a data object (XXH3-128);
 - :mod:`.rules` — which segments are offloaded, which local copies go (local retention);
 - :mod:`.upload` — uploading and verifying one segment;
 - :mod:`.offload` — the ``offload`` lifecycle step;
+- :mod:`.rewrite` — compaction and reclamation rewrites of offloaded segments;
 - :mod:`.recall` — the ``recall`` lifecycle step (local copies of offloaded segments brought back);
 - :mod:`.remote_reads` — ranged reads through a bounded on-disk cache, a segment served remotely;
 - :mod:`.context` — one engine's tier and each shard's part of it;

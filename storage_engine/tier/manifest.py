@@ -4,13 +4,13 @@ One JSON object per segment, written after its data object
 (:mod:`storage_engine.tier.layout` names both), UTF-8, keys sorted::
 
     {
-      "format": 1,
+      "format": 2,
       "namespace": "orders", "ns_id": 3, "shard": 0,
       "base_offset": 4096, "last_offset": 8191,       # inclusive
       "generation": "1f3a...",                         # 16 hex digits, as in the object names
       "data_object": "orders/3/0/00000000000000004096-1f3a....log",
       "size_bytes": 1048576,                           # bytes of the data object
-      "sha256": "…",                                   # hex digest of the data object
+      "checksum": "xxh3_128:…",                        # of the data object (storage_engine.tier.checksum)
       "record_count": 4096, "live_count": 4000,
       "first_timestamp": …, "min_timestamp": …, "max_timestamp": …,   # ms; null when empty
       "min_expire_at": …, "max_expire_at": …,          # explicit expire_at bounds; null: none
@@ -29,6 +29,9 @@ copy) work on it as on the local file. ``time_index`` says every record at or be
 has a timestamp ≤ the time. ``dead_ranges`` is a snapshot: the node's index store stays the
 authority (a TTL scan may mark more records dead later); a reader without the node leaves these
 out and applies the records' own expiry.
+
+Format 1 (written before) had ``"sha256": "<hex>"`` instead of ``checksum``; it is read as the
+checksum ``"sha256:<hex>"`` and verified with SHA-256.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from storage_engine.errors import StorageError
+from storage_engine.tier import checksum as checksums
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 
 
 class ManifestError(StorageError):
@@ -63,7 +68,7 @@ class Manifest:
     generation: str
     data_object: str
     size_bytes: int
-    sha256: str
+    checksum: str  # "<algorithm>:<hex digest>" of the data object
     record_count: int
     live_count: int
     first_timestamp: int | None
@@ -93,8 +98,12 @@ class Manifest:
             raise ManifestError(key, f"not JSON ({exc})") from None
         if not isinstance(body, dict):
             raise ManifestError(key, "not a JSON object")
-        if body.get("format") != FORMAT:
-            raise ManifestError(key, f"format {body.get('format')!r}, this engine reads {FORMAT}")
+        version = body.get("format")
+        if version not in READABLE_FORMATS:
+            readable = ", ".join(map(str, READABLE_FORMATS))
+            raise ManifestError(key, f"format {version!r}, this engine reads {readable}")
+        if version == 1 and "sha256" in body:
+            body = {**body, "checksum": f"{checksums.SHA256}:{body['sha256']}", "format": FORMAT}
         return cls._build(key, body)
 
     @classmethod
@@ -107,6 +116,7 @@ class Manifest:
         try:
             for name in ("dead_ranges", "offset_index", "time_index"):
                 values[name] = tuple((int(a), int(b)) for a, b in values.get(name, ()))
+            checksums.parse(str(values["checksum"]))
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise ManifestError(key, f"malformed ({exc})") from None

@@ -17,9 +17,9 @@ retention, offload or cleaner changes a segment while it is downloaded; appends 
    next one is refused;
 3. per segment: its manifest is read and checked against the metadata
    (:func:`~storage_engine.tier.verify.manifest_mismatches`); the data object is downloaded
-   (:meth:`~storage_engine.tier.store.ObjectTier.sha256`: ranged GETs, hashed as they arrive)
+   (:meth:`~storage_engine.tier.store.ObjectTier.digest`: ranged GETs, hashed as they arrive)
    into ``<base>.log.recall.tmp`` in the shard's directory (truncating what an interrupted recall
-   left there); its size and SHA-256 must be the manifest's, else
+   left there); its size and checksum must be the manifest's, else
    :class:`~storage_engine.tier.upload.TierVerifyError`; the file is fsynced, renamed to the
    segment's file name and the directory fsynced;
 4. :meth:`~storage_engine.segment.tiered_log.TieredShardLog.finish_recall`: REMOTE → BOTH (one
@@ -53,6 +53,7 @@ from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
+from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.rules import recall_candidates
@@ -114,13 +115,14 @@ def download(hooks: ShardTier, meta: SegmentMeta, target: Path) -> int:
     if mismatches:
         raise ManifestError(manifest_key, "; ".join(mismatches))
     with open(target, "wb") as f:
-        size, digest = tier.sha256(key, f.write)
+        algorithm, expected = checksums.parse(manifest.checksum)
+        size, digest = tier.digest(key, algorithm, f.write)
         f.flush()
         os.fsync(f.fileno())
     if size != meta.size_bytes:
         raise TierVerifyError(key, "the size downloaded", meta.size_bytes, size)
-    if digest != manifest.sha256:
-        raise TierVerifyError(key, "the SHA-256 downloaded", manifest.sha256, digest)
+    if digest != expected:
+        raise TierVerifyError(key, f"the {algorithm} checksum downloaded", expected, digest)
     return size
 
 

@@ -17,9 +17,7 @@ user info, and errors name the URI, the key and the operation only.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,6 +32,7 @@ from obstore.exceptions import NotFoundError
 from obstore.store import LocalStore, S3Store
 
 from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.tier import checksum as checksums
 
 SCHEMES = ("file", "s3")
 READ_CHUNK = 8 << 20  # bytes per chunk when an object is streamed back (verification)
@@ -172,6 +171,37 @@ class ObjectTier:
         parts' MD5s, ``-<count>``, which the caller can check without reading the object back."""
         self._call("put", key, lambda: obstore.put(self.store, key, parts, chunk_size=part_bytes, use_multipart=True))
 
+    def make_durable(self, key: str) -> None:
+        """Make a written object survive a power loss before anything relies on it being the only copy.
+
+        An S3 PUT is durable once acknowledged. A local directory's is not: ``obstore`` writes a staging
+        file and renames it without ``fsync``, so after a crash of the machine the name could exist
+        with its bytes lost. Here the file, and every directory from its own up to the root (new
+        ones hold new entries), are fsynced."""
+        if self.scheme != "file":
+            return
+        root = Path(self._parts.path)
+        path = root / key
+
+        def sync() -> None:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            directory = path.parent
+            while True:
+                dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+                if directory == root or root not in directory.parents:
+                    break
+                directory = directory.parent
+
+        self._call("sync", key, sync)
+
     @property
     def content_etags(self) -> bool:
         """Whether the store's ETags describe the content (S3: MD5-based); a local directory's do not."""
@@ -241,21 +271,13 @@ class ObjectTier:
             got += len(chunk)
         return got
 
-    def crc32(self, key: str) -> tuple[int, int]:
-        """``(size, CRC-32)`` of an object as the store returns it now (a cheap read-back check)."""
-        crc = 0
-
-        def update(chunk: Any) -> None:
-            nonlocal crc
-            crc = zlib.crc32(chunk, crc)
-
-        size = self.checksum(key, update)
-        return size, crc
-
-    def sha256(self, key: str, sink: Callable[[Any], object] | None = None) -> tuple[int, str]:
-        """``(size, sha256 hex)`` of an object as the store returns it now (:meth:`checksum`); each
-        chunk also goes to ``sink`` when given (a recall writes the object to a local file)."""
-        digest = hashlib.sha256()
+    def digest(
+        self, key: str, algorithm: str = checksums.ALGORITHM, sink: Callable[[Any], object] | None = None
+    ) -> tuple[int, str]:
+        """``(size, hex digest)`` of an object as the store returns it now (:meth:`checksum`), hashed
+        with ``algorithm`` (:mod:`storage_engine.tier.checksum`); each chunk also goes to ``sink`` when
+        given (a recall writes the object to a local file as it checks it)."""
+        digest = checksums.content_hash(algorithm)
         update = digest.update
         if sink is not None:
 

@@ -4,15 +4,17 @@ catalog may say "uploaded" (:meth:`~storage_engine.segment.tiered_log.TieredShar
 Steps, for a segment whose metadata already records UPLOADING and the generation (so the names
 below are fixed before any byte leaves the node):
 
-1. read the local file once, in ``PART_BYTES`` parts, hashing each part as it is read (SHA-256
-   of the whole for the manifest; on S3 each part's MD5, else a CRC-32 of the whole) while streaming the parts as a
-   multipart upload of exactly those parts (:meth:`~storage_engine.tier.store.ObjectTier.put_parts`);
+1. read the local file once, in ``PART_BYTES`` parts, hashing each part as it is read (the
+   content checksum of the whole for the manifest, :mod:`storage_engine.tier.checksum`; on S3 also
+   each part's MD5) while streaming the parts as a multipart upload of exactly those parts
+   (:meth:`~storage_engine.tier.store.ObjectTier.put_parts`);
 2. verify it: HEAD gives the size, which must be the segment's; on S3 an ETag equal to the MD5 of
    the parts' MD5s (``-<parts>``, :func:`multipart_etag`) proves the content; a store computing
-   ETags differently has the object read back in ranged GETs and its SHA-256 compared; a local
-   directory (no content ETags) has it read back and its CRC-32, computed with the parts, compared
-   (the SHA-256 of the manifest is then the one computed while reading the file);
-3. PUT the manifest (:mod:`storage_engine.tier.manifest`), read it back and compare it byte for byte.
+   ETags differently, and a local directory (no content ETags), have the object read back in
+   ranged GETs and its checksum compared with the one computed while reading the file;
+3. PUT the manifest (:mod:`storage_engine.tier.manifest`), read it back and compare it byte for byte;
+4. on a local directory, fsync both objects (:meth:`~storage_engine.tier.store.ObjectTier.make_durable`;
+   an S3 PUT is durable when acknowledged): the catalog's "uploaded" may let the local copy go.
 
 Any failure raises (:class:`~storage_engine.tier.store.TierError`, :class:`TierVerifyError`) and
 leaves the segment UPLOADING: the next offload uploads again under the same names.
@@ -26,7 +28,6 @@ dead records.
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterator
 
 from storage_engine.errors import StorageError
@@ -34,6 +35,7 @@ from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.segment_files import dead_ranges
+from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.manifest import Manifest, pairs
 
@@ -58,7 +60,7 @@ def build_manifest(
     shard: ShardTier,
     log: TieredShardLog,
     meta: SegmentMeta,
-    sha256: str,
+    checksum: str,
     now: int,
     rewritten: tuple[tuple[int, int], ...] | None = None,
 ) -> Manifest:
@@ -76,7 +78,7 @@ def build_manifest(
         generation=f"{meta.tier_generation:016x}",
         data_object=shard.data_key(meta),
         size_bytes=meta.size_bytes,
-        sha256=sha256,
+        checksum=checksum,
         record_count=meta.record_count,
         live_count=meta.live_count,
         first_timestamp=None if empty else meta.first_timestamp,
@@ -107,7 +109,7 @@ def upload_segment(
     source: Segment | None = None,
     offset_index: tuple[tuple[int, int], ...] | None = None,
 ) -> int:
-    """Steps 1–3 for ``meta`` (a copy, naming the generation to upload under) from the segment's local
+    """Steps 1–4 for ``meta`` (a copy, naming the generation to upload under) from the segment's local
     file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded."""
     tier = shard.tier
     key = shard.data_key(meta)
@@ -115,22 +117,18 @@ def upload_segment(
     if seg is None or seg.size != meta.size_bytes:
         found = "gone" if seg is None else f"{seg.size} bytes"
         raise TierVerifyError(key, "the local segment file", f"{meta.size_bytes} bytes", found)
-    sha = hashlib.sha256()
-    crc = 0
+    content = checksums.content_hash()
     part_md5s: list[bytes] = []
     with_md5 = tier.content_etags
     size = meta.size_bytes
 
     def parts() -> Iterator[bytes]:
         """The file in parts, hashed as they are read (one pass over the file)."""
-        nonlocal crc
         for pos in range(0, size, PART_BYTES):
             chunk = seg.read(pos, min(PART_BYTES, size - pos))
-            sha.update(chunk)
+            content.update(chunk)
             if with_md5:
                 part_md5s.append(hashlib.md5(chunk, usedforsecurity=False).digest())
-            else:
-                crc = zlib.crc32(chunk, crc)
             yield chunk
 
     seg.retain()
@@ -142,15 +140,11 @@ def upload_segment(
     if info.size != size:
         raise TierVerifyError(key, "the size", size, info.size)
     etag = (info.etag or "").strip('"').lower()
-    if with_md5 and etag != multipart_etag(part_md5s):  # another ETag scheme: read back, SHA-256
-        back, digest = tier.sha256(key)
-        if (back, digest) != (size, sha.hexdigest()):
-            raise TierVerifyError(key, "the SHA-256 read back", sha.hexdigest(), f"{digest} ({back} bytes)")
-    elif not with_md5:  # no content ETag (a local directory): read back, CRC-32 (cheaper than SHA-256)
-        back, back_crc = tier.crc32(key)
-        if (back, back_crc) != (size, crc):
-            raise TierVerifyError(key, "the CRC-32 read back", f"{crc:08x}", f"{back_crc:08x} ({back} bytes)")
-    manifest = build_manifest(shard, log, meta, sha.hexdigest(), now, offset_index).to_bytes()
+    if not with_md5 or etag != multipart_etag(part_md5s):  # no content ETag, or another scheme: read back
+        back, digest = tier.digest(key)
+        if (back, digest) != (size, content.hexdigest()):
+            raise TierVerifyError(key, "the checksum read back", content.hexdigest(), f"{digest} ({back} bytes)")
+    manifest = build_manifest(shard, log, meta, checksums.label(content), now, offset_index).to_bytes()
     manifest_key = shard.manifest_key(meta)
     tier.put(manifest_key, manifest)
     back_manifest = tier.get(manifest_key)
@@ -158,4 +152,6 @@ def upload_segment(
         raise TierVerifyError(
             manifest_key, "the manifest read back", f"{len(manifest)} bytes", f"{len(back_manifest)} bytes"
         )
+    tier.make_durable(key)
+    tier.make_durable(manifest_key)
     return size

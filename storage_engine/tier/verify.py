@@ -3,7 +3,7 @@ adapter: what the catalog says is uploaded is there and intact, and nothing else
 
 Per shard, for every live segment whose tier is *both* or *remote*:
 
-- its data object exists and has the segment's size, and its SHA-256 (read back whole: verify is
+- its data object exists and has the segment's size, and its checksum (read back whole: verify is
   a diagnostic) is the one its manifest records;
 - its manifest exists, parses (:mod:`storage_engine.tier.manifest`) and describes this segment:
   base and last offset, generation, size, record count;
@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import file_name
 from storage_engine.segment.tiered_log import TieredShardLog
+from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest, ManifestError
@@ -31,7 +32,7 @@ from storage_engine.tier.store import ObjectMissingError, TierError
 
 def manifest_mismatches(hooks: ShardTier, meta: SegmentMeta, manifest: Manifest) -> list[str]:
     """Where ``manifest`` does not describe ``meta``'s segment (verify, and a recall before it
-    trusts the manifest's SHA-256)."""
+    trusts the manifest's checksum)."""
     expected = {
         "base_offset": meta.base_offset,
         "last_offset": meta.last_offset,
@@ -64,15 +65,16 @@ def _check_segment(hooks: ShardTier, route: str, meta: SegmentMeta, has_file: bo
         return [*problems, f"{where}: {exc}"]
     problems += [f"{where}: {p}" for p in manifest_mismatches(hooks, meta, manifest)]
     try:
-        size, digest = tier.sha256(data_key)
+        algorithm, expected = checksums.parse(manifest.checksum)
+        size, digest = tier.digest(data_key, algorithm)
     except ObjectMissingError:
         return [*problems, f"{where}: data object {data_key} is missing"]
     except TierError as exc:
         return [*problems, f"{where}: {exc}"]
     if size != meta.size_bytes:
         problems.append(f"{where}: data object {data_key} holds {size} bytes, expected {meta.size_bytes}")
-    elif digest != manifest.sha256:
-        problems.append(f"{where}: data object {data_key} has SHA-256 {digest}, its manifest says {manifest.sha256}")
+    elif digest != expected:
+        problems.append(f"{where}: data object {data_key} has {algorithm} {digest}, its manifest says {expected}")
     return problems
 
 

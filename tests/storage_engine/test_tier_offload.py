@@ -152,10 +152,11 @@ def test_the_manifest_and_object_are_readable_without_rocksdb(
     assert manifest.record_count == first.record_count and manifest.size_bytes == first.size_bytes
     assert manifest.min_timestamp == first.min_timestamp and manifest.max_timestamp == first.max_timestamp
     assert manifest.offset_index[0] == (first.base_offset, 0)
-    assert json.loads(store.get(manifests[0]))["format"] == 1
+    assert json.loads(store.get(manifests[0]))["format"] == 2
     copy = tmp_path / "copy.log"
     copy.write_bytes(store.get(manifest.data_object))
-    assert store.sha256(manifest.data_object)[1] == manifest.sha256
+    algorithm, expected = manifest.checksum.split(":")
+    assert algorithm == "xxh3_128" and store.digest(manifest.data_object)[1] == expected
     offsets = [r.offset for r in iter_file_records(copy)]
     assert offsets == list(range(first.base_offset, first.last_offset + 1))
 
@@ -307,7 +308,7 @@ def test_verify_reports_missing_damaged_and_stray_objects(
     store.delete(manifests[1])
     store.put(prefix + "00000000000000000000-00000000000000aa.log", b"stray")
     problems = "\n".join(engine.verify("n").problems)
-    assert "SHA-256" in problems and data[0] in problems
+    assert "has xxh3_128" in problems and data[0] in problems
     assert "manifest" in problems and "missing" in problems
     assert "stray object" in problems
 
@@ -424,8 +425,9 @@ def test_namespaces_without_remote_storage_never_touch_the_tier(tmp_path: Path, 
 def test_an_upload_is_verified_before_the_catalog_says_uploaded(
     tmp_path: Path, tier: Tier, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file:// tier is read back (CRC-32); on S3 an ETag that is the MD5 of the part MD5s proves the
-    content, any other ETag has the object read back (SHA-256). A mismatch keeps the segment local."""
+    """A file:// tier is read back and its checksum compared; on S3 an ETag that is the MD5 of the part
+    MD5s proves the content, any other ETag has the object read back too. A mismatch keeps the segment
+    local."""
     from dataclasses import replace
 
     from storage_engine.tier.upload import TierVerifyError

@@ -258,7 +258,7 @@ def test_a_damaged_object_is_refused_and_nothing_changes(
     store = tier.store()
     good = store.get(data[0])
     store.put(data[0], good[:-1] + bytes([good[-1] ^ 0xFF]))  # same size, one byte changed
-    with pytest.raises(TierVerifyError, match="SHA-256"):
+    with pytest.raises(TierVerifyError, match="xxh3_128 checksum downloaded"):
         engine.recall("n")
     assert set(tiers(engine)) == {SegmentTier.REMOTE}
     assert engine.stats().counters["tier_recall_failures_total"] == 1

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,11 +12,12 @@ import pytest
 from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
 from storage_engine.counters import Counters
 from storage_engine.policy import NamespacePolicy, effective_local_retention
+from storage_engine.tier import checksum
 from storage_engine.tier.layout import data_key, manifest_key, new_generation, parse_key, shard_prefix
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.remote_reads import BLOCK_BYTES, TierCache
 from storage_engine.tier.rules import local_copies_to_drop, offload_candidates
-from storage_engine.tier.store import ObjectTier
+from storage_engine.tier.store import ObjectMissingError, ObjectTier
 
 NOW = 1_000_000
 
@@ -107,7 +110,7 @@ def test_object_names_round_trip() -> None:
 def test_a_manifest_reads_back_and_a_bad_one_is_named() -> None:
     manifest = Manifest(
         namespace="n", ns_id=1, shard=0, base_offset=0, last_offset=9, generation="00000000000000aa",
-        data_object="n/1/0/x.log", size_bytes=10, sha256="ab", record_count=10, live_count=9,
+        data_object="n/1/0/x.log", size_bytes=10, checksum="xxh3_128:ab", record_count=10, live_count=9,
         first_timestamp=1, min_timestamp=1, max_timestamp=2, min_expire_at=None, max_expire_at=None,
         has_unbounded=True, content_flags=0, created_at=5, dead_ranges=((3, 3),), offset_index=((0, 0),),
         time_index=((2, 9),),
@@ -119,6 +122,27 @@ def test_a_manifest_reads_back_and_a_bad_one_is_named() -> None:
         Manifest.from_bytes("k", b'{"format": 1, "namespace": "n"}')
     with pytest.raises(ManifestError, match="not JSON"):
         Manifest.from_bytes("k", b"\xff")
+    with pytest.raises(ManifestError, match="checksum 'crc:1'"):
+        Manifest.from_bytes("k", manifest.to_bytes().replace(b'"xxh3_128:ab"', b'"crc:1"'))
+    # A format-1 manifest (written before the checksum field) reads as a SHA-256 checksum.
+    old = json.loads(manifest.to_bytes())
+    del old["checksum"]
+    old.update(format=1, sha256="cd")
+    assert Manifest.from_bytes("k", json.dumps(old).encode()).checksum == "sha256:cd"
+
+
+def test_each_checksum_algorithm_hashes_and_labels() -> None:
+    data = b"segment bytes" * 1000
+    for algorithm in checksum.ALGORITHMS:
+        whole, parts = checksum.content_hash(algorithm), checksum.content_hash(algorithm)
+        whole.update(data)
+        for i in range(0, len(data), 4096):
+            parts.update(data[i : i + 4096])
+        assert whole.hexdigest() == parts.hexdigest()
+        assert checksum.parse(checksum.label(whole, algorithm)) == (algorithm, whole.hexdigest())
+    assert checksum.content_hash().hexdigest() != checksum.content_hash(checksum.SHA256).hexdigest()
+    with pytest.raises(ValueError, match="md5"):
+        checksum.content_hash("md5")
 
 
 def test_the_cache_evicts_least_recently_used_blocks_and_refetches(tmp_path: Path) -> None:
@@ -139,3 +163,21 @@ def test_the_cache_evicts_least_recently_used_blocks_and_refetches(tmp_path: Pat
     assert snapshot["tier_cache_evictions_total"] >= 3 and snapshot["tier_cache_hits_total"] > 0
     cache.forget("obj")
     assert cache.cached_bytes == 0 and list((tmp_path / "cache").iterdir()) == []
+
+
+def test_a_local_directory_object_is_fsynced_with_its_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """obstore renames a staging file without fsync; make_durable syncs the file and each directory
+    from its own up to the tier's root (new directories hold new entries), and nothing above it."""
+    tier = ObjectTier((tmp_path / "tier").as_uri())
+    tier.put("orders/3/0/seg.log", b"data")
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    tier.make_durable("orders/3/0/seg.log")
+    root = tmp_path / "tier"
+    expected = [root / "orders/3/0/seg.log", root / "orders/3/0", root / "orders/3", root / "orders", root]
+    assert synced == [str(p) for p in expected]
+    with pytest.raises(ObjectMissingError):
+        tier.make_durable("orders/3/0/missing.log")
