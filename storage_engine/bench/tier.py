@@ -67,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-kib", type=int, help="read cache block size in KiB (default: the engine's)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the random offsets")
     parser.add_argument(
+        "--append-offload-mb-per-s",
+        type=float,
+        help="offload_bandwidth_bytes_per_s (in MB/s) while appends are timed in step 6 (default: unlimited)",
+    )
+    parser.add_argument(
         "--plain-direct-copy", action="store_true", help="the direct copy without fsync on a file:// tier"
     )
     parser.add_argument(
@@ -123,6 +128,9 @@ def _appends_during_offload(
     append = partial(engine.append, "bench-appends", 0, batch)
     timed_calls([append] * min(200, args.append_batches))  # warm up
     alone = timed_calls([append] * args.append_batches)
+    if args.append_offload_mb_per_s:
+        limit = int(args.append_offload_mb_per_s * 1e6)
+        engine.set_node_policy(replace(engine.node_policy(), offload_bandwidth_bytes_per_s=limit))
     time.sleep(0.002)  # local_retention_ms 0: the sealed segments' newest records are in the past
     offloaded = 0
     running = threading.Event()
@@ -135,6 +143,8 @@ def _appends_during_offload(
             offloaded += step.bytes_offloaded
             if not step.more:
                 break
+            if not step.bytes_offloaded:  # paced: the bucket is empty; a scheduler would call again later
+                time.sleep(0.05)
 
     thread = threading.Thread(target=offload_all, name="bench-offload")
     thread.start()
