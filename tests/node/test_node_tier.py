@@ -16,12 +16,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from storage_engine.api import NewRecord, SegmentTier
 from storage_engine.client import NodeClient
-from storage_engine.policy import NamespacePolicy
+from tests.storage_engine.tier_engine import policy
 from tests.support.processes import NodeProc, start_node
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 N = 120
-TIERED = NamespacePolicy(segment_bytes=4096, retention_ms=None, remote_storage_enabled=True, local_retention_ms=0)
+TIERED = policy()
 
 
 def value(text: str, sample: str) -> float:
@@ -160,9 +160,7 @@ def test_recall_steps_over_http_bring_local_copies_back_with_counts(tiered_node:
         assert [s.tier for s in sealed] == [SegmentTier.REMOTE] * len(sealed)
         kept_remote = client.lifecycle_step("t", "recall")  # local_retention_ms 0: the policy keeps them remote
         assert (kept_remote.skipped, kept_remote.segments_recalled) == ("policy", 0)
-        client.update_namespace(
-            "t", NamespacePolicy(segment_bytes=4096, retention_ms=None, remote_storage_enabled=True)
-        )
+        client.update_namespace("t", policy(local_retention_ms=None))
         dry = client.lifecycle_step("t", "recall", dry_run=True)
         assert (dry.segments_recalled, dry.bytes_recalled) == (len(sealed), sum(s.size_bytes for s in sealed))
         first = client.lifecycle_step("t", "recall", shard=0, limit=2)
@@ -196,12 +194,10 @@ def test_a_recall_without_disk_room_is_a_507_problem_naming_the_watermark(tiered
         fill(client)
         while client.lifecycle_step("t", "offload").more:
             pass
-        client.update_namespace(
-            "t", NamespacePolicy(segment_bytes=4096, retention_ms=None, remote_storage_enabled=True)
-        )
-        policy = client.node_policy()
+        client.update_namespace("t", policy(local_retention_ms=None))
+        node = client.node_policy()
         client.set_node_policy(
-            {**policy, "disk_max_used_ratio": 0.0, "disk_clean_forcibly_ratio": 0.0, "disk_warning_ratio": 0.0}
+            {**node, "disk_max_used_ratio": 0.0, "disk_clean_forcibly_ratio": 0.0, "disk_warning_ratio": 0.0}
         )
         response = httpx.post(f"{client.base_url}/v1/namespaces/t/lifecycle/recall", headers=client._http.headers)
         assert response.status_code == 507

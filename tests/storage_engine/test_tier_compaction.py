@@ -11,25 +11,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import iter_file_batches, iter_file_records
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.store import TierError
 from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.tier_engine import T0, clock_fixture, engine_fixture, engine_for  # noqa: F401 (fixtures)
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
-T0 = 1_700_000_000_000
 N = 90
 KEYS = 7
 
@@ -60,25 +57,6 @@ def policy(compact: bool = True, **over: object) -> NamespacePolicy:
         "reclaim_dead_ratio": 0.3,
     }
     return NamespacePolicy(**{**base, **over})  # type: ignore[arg-type]
-
-
-def engine_for(data_dir: Path, tier_uri: str, clock: ManualClock) -> StorageAdapter:
-    config = EngineConfig(
-        data_dir=data_dir, lifecycle_worker=False, tier_uri=tier_uri, node_policy=NodePolicy(file_delete_delay_ms=0)
-    )
-    return open_engine(config, clock)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def engine(tmp_path: Path, tier: Tier, clock: ManualClock) -> Iterator[StorageAdapter]:
-    e = engine_for(tmp_path / "data", tier.uri, clock)
-    yield e
-    e.close()
 
 
 def fill(engine: StorageAdapter, clock: ManualClock, *, expiring: bool = False, **over: object) -> None:
@@ -167,7 +145,7 @@ def test_compaction_of_offloaded_segments_keeps_the_latest_record_per_key(
     tmp_path: Path, tier: Tier, clock: ManualClock
 ) -> None:
     data_dir = tmp_path / "data"
-    engine = engine_for(data_dir, tier.uri, clock)
+    engine = engine_for(data_dir, tier, clock)
     try:
         fill(engine, clock)
         engine.offload("n")
@@ -195,7 +173,7 @@ def test_compaction_of_offloaded_segments_keeps_the_latest_record_per_key(
         assert engine.compact("n", manual=True).segments_rewritten == 0  # nothing left to remove
     finally:
         engine.close()
-    engine = engine_for(data_dir, tier.uri, clock)
+    engine = engine_for(data_dir, tier, clock)
     try:
         check_compacted(engine, tier)
     finally:
@@ -481,7 +459,7 @@ def test_rewrites_of_offloaded_segments_survive_sigkill(
     segments = run_child(data_dir, tier, op, point, nth)
     assert len(segments) > 4
     clock = ManualClock(T0 + 10_000)
-    engine = engine_for(data_dir, tier.uri, clock)
+    engine = engine_for(data_dir, tier, clock)
     try:
         check_after_crash(engine, op, segments)
         # The next steps finish the work: every segment rewritten, stale objects deleted.

@@ -16,16 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from storage_engine import open_engine
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
 from storage_engine.policy import NodePolicy
 from storage_engine.tier.layout import parse_key
 from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.tier_engine import T0, engine_for
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
-T0 = 1_700_000_000_000
 N = 90
 
 CHILD = (
@@ -180,10 +178,7 @@ def test_tiered_storage_survives_sigkill(tmp_path: Path, tier: Tier, op: str, po
     assert acks == list(range(N))
     assert killed, "the hook never fired: the crash point was not reached"
     clock = ManualClock(T0 + 10_000)
-    config = EngineConfig(
-        data_dir=data_dir, lifecycle_worker=False, tier_uri=tier.uri, node_policy=NodePolicy(file_delete_delay_ms=0)
-    )
-    engine = open_engine(config, clock)
+    engine = engine_for(data_dir, tier, clock)
     try:
         check(engine, tier, op == "retention")
         # The interrupted work finishes, and then nothing is left to do or duplicated.

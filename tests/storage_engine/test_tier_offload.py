@@ -5,14 +5,13 @@ retention, TTL and retention deleting objects, the read cache's bound, pacing â€
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from storage_engine import open_engine
-from storage_engine.api import NewRecord, Record, SegmentTier, StorageAdapter
+from storage_engine.api import NewRecord, SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import PolicyValidationError
@@ -23,52 +22,19 @@ from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.remote_reads import CACHE_DIR
 from storage_engine.tier.store import ObjectTier, TierError
 from storage_engine.wire import segment_from_json, segment_to_json
+from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
+    T0,
+    N,
+    check_every_lookup,
+    clock_fixture,
+    engine_fixture,
+    engine_for,
+    local_files,
+    policy,
+    read_all,
+    record,
+)
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
-
-T0 = 1_700_000_000_000
-N = 120
-
-
-def policy(**over: object) -> NamespacePolicy:
-    base: dict[str, object] = {
-        "segment_bytes": 4096,
-        "retention_ms": None,
-        "remote_storage_enabled": True,
-        "local_retention_ms": 0,
-    }
-    return NamespacePolicy(**{**base, **over})  # type: ignore[arg-type]
-
-
-def record(i: int, **over: object) -> NewRecord:
-    fields: dict[str, object] = {
-        "value": b"%d:" % i + b"v" * 200,
-        "key": b"k%d" % (i % 11),
-        "tags": (f"t{i % 3}",),
-        "timestamp": T0 + i * 10,
-    }
-    return NewRecord(**{**fields, **over})  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-def engine_for(data_dir: Path, tier: Tier, clock: ManualClock, node: NodePolicy | None = None) -> StorageAdapter:
-    config = EngineConfig(
-        data_dir=data_dir,
-        lifecycle_worker=False,
-        tier_uri=tier.uri,
-        node_policy=node or NodePolicy(file_delete_delay_ms=0),
-    )
-    return open_engine(config, clock)
-
-
-@pytest.fixture
-def engine(tmp_path: Path, tier: Tier, clock: ManualClock) -> Iterator[StorageAdapter]:
-    e = engine_for(tmp_path / "data", tier, clock)
-    yield e
-    e.close()
 
 
 def fill(engine: StorageAdapter, clock: ManualClock, n: int = N, **over: object) -> None:
@@ -76,37 +42,6 @@ def fill(engine: StorageAdapter, clock: ManualClock, n: int = N, **over: object)
     for i in range(n):
         engine.append("n", 0, [record(i)])
     clock.set(T0 + n * 10 + 1000)
-
-
-def read_all(engine: StorageAdapter, start: int = 0) -> list[Record]:
-    out: list[Record] = []
-    offset = start
-    while True:
-        page = engine.read("n", 0, offset, max_records=17)
-        if not page.records:
-            return out
-        out += page.records
-        offset = page.next_offset
-
-
-def local_files(data_dir: Path) -> list[str]:
-    return sorted(p.name for p in (data_dir / "segments" / "n" / "0").iterdir())
-
-
-def check_every_lookup(engine: StorageAdapter, n: int = N) -> None:
-    records = read_all(engine)
-    assert [r.offset for r in records] == list(range(n))
-    assert all(r.value == b"%d:" % r.offset + b"v" * 200 for r in records)
-    for k in range(11):
-        latest = max(i for i in range(n) if i % 11 == k)
-        found = engine.read_key("n", 0, b"k%d" % k)
-        assert found is not None and found.offset == latest
-    for t in range(3):
-        got = engine.read_tag("n", 0, f"t{t}", max_records=1000)
-        assert [r.offset for r in got.records] == [i for i in range(n) if i % 3 == t]
-    for i in (0, 1, 57, n - 1):
-        assert engine.offset_for_timestamp("n", 0, T0 + i * 10) == i
-        assert engine.offset_for_timestamp("n", 0, T0 + i * 10 - 5) == i
 
 
 def test_offload_then_every_lookup_reads_the_object_store(tmp_path: Path, tier: Tier, clock: ManualClock) -> None:

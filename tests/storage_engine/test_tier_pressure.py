@@ -215,21 +215,14 @@ def test_tier_errors_have_an_http_status_and_a_title(code: str, status: int) -> 
 def test_an_unreachable_s3_store_fails_fast_backs_off_and_leaves_local_data_alone(
     tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from storage_engine import open_engine
-    from storage_engine.config import EngineConfig
+    from tests.storage_engine.tier_engine import engine_for
     from tests.storage_engine.tier_util import free_ports
 
     [port] = free_ports(1)  # nothing listens there
     monkeypatch.setenv("TIER_S3_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
-    config = EngineConfig(
-        data_dir=tmp_path / "data",
-        lifecycle_worker=False,
-        tier_uri="s3://nowhere/tier",
-        node_policy=NodePolicy(file_delete_delay_ms=0),
-    )
-    e = open_engine(config, clock)
+    e = engine_for(tmp_path / "data", "s3://nowhere/tier", clock)
     try:
         ns = make_ns(e, "t", segment_bytes=4096, remote_storage_enabled=True, local_retention_ms=0)
         for i in range(60):

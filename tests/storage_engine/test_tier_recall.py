@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import obstore
 import pytest
 
 from storage_engine import open_engine
-from storage_engine.api import NewRecord, Record, SegmentTier, StorageAdapter
+from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import InvalidArgumentError
@@ -27,48 +26,20 @@ from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import TierVerifyError
 from storage_engine.wire import problem_for, status_for
 from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
+    T0,
+    N,
+    check_every_lookup,
+    clock_fixture,
+    engine_fixture,
+    engine_for,
+    local_files,
+    policy,
+    record,
+)
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
-T0 = 1_700_000_000_000
-N = 120
 TIER_READS = ("tier_cache_misses_total", "tier_fetched_bytes_total", "tier_cache_hits_total")
-
-
-def policy(**over: object) -> NamespacePolicy:
-    base: dict[str, object] = {
-        "segment_bytes": 4096,
-        "retention_ms": None,
-        "remote_storage_enabled": True,
-        "local_retention_ms": 0,
-    }
-    return NamespacePolicy(**{**base, **over})  # type: ignore[arg-type]
-
-
-def record(i: int) -> NewRecord:
-    return NewRecord(b"%d:" % i + b"v" * 200, key=b"k%d" % (i % 11), tags=(f"t{i % 3}",), timestamp=T0 + i * 10)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-def engine_for(data_dir: Path, tier: Tier, clock: ManualClock, capacity: int | None = None) -> StorageAdapter:
-    config = EngineConfig(
-        data_dir=data_dir,
-        lifecycle_worker=False,
-        tier_uri=tier.uri,
-        node_policy=NodePolicy(file_delete_delay_ms=0),
-        disk_capacity_bytes=capacity,
-    )
-    return open_engine(config, clock)
-
-
-@pytest.fixture
-def engine(tmp_path: Path, tier: Tier, clock: ManualClock) -> Iterator[StorageAdapter]:
-    e = engine_for(tmp_path / "data", tier, clock)
-    yield e
-    e.close()
 
 
 def offloaded(engine: StorageAdapter, clock: ManualClock, n: int = N) -> int:
@@ -90,36 +61,9 @@ def tiers(engine: StorageAdapter) -> list[SegmentTier]:
     return [s.tier for s in engine.list_segments("n", 0)[:-1]]
 
 
-def read_all(engine: StorageAdapter) -> list[Record]:
-    out: list[Record] = []
-    offset = 0
-    while True:
-        page = engine.read("n", 0, offset, max_records=17)
-        if not page.records:
-            return out
-        out += page.records
-        offset = page.next_offset
-
-
-def check_every_lookup(engine: StorageAdapter, n: int = N) -> None:
-    records = read_all(engine)
-    assert [r.offset for r in records] == list(range(n))
-    assert all(r.value == b"%d:" % r.offset + b"v" * 200 for r in records)
-    for k in range(11):
-        found = engine.read_key("n", 0, b"k%d" % k)
-        assert found is not None and found.offset == max(i for i in range(n) if i % 11 == k)
-    for t in range(3):
-        got = engine.read_tag("n", 0, f"t{t}", max_records=1000)
-        assert [r.offset for r in got.records] == [i for i in range(n) if i % 3 == t]
-
-
 def tier_reads(engine: StorageAdapter) -> dict[str, float]:
     counters = engine.stats().counters
     return {k: counters.get(k, 0) for k in TIER_READS}
-
-
-def local_files(data_dir: Path) -> list[str]:
-    return sorted(p.name for p in (data_dir / "segments" / "n" / "0").iterdir())
 
 
 def test_recall_brings_every_segment_back_and_reads_go_local(tmp_path: Path, tier: Tier, clock: ManualClock) -> None:
@@ -144,7 +88,7 @@ def test_recall_brings_every_segment_back_and_reads_go_local(tmp_path: Path, tie
         assert counters["tier_bytes_recalled_total"] == sum(sizes)
         assert counters["tier_remote_only_bytes"] == 0 and counters["tier_remote_bytes"] == sum(sizes)
         before = tier_reads(engine)
-        check_every_lookup(engine)  # by offset, key and tag: no block fetched from the store
+        check_every_lookup(engine, by_timestamp=False)  # by offset, key and tag: no block fetched from the store
         assert tier_reads(engine) == before
         assert engine.verify("n").ok, engine.verify("n").problems
         assert engine.recall("n").segments_recalled == 0  # nothing left: idempotent
@@ -154,7 +98,7 @@ def test_recall_brings_every_segment_back_and_reads_go_local(tmp_path: Path, tie
     try:
         assert set(tiers(reopened)) == {SegmentTier.BOTH}
         before = tier_reads(reopened)
-        check_every_lookup(reopened)
+        check_every_lookup(reopened, by_timestamp=False)
         assert tier_reads(reopened) == before
         assert reopened.verify("n").ok
     finally:
@@ -201,7 +145,7 @@ def test_recall_keeps_what_the_policy_keeps_local_and_offload_does_not_undo_it(
     assert engine.recall("n").segments_recalled == sealed - 3
     assert engine.offload("n").skipped == "policy"
     assert set(tiers(engine)) == {SegmentTier.BOTH}
-    check_every_lookup(engine)
+    check_every_lookup(engine, by_timestamp=False)
 
 
 def test_node_wide_recall_and_the_protocol(engine: StorageAdapter, clock: ManualClock) -> None:
@@ -245,7 +189,7 @@ def test_a_half_downloaded_copy_is_overwritten_and_removed_at_open(
     try:
         assert not leftover.exists()
         assert engine.recall("n").segments_recalled == sealed - 1
-        check_every_lookup(engine)
+        check_every_lookup(engine, by_timestamp=False)
     finally:
         engine.close()
 
@@ -417,13 +361,13 @@ def test_recall_survives_sigkill(tmp_path: Path, tier: Tier, clock: ManualClock,
     engine = engine_for(data_dir, tier, clock)
     try:
         assert not [f for f in local_files(data_dir) if f.endswith(".tmp")]
-        check_every_lookup(engine, 90)
+        check_every_lookup(engine, 90, by_timestamp=False)
         assert engine.verify("n").ok, engine.verify("n").problems
         result = engine.recall("n")  # the interrupted recall finishes
         assert set(tiers(engine)) == {SegmentTier.BOTH}
         assert result.segments_recalled >= 1
         before = tier_reads(engine)
-        check_every_lookup(engine, 90)
+        check_every_lookup(engine, 90, by_timestamp=False)
         assert tier_reads(engine) == before
         assert engine.verify("n").ok, engine.verify("n").problems
         assert tier.object_keys() == objects
