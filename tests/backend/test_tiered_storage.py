@@ -177,6 +177,8 @@ def test_a_recall_run_brings_segments_back_counts_them_and_syncs_the_catalog(
     # Local retention still says remote: nothing comes back, and the run says so by its counts.
     kept = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks))
     assert kept.state == "succeeded" and kept.counts["segments_recalled"] == 0
+    # The run says why it did nothing, in the operator's words (the node answered skipped="policy").
+    assert kept.params["skipped"] == "policy" and "raise local_retention_ms" in kept.params["skipped_reason"]
     # Raise local retention: the policy keeps everything local, so a recall brings every copy back.
     patched = api_as("admin").patch(
         "/api/namespaces/cold/policy", {"set": {"local_retention_bytes": 1_000_000_000}}, format="json"
@@ -192,6 +194,7 @@ def test_a_recall_run_brings_segments_back_counts_them_and_syncs_the_catalog(
     assert run.state == "succeeded", run.error
     assert run.counts["segments_recalled"] == dropped and run.counts["bytes_recalled"] > 0
     assert "segments_offloaded" not in run.counts  # a recall records its own counts, not an offload's
+    assert "skipped" not in run.params
     assert AuditEntry.objects.filter(action="action.recall", target="cold").count() == 3
     # The step marked the shards due for a sync: the catalog shows every segment local again.
     assert catalog.sync_stalest(limit=1).updated > 0

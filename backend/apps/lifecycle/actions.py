@@ -87,6 +87,29 @@ _ACTIONS = (
 ACTIONS: dict[str, Action] = {a.kind: a for a in _ACTIONS}
 
 
+# Why a step did nothing, as the node answers it (``LifecycleResult.skipped``), in an operator's words:
+# a run that did nothing says so rather than only showing zeros.
+SKIP_REASONS: dict[str, str] = {
+    "policy": "the namespace's policy does not call for it",
+    "not_due": "not due yet",
+    "backoff": "the object store failed recently: the node retries after a backoff",
+    "unsupported": "the node's storage adapter does not support it",
+}
+SKIP_REASONS_BY_KIND: dict[tuple[str, str], str] = {
+    (Kind.OFFLOAD, "policy"): "remote storage is not enabled for the namespace",
+    (Kind.RECALL, "policy"): (
+        "the policy keeps these segments in the object store only: raise local_retention_ms / "
+        "local_retention_bytes or turn remote storage off, then recall"
+    ),
+    (Kind.COMPACTION, "policy"): "the namespace's cleanup_policy does not contain compact",
+}
+
+
+def skip_reason(kind: str, skipped: str) -> str:
+    """The operator's sentence for a step of ``kind`` the node skipped for ``skipped``."""
+    return SKIP_REASONS_BY_KIND.get((kind, skipped)) or SKIP_REASONS.get(skipped) or skipped
+
+
 def actions_for(scope: str) -> list[str]:
     """The kinds an operator may start on a namespace or a node (a sweeping kind also node-wide)."""
     return sorted(k for k, a in ACTIONS.items() if a.scope == scope or (scope == "node" and a.sweeps))

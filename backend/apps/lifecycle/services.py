@@ -25,7 +25,7 @@ from django.utils import timezone
 from backend.apps.audit import services as audit
 from backend.apps.catalog import services as catalog
 from backend.apps.lifecycle import leases
-from backend.apps.lifecycle.actions import ACTIONS, actions_for
+from backend.apps.lifecycle.actions import ACTIONS, actions_for, skip_reason
 from backend.apps.lifecycle.models import DueSweep, Lease
 from backend.apps.lifecycle.schedules import DUE_KINDS, deadlines_enabled, schedule_name
 from backend.apps.lifecycle.selectors import scheduled_kinds_of_node
@@ -242,6 +242,13 @@ def run_step(run_id: int) -> StepOutcome:
                     _tiers_moved(run, node)
                 if run.kind == Kind.RECALL and result.segments_recalled and not run.dry_run:
                     _tiers_moved(run, node)
+                if result.skipped:
+                    run.params = {
+                        **run.params,
+                        "skipped": result.skipped,
+                        "skipped_reason": skip_reason(run.kind, result.skipped),
+                    }
+                    TaskRun.objects.filter(pk=run.pk).update(params=run.params)
                 more = result.more
                 if not more and position + 1 < len(targets):  # this node is done: the next one
                     run.params = {**run.params, "target": position + 1}

@@ -193,6 +193,11 @@ export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: nu
                   </Badge>
                   {run.cancel_requested && active && <div className="muted small">cancel requested</div>}
                   {run.error && <div className="error-text small">{run.error}</div>}
+                  {typeof run.params?.skipped_reason === "string" && (
+                    <div className="muted small" data-testid={`run-skipped-${run.id}`}>
+                      skipped: {run.params.skipped_reason}
+                    </div>
+                  )}
                 </td>
                 <td>
                   {active || run.progress > 0 ? (

@@ -41,6 +41,25 @@ describe("tasks: manual runs are not buried", () => {
   });
 });
 
+describe("tasks: a run the node skipped says why", () => {
+  it("shows the skip reason under the state, and nothing for a run that worked", async () => {
+    const reason = "the policy keeps these segments in the object store only: raise local_retention_ms";
+    mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": page([
+        taskRun(7, { kind: "recall", state: "succeeded", params: { manual: true, skipped: "policy", skipped_reason: reason } }),
+        taskRun(8, { kind: "recall", state: "succeeded", params: { manual: true } }),
+      ]),
+    });
+    renderApp("/tasks");
+    expect((await screen.findByTestId("run-skipped-7")).textContent).toBe(`skipped: ${reason}`);
+    expect(screen.getByTestId("run-row-8")).toBeTruthy();
+    expect(screen.queryByTestId("run-skipped-8")).toBeNull();
+  });
+});
+
 describe("tasks: a started run links to itself", () => {
   it("after Start, the new run opens and is marked in the list", async () => {
     let started = false;
