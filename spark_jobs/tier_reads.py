@@ -5,8 +5,10 @@ byte for byte (:mod:`storage_engine.tier.layout`), and the node's segment-files 
 tier (``local``, ``both``, ``remote``), its object key and the store's URI (no credentials). A segment whose
 local copy is gone (``remote``), or a ``both`` one when the job prefers the store (``--prefer-tier``, or no
 local data directory here), is read by an executor from the store: it HEADs the object (its size must be the
-listed one), downloads it in ranged GETs to a temporary file in the executor's local directory, and decodes
-that file with the engine's own reader, exactly as a local segment file
+listed one), reads the segment's manifest for the object's checksum, downloads the object in ranged GETs to a
+temporary file in the executor's local directory, hashing it as it arrives (the checksum must be the
+manifest's: :mod:`storage_engine.tier.checksum`, the node's own verification), and decodes that file with the
+engine's own reader, exactly as a local segment file
 (:func:`spark_jobs.segments.iter_segment_batches`): one decode path, the codec has one owner.
 
 The store is :class:`storage_engine.tier.store.ObjectTier` (obstore), built from the listing's URI or the
@@ -25,9 +27,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
+from storage_engine.tier import checksum as checksums
+from storage_engine.tier.layout import manifest_key_of
+from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.store import ObjectMissingError, ObjectTier
 
-DOWNLOAD_CHUNK = 8 << 20  # bytes per ranged GET
 SAMPLE_BYTES = 64 * 1024
 
 
@@ -97,30 +101,34 @@ def object_sample_hash(uri: str, key: str, size: int) -> str | None:
 @contextlib.contextmanager
 def downloaded(uri: str, key: str, size: int, directory: str | None = None) -> Iterator[str | None]:
     """The object ``key`` of the store at ``uri`` as a temporary local file (removed after the block), or
-    ``None`` when the object is gone (the segment deleted by retention since the listing).
+    ``None`` when the object or its manifest is gone (the segment deleted by retention or rewritten since the
+    listing: a deletion removes the manifest first).
 
-    The object must hold exactly ``size`` bytes (the listed size of the sealed segment it is a copy of):
-    anything else raises :class:`TierReadError`, as a download that ends early does."""
+    The object must hold exactly ``size`` bytes (the listed size of the sealed segment it is a copy of) with
+    the checksum its manifest records: anything else raises :class:`TierReadError`, as a download that ends
+    early does."""
     tier = object_tier(uri)
+    manifest_key = manifest_key_of(key)
     try:
         found = tier.head(key).size
+        manifest = Manifest.from_bytes(manifest_key, tier.get(manifest_key))
     except ObjectMissingError:
         yield None
         return
     if found != size:
         raise TierReadError(f"object store {tier.uri}: {key!r} holds {found} bytes, the node listed {size}")
+    algorithm, expected = checksums.parse(manifest.checksum)
     fd, path = tempfile.mkstemp(prefix="segment-", suffix=".log", dir=directory or local_dir())
     try:
         with os.fdopen(fd, "wb") as out:
-            got = 0
-            while got < size:
-                chunk = tier.get_range(key, got, min(size, got + DOWNLOAD_CHUNK))
-                if not chunk:
-                    break
-                out.write(chunk)
-                got += len(chunk)
+            got, digest = tier.digest(key, algorithm, out.write)
         if got != size:
             raise TierReadError(f"object store {tier.uri}: {key!r} ended after {got} of {size} bytes")
+        if digest != expected:
+            raise TierReadError(
+                f"object store {tier.uri}: {key!r} has {algorithm} {digest}, its manifest {manifest_key!r} says "
+                f"{expected}"
+            )
         yield path
     finally:
         with contextlib.suppress(FileNotFoundError):

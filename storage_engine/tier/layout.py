@@ -47,6 +47,13 @@ def manifest_key(prefix: str, base_offset: int, generation: int) -> str:
     return prefix + object_stem(base_offset, generation) + MANIFEST_SUFFIX
 
 
+def manifest_key_of(data_object: str) -> str:
+    """The manifest's key of a data object's key (a reader that was given only the data key)."""
+    if not data_object.endswith(DATA_SUFFIX):
+        raise ValueError(f"{data_object!r} is not a data object key (ends with {DATA_SUFFIX})")
+    return data_object[: -len(DATA_SUFFIX)] + MANIFEST_SUFFIX
+
+
 def parse_key(prefix: str, key: str) -> tuple[int, int] | None:
     """``(base offset, generation)`` of a key under ``prefix`` that this layout names, else ``None``."""
     if not key.startswith(prefix):
