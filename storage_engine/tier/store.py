@@ -171,36 +171,26 @@ class ObjectTier:
         parts' MD5s, ``-<count>``, which the caller can check without reading the object back."""
         self._call("put", key, lambda: obstore.put(self.store, key, parts, chunk_size=part_bytes, use_multipart=True))
 
-    def make_durable(self, key: str) -> None:
-        """Make a written object survive a power loss before anything relies on it being the only copy.
+    def make_durable(self, *keys: str) -> None:
+        """Make written objects survive a power loss before anything relies on them being the only copy.
 
         An S3 PUT is durable once acknowledged. A local directory's is not: ``obstore`` writes a staging
         file and renames it without ``fsync``, so after a crash of the machine the name could exist
-        with its bytes lost. Here the file, and every directory from its own up to the root (new
-        ones hold new entries), are fsynced."""
+        with its bytes lost. Here each file, then every directory from theirs up to the root (new ones
+        hold new entries), once each however many of the files it holds, are fsynced."""
         if self.scheme != "file":
             return
         root = Path(self._parts.path)
-        path = root / key
-
-        def sync() -> None:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            directory = path.parent
-            while True:
-                dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
-                if directory == root or root not in directory.parents:
+        directories: dict[Path, None] = {}  # deepest first, in order, each once
+        for key in keys:
+            path = root / key
+            self._call("sync", key, partial(_fsync, path, os.O_RDONLY))
+            for directory in (path.parent, *path.parent.parents):
+                directories[directory] = None
+                if directory == root:
                     break
-                directory = directory.parent
-
-        self._call("sync", key, sync)
+        for directory in directories:
+            self._call("sync", str(directory), partial(_fsync, directory, os.O_RDONLY | os.O_DIRECTORY))
 
     @property
     def content_etags(self) -> bool:
@@ -287,3 +277,11 @@ class ObjectTier:
 
         size = self.checksum(key, update)
         return size, digest.hexdigest()
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -152,6 +152,5 @@ def upload_segment(
         raise TierVerifyError(
             manifest_key, "the manifest read back", f"{len(manifest)} bytes", f"{len(back_manifest)} bytes"
         )
-    tier.make_durable(key)
-    tier.make_durable(manifest_key)
+    tier.make_durable(key, manifest_key)
     return size

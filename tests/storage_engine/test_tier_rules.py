@@ -172,12 +172,14 @@ def test_a_local_directory_object_is_fsynced_with_its_directories(
     from its own up to the tier's root (new directories hold new entries), and nothing above it."""
     tier = ObjectTier((tmp_path / "tier").as_uri())
     tier.put("orders/3/0/seg.log", b"data")
+    tier.put("orders/3/0/seg.manifest.json", b"{}")
     synced: list[str] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    tier.make_durable("orders/3/0/seg.log")
+    tier.make_durable("orders/3/0/seg.log", "orders/3/0/seg.manifest.json")
     root = tmp_path / "tier"
-    expected = [root / "orders/3/0/seg.log", root / "orders/3/0", root / "orders/3", root / "orders", root]
-    assert synced == [str(p) for p in expected]
+    files = [root / "orders/3/0/seg.log", root / "orders/3/0/seg.manifest.json"]
+    directories = [root / "orders/3/0", root / "orders/3", root / "orders", root]  # each once for both files
+    assert synced == [str(p) for p in files + directories]
     with pytest.raises(ObjectMissingError):
         tier.make_durable("orders/3/0/missing.log")
