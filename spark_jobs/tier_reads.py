@@ -7,8 +7,8 @@ local copy is gone (``remote``), or a ``both`` one when the job prefers the stor
 local data directory here), is read by an executor from the store: it HEADs the object (its size must be the
 listed one), reads the segment's manifest for the object's checksum, downloads the object in ranged GETs to a
 temporary file in the executor's local directory, hashing it as it arrives (the checksum must be the
-manifest's: :mod:`storage_engine.tier.checksum`, the node's own verification), and decodes that file with the
-engine's own reader, exactly as a local segment file
+manifest's: :func:`storage_engine.tier.fetch.fetch_verified`, the node's own verification), and decodes that
+file with the engine's own reader, exactly as a local segment file
 (:func:`spark_jobs.segments.iter_segment_batches`): one decode path, the codec has one owner.
 
 The store is :class:`storage_engine.tier.store.ObjectTier` (obstore), built from the listing's URI or the
@@ -27,10 +27,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
-from storage_engine.tier import checksum as checksums
+from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.layout import manifest_key_of
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.store import ObjectMissingError, ObjectTier
+from storage_engine.tier.upload import TierVerifyError
 
 SAMPLE_BYTES = 64 * 1024
 
@@ -117,18 +118,16 @@ def downloaded(uri: str, key: str, size: int, directory: str | None = None) -> I
         return
     if found != size:
         raise TierReadError(f"object store {tier.uri}: {key!r} holds {found} bytes, the node listed {size}")
-    algorithm, expected = checksums.parse(manifest.checksum)
     fd, path = tempfile.mkstemp(prefix="segment-", suffix=".log", dir=directory or local_dir())
     try:
         with os.fdopen(fd, "wb") as out:
-            got, digest = tier.digest(key, algorithm, out.write)
-        if got != size:
-            raise TierReadError(f"object store {tier.uri}: {key!r} ended after {got} of {size} bytes")
-        if digest != expected:
-            raise TierReadError(
-                f"object store {tier.uri}: {key!r} has {algorithm} {digest}, its manifest {manifest_key!r} says "
-                f"{expected}"
-            )
+            try:
+                fetch_verified(tier, key, manifest, size, out.write)
+            except TierVerifyError as exc:
+                raise TierReadError(
+                    f"object store {tier.uri}: {exc} (the node listed {size} bytes; its manifest {manifest_key!r} "
+                    f"says {manifest.checksum})"
+                ) from exc
         yield path
     finally:
         with contextlib.suppress(FileNotFoundError):

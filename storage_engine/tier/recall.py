@@ -17,7 +17,7 @@ retention, offload or cleaner changes a segment while it is downloaded; appends 
    next one is refused;
 3. per segment: its manifest is read and checked against the metadata
    (:func:`~storage_engine.tier.verify.manifest_mismatches`); the data object is downloaded
-   (:meth:`~storage_engine.tier.store.ObjectTier.digest`: ranged GETs, hashed as they arrive)
+   (:func:`~storage_engine.tier.fetch.fetch_verified`: ranged GETs, hashed as they arrive)
    into ``<base>.log.recall.tmp`` in the shard's directory (truncating what an interrupted recall
    left there); its size and checksum must be the manifest's, else
    :class:`~storage_engine.tier.upload.TierVerifyError`; the file is fsynced, renamed to the
@@ -53,11 +53,10 @@ from storage_engine.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
-from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
+from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.rules import recall_candidates
-from storage_engine.tier.upload import TierVerifyError
 from storage_engine.tier.verify import manifest_mismatches
 from storage_engine.validation import select_shards
 
@@ -115,14 +114,9 @@ def download(hooks: ShardTier, meta: SegmentMeta, target: Path) -> int:
     if mismatches:
         raise ManifestError(manifest_key, "; ".join(mismatches))
     with open(target, "wb") as f:
-        algorithm, expected = checksums.parse(manifest.checksum)
-        size, digest = tier.digest(key, algorithm, f.write)
+        size = fetch_verified(tier, key, manifest, meta.size_bytes, f.write)
         f.flush()
         os.fsync(f.fileno())
-    if size != meta.size_bytes:
-        raise TierVerifyError(key, "the size downloaded", meta.size_bytes, size)
-    if digest != expected:
-        raise TierVerifyError(key, f"the {algorithm} checksum downloaded", expected, digest)
     return size
 
 
