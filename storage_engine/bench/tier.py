@@ -23,13 +23,16 @@ segments):
 6. **appends during an offload** (the pacing promise: an append never waits for an upload):
    ``--append-batches`` appends of ``--batch-size`` records to a local-only namespace with nothing
    else running, then as many again while offload steps upload a second namespace of
-   ``--append-fill-records`` records in a background thread (appends stop when it is done).
+   ``--append-fill-records`` records in a background thread (appends stop when it is done): first
+   with uploads that do not give way to appends (the baseline,
+   ``append-during-offload-no-give-way``), then as the engine runs them (``append-during-offload``).
 
 The tier is ``--tier-uri`` (``s3://bucket[/prefix]`` with ``TIER_S3_ENDPOINT`` and ``AWS_*``),
 else a ``file://`` directory in the data directory. Last line: ``{"system": "ratio",
 "offload_vs_direct": offload MB/s ÷ direct MB/s, "cached_remote_vs_local_read": cached p50 ÷
 local p50}``. Targets (issue 19): offload ≥ 0.8 of the direct copy; a cached remote read within 2×
-of a local one. It also carries ``append_p99_during_offload_vs_alone`` (step 6).
+of a local one. It also carries ``append_p99_during_offload_vs_alone`` and
+``append_p99_no_give_way_vs_alone`` (step 6).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -52,6 +55,7 @@ from storage_engine.clock import SystemClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
 from storage_engine.segment.adapter import SegmentAdapter
+from storage_engine.tier import offload
 from storage_engine.tier.store import ObjectTier
 
 FILL_CHUNK = 100_000
@@ -118,11 +122,13 @@ def _fill(engine: SegmentAdapter, namespace: str, args: argparse.Namespace, reco
 
 def _appends_during_offload(
     engine: SegmentAdapter, args: argparse.Namespace, policy: NamespacePolicy
-) -> tuple[list[float], list[float], int]:
-    """Step 6: append latencies alone, then while offload steps run in another thread; and the bytes
-    that thread offloaded."""
-    engine.create_namespace("bench-offloading", 1, policy)
-    _fill(engine, "bench-offloading", args, args.append_fill_records)
+) -> tuple[list[float], dict[bool, tuple[list[float], int]]]:
+    """Step 6: append latencies alone, then while offload steps run in another thread, without and
+    with uploads giving way to appends (:data:`storage_engine.tier.offload.GIVE_WAY_TO_APPENDS`);
+    for each, the latencies and the bytes that thread offloaded."""
+    for give_way in (False, True):
+        engine.create_namespace(f"bench-offloading-{give_way:d}", 1, policy)
+        _fill(engine, f"bench-offloading-{give_way:d}", args, args.append_fill_records)
     engine.create_namespace("bench-appends", 1, NamespacePolicy(segment_bytes=policy.segment_bytes, retention_ms=None))
     batch = make_records(args, 0, args.batch_size)
     append = partial(engine.append, "bench-appends", 0, batch)
@@ -132,6 +138,21 @@ def _appends_during_offload(
         limit = int(args.append_offload_mb_per_s * 1e6)
         engine.set_node_policy(replace(engine.node_policy(), offload_bandwidth_bytes_per_s=limit))
     time.sleep(0.002)  # local_retention_ms 0: the sealed segments' newest records are in the past
+    during: dict[bool, tuple[list[float], int]] = {}
+    try:
+        for give_way in (False, True):
+            offload.GIVE_WAY_TO_APPENDS = give_way
+            during[give_way] = _appends_while_offloading(engine, args, f"bench-offloading-{give_way:d}", append)
+    finally:
+        offload.GIVE_WAY_TO_APPENDS = True
+    return alone, during
+
+
+def _appends_while_offloading(
+    engine: SegmentAdapter, args: argparse.Namespace, namespace: str, append: Callable[[], object]
+) -> tuple[list[float], int]:
+    """Appends timed while offload steps upload ``namespace`` in another thread (until it is done
+    or ``--append-batches`` appends); their latencies and the bytes offloaded."""
     offloaded = 0
     running = threading.Event()
 
@@ -139,7 +160,7 @@ def _appends_during_offload(
         nonlocal offloaded
         running.set()
         while True:
-            step = engine.offload("bench-offloading", limit=args.concurrency)
+            step = engine.offload(namespace, limit=args.concurrency)
             offloaded += step.bytes_offloaded
             if not step.more:
                 break
@@ -156,7 +177,7 @@ def _appends_during_offload(
         append()
         during.append(clock() - t0)
     thread.join()
-    return alone, during, offloaded
+    return during, offloaded
 
 
 def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
@@ -285,10 +306,12 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         assert all(s.tier.value == "remote" for s in engine.list_segments("bench", 0)[:-1])
 
         # 6. appends alone, then during an offload
-        alone, during, appended_offload = _appends_during_offload(engine, args, policy)
+        alone, runs = _appends_during_offload(engine, args, policy)
+        (unpaced, unpaced_bytes), (during, during_bytes) = runs[False], runs[True]
         for system, latencies, extra in (
             ("append-alone", alone, {}),
-            ("append-during-offload", during, {"offloaded_bytes": appended_offload}),
+            ("append-during-offload-no-give-way", unpaced, {"offloaded_bytes": unpaced_bytes}),
+            ("append-during-offload", during, {"offloaded_bytes": during_bytes}),
         ):
             appended = args.batch_size * len(latencies)  # msgs_per_s counts records, not calls
             lines.append(
@@ -307,4 +330,5 @@ def run(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any]]:
         "offload_vs_direct": round(offload_mb / direct_mb, 3) if direct_mb else 0.0,
         "cached_remote_vs_local_read": round(percentile_ms(cached, 0.5) / local_p50, 3) if local_p50 else 0.0,
         "append_p99_during_offload_vs_alone": round(percentile_ms(during, 0.99) / alone_p99, 3) if alone_p99 else 0.0,
+        "append_p99_no_give_way_vs_alone": round(percentile_ms(unpaced, 0.99) / alone_p99, 3) if alone_p99 else 0.0,
     }

@@ -166,9 +166,10 @@ class ObjectTier:
         self._call("put", key, lambda: obstore.put(self.store, key, data))
 
     def put_parts(self, key: str, parts: Iterator[bytes], part_bytes: int) -> None:
-        """Write an object from ``parts`` (each ``part_bytes`` long but the last) as a multipart
-        upload of exactly those parts (atomic as :meth:`put`): its S3 ETag is then the MD5 of the
-        parts' MD5s, ``-<count>``, which the caller can check without reading the object back."""
+        """Write an object from the pieces ``parts`` yields (any sizes) as a multipart upload whose
+        parts are exactly ``part_bytes`` long but the last, wherever the pieces end (obstore buffers
+        them; atomic as :meth:`put`): its S3 ETag is then the MD5 of those parts' MD5s,
+        ``-<count>``, which the caller can check without reading the object back."""
         self._call("put", key, lambda: obstore.put(self.store, key, parts, chunk_size=part_bytes, use_multipart=True))
 
     def make_durable(self, *keys: str) -> None:

@@ -4,10 +4,11 @@ catalog may say "uploaded" (:meth:`~storage_engine.segment.tiered_log.TieredShar
 Steps, for a segment whose metadata already records UPLOADING and the generation (so the names
 below are fixed before any byte leaves the node):
 
-1. read the local file once, in ``PART_BYTES`` parts, hashing each part as it is read (the
-   content checksum of the whole for the manifest, :mod:`storage_engine.tier.checksum`; on S3 also
-   each part's MD5) while streaming the parts as a multipart upload of exactly those parts
-   (:meth:`~storage_engine.tier.store.ObjectTier.put_parts`);
+1. read the local file once, in ``SLICE_BYTES`` pieces, hashing each as it is read (the content
+   checksum of the whole for the manifest, :mod:`storage_engine.tier.checksum`; on S3 also each
+   ``PART_BYTES`` part's MD5) while streaming them as a multipart upload that the store cuts into
+   parts of exactly ``PART_BYTES`` (:meth:`~storage_engine.tier.store.ObjectTier.put_parts`); the
+   caller's ``pace`` runs before each piece (the offload gives way to appends there);
 2. verify it: HEAD gives the size, which must be the segment's; on S3 an ETag equal to the MD5 of
    the parts' MD5s (``-<parts>``, :func:`multipart_etag`) proves the content; a store computing
    ETags differently, and a local directory (no content ETags), have the object read back in
@@ -28,7 +29,7 @@ dead records.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from storage_engine.errors import StorageError
 from storage_engine.segment.meta import SegmentMeta
@@ -39,7 +40,12 @@ from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.manifest import Manifest, pairs
 
-PART_BYTES = 8 << 20  # bytes per part of a data object's multipart upload (and per hashed read)
+PART_BYTES = 8 << 20  # bytes per part of a data object's multipart upload
+SLICE_BYTES = 1 << 20  # bytes read, hashed and handed to the store between two give-way points
+
+
+def _no_pause() -> None:
+    return None
 
 
 class TierVerifyError(StorageError):
@@ -108,9 +114,13 @@ def upload_segment(
     *,
     source: Segment | None = None,
     offset_index: tuple[tuple[int, int], ...] | None = None,
+    pace: Callable[[], None] | None = None,
 ) -> int:
     """Steps 1–4 for ``meta`` (a copy, naming the generation to upload under) from the segment's local
-    file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded."""
+    file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded.
+
+    ``pace`` is called before each ``SLICE_BYTES`` read and each chunk read back (the offload passes
+    :meth:`storage_engine.pacing.Slices.check`: the upload gives way to appends in flight there)."""
     tier = shard.tier
     key = shard.data_key(meta)
     seg = source if source is not None else log.local_file(meta.base_offset)
@@ -121,15 +131,23 @@ def upload_segment(
     part_md5s: list[bytes] = []
     with_md5 = tier.content_etags
     size = meta.size_bytes
+    give_way = pace or _no_pause
 
     def parts() -> Iterator[bytes]:
-        """The file in parts, hashed as they are read (one pass over the file)."""
+        """The file in ``SLICE_BYTES`` pieces, hashed as they are read (one pass over the file), with a
+        give-way point before each; the store cuts them into parts of ``PART_BYTES``."""
         for pos in range(0, size, PART_BYTES):
-            chunk = seg.read(pos, min(PART_BYTES, size - pos))
-            content.update(chunk)
-            if with_md5:
-                part_md5s.append(hashlib.md5(chunk, usedforsecurity=False).digest())
-            yield chunk
+            end = min(size, pos + PART_BYTES)
+            part_md5 = hashlib.md5(usedforsecurity=False) if with_md5 else None
+            for at in range(pos, end, SLICE_BYTES):
+                give_way()
+                piece = seg.read(at, min(SLICE_BYTES, end - at))
+                content.update(piece)
+                if part_md5 is not None:
+                    part_md5.update(piece)
+                yield piece
+            if part_md5 is not None:
+                part_md5s.append(part_md5.digest())
 
     seg.retain()
     try:
@@ -141,7 +159,7 @@ def upload_segment(
         raise TierVerifyError(key, "the size", size, info.size)
     etag = (info.etag or "").strip('"').lower()
     if not with_md5 or etag != multipart_etag(part_md5s):  # no content ETag, or another scheme: read back
-        back, digest = tier.digest(key)
+        back, digest = tier.digest(key, sink=lambda _chunk: give_way())
         if (back, digest) != (size, content.hexdigest()):
             raise TierVerifyError(key, "the checksum read back", content.hexdigest(), f"{digest} ({back} bytes)")
     manifest = build_manifest(shard, log, meta, checksums.label(content), now, offset_index).to_bytes()
