@@ -19,8 +19,8 @@ but, in ``fsync`` mode, never behind it: :mod:`storage_engine.segment.recovery`
 brings them back in line when the shard opens.
 
 Lifecycle: deleting segments is :class:`~storage_engine.segment.shard.ShardBase`'s
-three-step protocol, ending here by renaming the file ``.deleted`` and
-removing it once due (:meth:`ShardLog.remove_due_files`); rewriting a segment
+three-step protocol, ending here by handing the files to the shard's retired files
+(:mod:`storage_engine.segment.retired`: renamed ``.deleted``, removed once due); rewriting a segment
 without its dead records is :meth:`ShardLog.rewrite_segment` (the swap; the new
 file is written by :mod:`storage_engine.segment.rewrite`).
 """
@@ -28,10 +28,8 @@ file is written by :mod:`storage_engine.segment.rewrite`).
 from __future__ import annotations
 
 import bisect
-import logging
 import os
 import struct
-import threading
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,16 +46,10 @@ from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_keys import CF_OFFSETS, POSITION, offset_key
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.recovery import RemoteFactory, recover
+from storage_engine.segment.retired import RetiredFiles
 from storage_engine.segment.rewrite import SegmentRewrite
-from storage_engine.segment.segment import (
-    DELETED_SUFFIX,
-    SWAP_SUFFIX,
-    Segment,
-    file_name,
-)
+from storage_engine.segment.segment import SWAP_SUFFIX, Segment, file_name
 from storage_engine.segment.shard import INDEXED_FLAGS, ShardBase
-
-log = logging.getLogger(__name__)
 
 _READ_CHUNK = 256 * 1024
 _BATCH_BASE = struct.Struct(">Q")  # a batch header's base_offset, at byte 12
@@ -96,8 +88,7 @@ class ShardLog(ShardBase):
         self._segments: list[Segment] = []
         self._layout_changed = False  # segments left or were swapped: rebuild the view's tuples
         self._dropping: dict[int, Segment] = {}  # DELETING: out of the log, file not yet renamed
-        self._trash: list[tuple[Segment, int, int]] = []  # (.deleted file, deleted at, delay ms)
-        self._trash_lock = threading.Lock()
+        self.retired = RetiredFiles(self.route, self.counters)  # renamed .deleted, not yet removed
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
@@ -316,55 +307,15 @@ class ShardLog(ShardBase):
         for _m, seg in popped:
             if not seg.local:  # only in the object store (its objects went before the metadata)
                 seg.remove(force=True)
-        self._retire_files([seg for _m, seg in popped if seg.local], now, delay_ms, work)
-
-    def _retire_files(self, segments: list[Segment], now: int, delay_ms: int, work: ShardWork) -> None:
-        """Rename the segments' files ``.deleted`` (one directory fsync for all), then remove each now
-        when there is no delay and no reader holds it, else keep it for :meth:`remove_due_files`."""
-        for seg in segments:
-            seg.rename(seg.path.with_name(file_name(seg.base_offset) + DELETED_SUFFIX), sync=False)
-        if segments:
-            fsync_dir(segments[0].path.parent)
-        for seg in segments:
-            size = seg.size
-            if delay_ms <= 0 and seg.remove():
-                work.files_removed += 1
-                work.files_removed_bytes += size
-            else:
-                with self._trash_lock:
-                    self._trash.append((seg, now, delay_ms))
+        self.retired.retire([seg for _m, seg in popped if seg.local], now, delay_ms, work)
 
     def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
-        """Remove ``.deleted`` files whose delay has passed (with ``purge``: every one, the
-        disk is above a watermark) and that no reader holds; one held longer than
-        ``destroy_forcibly_after_ms`` goes anyway. A purge respects readers exactly as
-        the delay does: a held file stays pending."""
-        work = ShardWork()
-        with self._trash_lock:
-            keep: list[tuple[Segment, int, int]] = []
-            for seg, at, delay in self._trash:
-                if not (purge or now - at >= delay):
-                    keep.append((seg, at, delay))
-                    continue
-                size = seg.size
-                if seg.remove():
-                    pass
-                elif now - at >= node.destroy_forcibly_after_ms:
-                    seg.remove(force=True)
-                    self.counters.add("segments_destroyed_forcibly_total")
-                    log.warning("%s: removed %s although a reader still holds it", self.route, seg.path.name)
-                else:
-                    keep.append((seg, at, delay))
-                    continue
-                work.files_removed += 1
-                work.files_removed_bytes += size
-            self._trash = keep
-        return work
+        """:meth:`RetiredFiles.remove_due <storage_engine.segment.retired.RetiredFiles.remove_due>`."""
+        return self.retired.remove_due(now, node, purge=purge)
 
     def pending_file_bytes(self) -> int:
-        """Bytes of ``.deleted`` files not yet removed (part of the disk's used bytes)."""
-        with self._trash_lock:
-            return sum(seg.size for seg, _, _ in self._trash)
+        """:meth:`RetiredFiles.pending_bytes <storage_engine.segment.retired.RetiredFiles.pending_bytes>`."""
+        return self.retired.pending_bytes()
 
     def roll_empty(self, now: int) -> bool:
         with self.write_lock:
@@ -546,7 +497,4 @@ class ShardLog(ShardBase):
             seg.close()
         for seg in self._dropping.values():
             seg.close()
-        with self._trash_lock:
-            for seg, _, _ in self._trash:
-                seg.close()
-            self._trash = []
+        self.retired.close()

@@ -147,7 +147,7 @@ class TieredShardLog(ShardLog):
             self._segments = [by_base.get(s.base_offset, s) for s in self._segments]
             self._layout_changed = True
             self._publish()
-        self._retire_files(chosen, now, delay_ms, work)
+        self.retired.retire(chosen, now, delay_ms, work)
         self.counters.add_many({"tier_local_copies_dropped_total": len(chosen)})
         return len(chosen), sum(seg.size for seg in chosen), work
 
