@@ -55,7 +55,7 @@ from storage_engine.clock import SystemClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
 from storage_engine.segment.adapter import SegmentAdapter
-from storage_engine.tier import offload
+from storage_engine.tier import context
 from storage_engine.tier.store import ObjectTier
 
 FILL_CHUNK = 100_000
@@ -124,7 +124,7 @@ def _appends_during_offload(
     engine: SegmentAdapter, args: argparse.Namespace, policy: NamespacePolicy
 ) -> tuple[list[float], dict[bool, tuple[list[float], int]]]:
     """Step 6: append latencies alone, then while offload steps run in another thread, without and
-    with uploads giving way to appends (:data:`storage_engine.tier.offload.GIVE_WAY_TO_APPENDS`);
+    with uploads giving way to appends (:data:`storage_engine.tier.context.GIVE_WAY_TO_APPENDS`);
     for each, the latencies and the bytes that thread offloaded."""
     for give_way in (False, True):
         engine.create_namespace(f"bench-offloading-{give_way:d}", 1, policy)
@@ -141,10 +141,10 @@ def _appends_during_offload(
     during: dict[bool, tuple[list[float], int]] = {}
     try:
         for give_way in (False, True):
-            offload.GIVE_WAY_TO_APPENDS = give_way
+            context.GIVE_WAY_TO_APPENDS = give_way
             during[give_way] = _appends_while_offloading(engine, args, f"bench-offloading-{give_way:d}", append)
     finally:
-        offload.GIVE_WAY_TO_APPENDS = True
+        context.GIVE_WAY_TO_APPENDS = True
     return alone, during
 
 

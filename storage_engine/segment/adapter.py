@@ -21,6 +21,7 @@ from storage_engine.api import EngineStats, LifecycleResult, VerifyReport
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
 from storage_engine.lifecycle import MAX_PROBLEMS
+from storage_engine.pacing import Foreground
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.datadir import fsync_dir
@@ -57,7 +58,7 @@ class SegmentAdapter(IndexedLogAdapter):
         when something is offloaded or read from it)."""
         if self._tier is None:
             uri = self.config.tier_uri or default_tier_uri(self.data_dir.root)
-            self._tier = TierContext(uri, self.data_dir.root, self._tier_cache_bytes, self.counters)
+            self._tier = TierContext(uri, self.data_dir.root, self._tier_cache_bytes, self.counters, self._foreground)
         return self._tier
 
     def _tier_cache_bytes(self) -> int:
@@ -65,6 +66,11 @@ class SegmentAdapter(IndexedLogAdapter):
         lifecycle = getattr(self, "lifecycle", None)
         policy = self.config.node_policy if lifecycle is None else lifecycle.runtime.node_policy
         return policy.tier_cache_bytes
+
+    def _foreground(self) -> Foreground | None:
+        """The appends in flight uploads give way to (none while the engine opens, before its parts exist)."""
+        lifecycle = getattr(self, "lifecycle", None)
+        return None if lifecycle is None else lifecycle.runtime.foreground
 
     def _shard_dir(self, record: NamespaceRecord, shard: int) -> Path:
         return self.data_dir.segments_dir / record.name / str(shard)

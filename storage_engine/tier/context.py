@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from storage_engine.counters import Counters
+from storage_engine.pacing import Foreground, Slices
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.tier.layout import data_key, manifest_key, namespace_prefix, shard_prefix
@@ -22,14 +23,34 @@ from storage_engine.tier.store import ObjectTier
 
 log = logging.getLogger(__name__)
 
+GIVE_WAY_TO_APPENDS = True  # uploads pause for appends in flight (the tier bench turns it off for its baseline)
+
 
 class TierContext:
     """The engine's object store and read cache (``cache_limit``: the node policy's ``tier_cache_bytes``)."""
 
-    def __init__(self, uri: str, data_dir: Path, cache_limit: Callable[[], int], counters: Counters) -> None:
+    def __init__(
+        self,
+        uri: str,
+        data_dir: Path,
+        cache_limit: Callable[[], int],
+        counters: Counters,
+        foreground: Callable[[], Foreground | None] = lambda: None,
+    ) -> None:
         self.tier = ObjectTier(uri)
         self.counters = counters
         self.cache = TierCache(data_dir / CACHE_DIR, self.tier, cache_limit, counters)
+        self._foreground = foreground  # the engine's appends in flight (its lifecycle may not exist yet)
+
+    def upload_pace(self) -> Callable[[], None] | None:
+        """The give-way point of one upload (an offload's or a rewrite's; its own slices, so one per
+        upload thread): :meth:`storage_engine.pacing.Slices.check` over the engine's appends in flight,
+        which pauses while any runs. ``None`` without an engine's appends or with
+        ``GIVE_WAY_TO_APPENDS`` off."""
+        foreground = self._foreground()
+        if foreground is None or not GIVE_WAY_TO_APPENDS:
+            return None
+        return Slices(foreground).check
 
     def shard(self, namespace: str, ns_id: int, shard: int) -> ShardTier:
         return ShardTier(self, namespace, ns_id, shard)

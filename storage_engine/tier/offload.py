@@ -13,8 +13,8 @@ One call (:meth:`Offloader.offload`) is one bounded, resumable step, under the l
    any upload, so a crash anywhere leaves either nothing or objects a retry overwrites;
 3. the uploads (:func:`~storage_engine.tier.upload.upload_segment`: data, verify, manifest,
    verify) run ``offload_concurrency`` at a time, each giving way to appends in flight before every
-   ``SLICE_BYTES`` it reads and every chunk it reads back (:class:`~storage_engine.pacing.Slices`
-   over the engine's :class:`~storage_engine.pacing.Foreground`, as the TTL scan does: an append
+   ``SLICE_BYTES`` it reads and every chunk it reads back
+   (:meth:`~storage_engine.tier.context.TierContext.upload_pace`, as the TTL scan does: an append
    overlapping an upload waits for the rest of one slice of its Python work at most; the store's
    own threads and the disk are shared with appends, which the node policy's concurrency and
    bandwidth bound);
@@ -45,7 +45,7 @@ from typing import Any
 
 from storage_engine.api import LifecycleResult
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.pacing import Slices, TokenBucket
+from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
@@ -61,7 +61,6 @@ from storage_engine.work import sum_work
 log = logging.getLogger(__name__)
 
 DEFAULT_OFFLOAD_SEGMENTS = 64  # segments one offload call uploads at most
-GIVE_WAY_TO_APPENDS = True  # uploads pause for appends in flight (the bench turns it off for its baseline)
 OPERATION = "offload"
 
 TieredNamespaces = Callable[[str | None], list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]]]
@@ -190,9 +189,8 @@ class Offloader:
         workers = max(1, min(self._rt.node_policy.offload_concurrency, len(jobs)))
 
         def run(job: _Job) -> int | Exception:
-            pace = Slices(self._rt.foreground).check if GIVE_WAY_TO_APPENDS else None  # one per upload thread
             try:
-                return upload_segment(job.shard, job.log, job.meta, now, pace=pace)
+                return upload_segment(job.shard, job.log, job.meta, now, pace=job.shard.context.upload_pace())
             except Exception as exc:  # reported after the others finish
                 return exc
 

@@ -102,7 +102,8 @@ def rewrite_offloaded(tlog: TieredShardLog, base: int, now: int, remove: Removal
         try:
             sparse = rewrite.sparse
             index = tuple((int(sparse[j]), int(sparse[j + 1])) for j in range(0, len(sparse), 2))
-            upload_segment(shard, tlog, target, now, source=source, offset_index=index)
+            pace = shard.context.upload_pace()  # gives way to appends, as an offload's upload does
+            upload_segment(shard, tlog, target, now, source=source, offset_index=index, pace=pace)
         finally:
             source.close()
     except Exception:

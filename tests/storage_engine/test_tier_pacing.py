@@ -12,7 +12,7 @@ import pytest
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.pacing import Foreground
-from storage_engine.tier import offload, upload
+from storage_engine.tier import context, offload, upload
 from storage_engine.tier.store import READ_CHUNK, ObjectTier
 from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
     T0,
@@ -129,10 +129,35 @@ def test_an_upload_waits_for_appends_in_flight_and_still_finishes(
     # The switch off (the bench's baseline): an append in flight is not waited for.
     waited.clear()
     fill_large(engine, clock, "p")
-    monkeypatch.setattr(offload, "GIVE_WAY_TO_APPENDS", False)
+    monkeypatch.setattr(context, "GIVE_WAY_TO_APPENDS", False)
     foreground.enter()
     try:
         assert engine.offload("p").segments_offloaded >= 2
     finally:
         foreground.leave()
     assert waited == []
+
+
+def test_a_rewrite_of_an_offloaded_segment_gives_way_to_appends_too(
+    engine: StorageAdapter, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction re-uploads offloaded segments through the same upload, with the same give-way points."""
+    engine.create_namespace("c", 1, policy(cleanup_policy="compact", min_cleanable_dirty_ratio=0.01, segment_ms=1000))
+    for i in range(120):
+        engine.append("c", 0, [record(i, timestamp=T0 + i)])  # 11 keys: most records superseded
+    clock.set(T0 + 10_000)
+    assert engine.offload("c").segments_offloaded > 3
+    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
+    waited: list[bool] = []
+    real_wait = foreground.wait_turn
+    monkeypatch.setattr(foreground, "wait_turn", lambda timeout: waited.append(real_wait(timeout)) or waited[-1])
+    foreground.enter()
+    try:
+        rewritten = engine.compact("c", manual=True).segments_rewritten
+    finally:
+        foreground.leave()
+    assert rewritten > 0 and len(waited) >= rewritten and all(waited)
+    latest = {i % 11: i for i in range(120)}
+    for k, i in latest.items():
+        found = engine.read_key("c", 0, b"k%d" % k)
+        assert found is not None and found.offset == i
