@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from storage_engine.config import EngineConfig
 from storage_engine.policy import HOUR_MS, NamespacePolicy, NodePolicy
 
 FAR_FUTURE = 4_000_000_000_000
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def make_ns(adapter: StorageAdapter, name: str = "ns", shards: int = 1, **policy: Any) -> str:
@@ -102,6 +107,27 @@ def hook(obj, name, when=lambda *a, **k: True):
         return orig(*a, **k)
     setattr(obj, name, wrapper)
 """
+
+
+def run_child(
+    script: str, *args: object, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> tuple[list[str], bool]:
+    """Run a crash test's child, ``python -c script *args`` with the repository on ``PYTHONPATH`` and ``env``
+    over this process's environment: its stdout lines, and whether a :data:`KILL_HOOKS` hook killed it (it
+    printed ``kill`` and ended by SIGKILL). Any other end than that or a clean exit fails the test with the
+    end of the child's stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        capture_output=True,
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO_ROOT)},
+        timeout=timeout,
+        check=False,
+    )
+    lines = proc.stdout.decode().splitlines()
+    killed = any(line.startswith("kill") for line in lines)  # two threads may both print it
+    assert killed == (proc.returncode == -9), proc.stderr.decode()[-3000:]
+    assert proc.returncode in (0, -9), proc.stderr.decode()[-3000:]
+    return lines, killed
 
 
 class EngineMachine(RuleBasedStateMachine):

@@ -8,9 +8,6 @@ Crash safety: SIGKILL of a child process at each point of the protocol; an unrea
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +20,7 @@ from storage_engine.segment.segment import iter_file_batches, iter_file_records
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.store import TierError
-from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import T0, clock_fixture, engine_fixture, engine_for  # noqa: F401 (fixtures)
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
@@ -407,22 +404,6 @@ CRASHES = [
 ]
 
 
-def run_child(data_dir: Path, tier: Tier, op: str, point: str, nth: int) -> list[tuple[int, int]]:
-    env = {**os.environ, **tier.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data_dir), tier.uri, op, point, str(nth)],
-        capture_output=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
-    lines = proc.stdout.decode().splitlines()
-    assert proc.returncode == -9 and any(line.startswith("kill") for line in lines), (
-        "the hook never fired: " + proc.stderr.decode()[-3000:]
-    )
-    return [(int(p[1]), int(p[2])) for line in lines if (p := line.split()) and p[0] == "segment"]
-
-
 def check_after_crash(engine: StorageAdapter, op: str, segments: list[tuple[int, int]]) -> None:
     """Each segment is either the old one or the rewritten one: its records, read by offset, are all
     of them or exactly what the rewrite keeps; nothing is duplicated; keys find their latest record;
@@ -456,7 +437,9 @@ def test_rewrites_of_offloaded_segments_survive_sigkill(
     tmp_path: Path, tier: Tier, op: str, point: str, nth: int
 ) -> None:
     data_dir = tmp_path / "data"
-    segments = run_child(data_dir, tier, op, point, nth)
+    lines, killed = run_child(CHILD, data_dir, tier.uri, op, point, nth, env=tier.env, timeout=180)
+    assert killed, "the hook never fired: the crash point was not reached"
+    segments = [(int(p[1]), int(p[2])) for line in lines if (p := line.split()) and p[0] == "segment"]
     assert len(segments) > 4
     clock = ManualClock(T0 + 10_000)
     engine = engine_for(data_dir, tier, clock)

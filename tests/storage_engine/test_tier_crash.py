@@ -9,9 +9,6 @@ with nothing duplicated in the object store.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.policy import NodePolicy
 from storage_engine.tier.layout import parse_key
-from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import T0, engine_for
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
 
@@ -90,27 +87,6 @@ print("done", flush=True)
 )
 
 
-def run_child(data_dir: Path, tier: Tier, op: str, point: str, nth: int) -> tuple[list[int], bool]:
-    env = {**os.environ, **tier.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data_dir), tier.uri, op, point, str(nth)],
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    acks: list[int] = []
-    killed = False
-    for line in proc.stdout.decode().splitlines():
-        parts = line.split()
-        if parts and parts[0] == "ack":
-            acks.append(int(parts[1]))
-        killed = killed or line.startswith("kill")  # two upload threads may both print it
-    assert killed == (proc.returncode == -9), proc.stderr.decode()[-3000:]
-    assert proc.returncode in (0, -9), proc.stderr.decode()[-3000:]
-    return acks, killed
-
-
 def read_everything(engine: StorageAdapter) -> list[int]:
     offsets: list[int] = []
     offset = engine.shard_stats("c", 0).log_start_offset
@@ -174,8 +150,8 @@ CASES = [
 @pytest.mark.parametrize(("op", "point", "nth"), CASES)
 def test_tiered_storage_survives_sigkill(tmp_path: Path, tier: Tier, op: str, point: str, nth: int) -> None:
     data_dir = tmp_path / "data"
-    acks, killed = run_child(data_dir, tier, op, point, nth)
-    assert acks == list(range(N))
+    lines, killed = run_child(CHILD, data_dir, tier.uri, op, point, nth, env=tier.env)
+    assert [int(p[1]) for line in lines if (p := line.split()) and p[0] == "ack"] == list(range(N))
     assert killed, "the hook never fired: the crash point was not reached"
     clock = ManualClock(T0 + 10_000)
     engine = engine_for(data_dir, tier, clock)

@@ -208,11 +208,12 @@ def test_offload_is_bounded_paced_and_resumable(tmp_path: Path, tier: Tier, cloc
         engine.close()
 
 
-def test_other_adapters_do_not_offload(tmp_path: Path, clock: ManualClock) -> None:
+@pytest.mark.parametrize("step", ["offload", "recall"])
+def test_other_adapters_do_not_offload_or_recall(clock: ManualClock, step: str) -> None:
     engine = open_engine(EngineConfig(adapter="memory", lifecycle_worker=False), clock)
     try:
         engine.create_namespace("n", 1, policy())
-        assert engine.offload("n").skipped == "unsupported"
+        assert getattr(engine, step)("n").skipped == "unsupported"
     finally:
         engine.close()
 

@@ -6,26 +6,21 @@ S3 server (SeaweedFS, :mod:`tests.storage_engine.tier_util`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import obstore
 import pytest
 
-from storage_engine import open_engine
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.config import EngineConfig
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policy import NodePolicy
 from storage_engine.protocol import SPECS, Operation, StepRequest
 from storage_engine.tier.recall import TMP_SUFFIX, RecallDiskError
 from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import TierVerifyError
 from storage_engine.wire import problem_for, status_for
-from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
     T0,
     N,
@@ -288,15 +283,6 @@ def refused_when_full(engine: StorageAdapter, clock: ManualClock) -> None:
     assert engine.recall("n").segments_recalled == sealed - 2
 
 
-def test_other_adapters_do_not_recall(tmp_path: Path, clock: ManualClock) -> None:
-    engine = open_engine(EngineConfig(adapter="memory", lifecycle_worker=False), clock)
-    try:
-        engine.create_namespace("m", 1, NamespacePolicy())
-        assert engine.recall("m").skipped == "unsupported"
-    finally:
-        engine.close()
-
-
 # -- crash safety: SIGKILL of a child process during a recall ----------------------------------------
 CHILD = (
     """
@@ -346,17 +332,9 @@ CRASH_POINTS = [("download", 1), ("download", 4), ("finish", 1), ("finish", 3), 
 @pytest.mark.parametrize(("point", "nth"), CRASH_POINTS)
 def test_recall_survives_sigkill(tmp_path: Path, tier: Tier, clock: ManualClock, point: str, nth: int) -> None:
     data_dir = tmp_path / "data"
-    env = {**os.environ, **tier.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data_dir), tier.uri, point, str(nth)],
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    out = proc.stdout.decode()
-    assert proc.returncode == -9 and "kill" in out, proc.stderr.decode()[-3000:]
-    assert [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack")] == list(range(90))
+    lines, killed = run_child(CHILD, data_dir, tier.uri, point, nth, env=tier.env)
+    assert killed, "the hook never fired: the crash point was not reached"
+    assert [int(line.split()[1]) for line in lines if line.startswith("ack")] == list(range(90))
     objects = tier.object_keys()
     engine = engine_for(data_dir, tier, clock)
     try:
