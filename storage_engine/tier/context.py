@@ -42,10 +42,10 @@ class TierContext:
         self.cache = TierCache(data_dir / CACHE_DIR, self.tier, cache_limit, counters)
         self._foreground = foreground  # the engine's appends in flight (its lifecycle may not exist yet)
 
-    def upload_pace(self) -> Callable[[], None] | None:
-        """The give-way point of one upload (an offload's or a rewrite's; its own slices, so one per
-        upload thread): :meth:`storage_engine.pacing.Slices.check` over the engine's appends in flight,
-        which pauses while any runs. ``None`` without an engine's appends or with
+    def transfer_pace(self) -> Callable[[], None] | None:
+        """The give-way point of one transfer (an offload's or a rewrite's upload, a recall's download;
+        its own slices, so one per thread): :meth:`storage_engine.pacing.Slices.check` over the engine's
+        appends in flight, which pauses while any runs. ``None`` without an engine's appends or with
         ``GIVE_WAY_TO_APPENDS`` off."""
         foreground = self._foreground()
         if foreground is None or not GIVE_WAY_TO_APPENDS:

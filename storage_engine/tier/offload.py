@@ -14,7 +14,7 @@ One call (:meth:`Offloader.offload`) is one bounded, resumable step, under the l
 3. the uploads (:func:`~storage_engine.tier.upload.upload_segment`: data, verify, manifest,
    verify) run ``offload_concurrency`` at a time, each giving way to appends in flight before every
    ``SLICE_BYTES`` it reads and every chunk it reads back
-   (:meth:`~storage_engine.tier.context.TierContext.upload_pace`, as the TTL scan does: an append
+   (:meth:`~storage_engine.tier.context.TierContext.transfer_pace`, as the TTL scan does: an append
    overlapping an upload waits for the rest of one slice of its Python work at most; the store's
    own threads and the disk are shared with appends, which the node policy's concurrency and
    bandwidth bound);
@@ -190,7 +190,7 @@ class Offloader:
 
         def run(job: _Job) -> int | Exception:
             try:
-                return upload_segment(job.shard, job.log, job.meta, now, pace=job.shard.context.upload_pace())
+                return upload_segment(job.shard, job.log, job.meta, now, pace=job.shard.context.transfer_pace())
             except Exception as exc:  # reported after the others finish
                 return exc
 

@@ -113,8 +113,15 @@ def download(hooks: ShardTier, meta: SegmentMeta, target: Path) -> int:
     mismatches = manifest_mismatches(hooks, meta, manifest)
     if mismatches:
         raise ManifestError(manifest_key, "; ".join(mismatches))
+    pace = hooks.context.transfer_pace()  # gives way to appends between chunks, as uploads do
+
+    def write(chunk: Any) -> None:
+        f.write(chunk)
+        if pace is not None:
+            pace()
+
     with open(target, "wb") as f:
-        size = fetch_verified(tier, key, manifest, meta.size_bytes, f.write)
+        size = fetch_verified(tier, key, manifest, meta.size_bytes, write)
         f.flush()
         os.fsync(f.fileno())
     return size

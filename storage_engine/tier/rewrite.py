@@ -102,7 +102,7 @@ def rewrite_offloaded(tlog: TieredShardLog, base: int, now: int, remove: Removal
         try:
             sparse = rewrite.sparse
             index = tuple((int(sparse[j]), int(sparse[j + 1])) for j in range(0, len(sparse), 2))
-            pace = shard.context.upload_pace()  # gives way to appends, as an offload's upload does
+            pace = shard.context.transfer_pace()  # gives way to appends, as an offload's upload does
             upload_segment(shard, tlog, target, now, source=source, offset_index=index, pace=pace)
         finally:
             source.close()

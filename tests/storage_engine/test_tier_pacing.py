@@ -161,3 +161,25 @@ def test_a_rewrite_of_an_offloaded_segment_gives_way_to_appends_too(
     for k, i in latest.items():
         found = engine.read_key("c", 0, b"k%d" % k)
         assert found is not None and found.offset == i
+
+
+def test_a_recall_gives_way_to_appends_between_the_chunks_it_downloads(
+    engine: StorageAdapter, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill_large(engine, clock)
+    assert engine.offload("n").local_copies_dropped >= 2
+    engine.update_namespace("n", policy(segment_bytes=11 << 20, local_retention_ms=None))
+    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
+    waited: list[bool] = []
+    real_wait = foreground.wait_turn
+    monkeypatch.setattr(foreground, "wait_turn", lambda timeout: waited.append(real_wait(timeout)) or waited[-1])
+    foreground.enter()
+    try:
+        result = engine.recall("n")
+    finally:
+        foreground.leave()
+    sealed = engine.list_segments("n", 0)[:-1]
+    assert result.segments_recalled == len(sealed) and all(s.tier is SegmentTier.BOTH for s in sealed)
+    # a point after each chunk downloaded (READ_CHUNK bytes at most), each waiting for the append in flight
+    assert len(waited) == sum(-(-s.size_bytes // READ_CHUNK) for s in sealed) and all(waited)
+    assert [(r.offset, r.value) for r in read_all(engine)] == [(i, value_of(i)) for i in range(COUNT)]
