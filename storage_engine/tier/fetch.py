@@ -1,6 +1,7 @@
 """One verified download of an offloaded data object: the check a recall
 (:func:`storage_engine.tier.recall.download`) and a Spark executor
-(:func:`spark_jobs.tier_reads.downloaded`) both make before they trust the bytes they received.
+(:func:`spark_jobs.tier_reads.downloaded`) both make before they trust the bytes they received,
+and that ``verify`` makes of every offloaded segment (:mod:`storage_engine.tier.verify`).
 """
 
 from __future__ import annotations

@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import file_name
 from storage_engine.segment.tiered_log import TieredShardLog
-from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
+from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.store import ObjectMissingError, TierError
+from storage_engine.tier.upload import TierVerifyError
 
 
 def manifest_mismatches(hooks: ShardTier, meta: SegmentMeta, manifest: Manifest) -> list[str]:
@@ -64,18 +65,17 @@ def _check_segment(hooks: ShardTier, route: str, meta: SegmentMeta, has_file: bo
     except (ManifestError, TierError) as exc:
         return [*problems, f"{where}: {exc}"]
     problems += [f"{where}: {p}" for p in manifest_mismatches(hooks, meta, manifest)]
-    try:
-        algorithm, expected = checksums.parse(manifest.checksum)
-        size, digest = tier.digest(data_key, algorithm)
+    try:  # the check a recall and Spark make before they trust a download
+        fetch_verified(tier, data_key, manifest, meta.size_bytes, _discard)
     except ObjectMissingError:
-        return [*problems, f"{where}: data object {data_key} is missing"]
-    except TierError as exc:
-        return [*problems, f"{where}: {exc}"]
-    if size != meta.size_bytes:
-        problems.append(f"{where}: data object {data_key} holds {size} bytes, expected {meta.size_bytes}")
-    elif digest != expected:
-        problems.append(f"{where}: data object {data_key} has {algorithm} {digest}, its manifest says {expected}")
+        problems.append(f"{where}: data object {data_key} is missing")
+    except (TierError, TierVerifyError, ValueError) as exc:  # ValueError: a checksum of no known algorithm
+        problems.append(f"{where}: {exc}")
     return problems
+
+
+def _discard(_chunk: object) -> None:
+    return None
 
 
 def verify_tier(logs: Sequence[TieredShardLog], enabled: bool) -> tuple[int, list[str]]:
