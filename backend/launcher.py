@@ -63,6 +63,7 @@ def prepare_environment(environ: dict[str, str]) -> dict[str, str]:
 
 def main() -> int:
     env = prepare_environment(dict(os.environ))
+    environ_token = bool(env.get("NODE_METRICS_TOKEN"))
     os.environ.update(env)
     sys.path.insert(0, str(BASE_DIR))
     import django
@@ -70,15 +71,20 @@ def main() -> int:
     from django.core.management import call_command
 
     django.setup()
-    # The node runs without Django: hand it the token the settings resolved.
+    # The node runs without Django: hand it the tokens the settings resolved (never on its command line).
     env["NODE_TOKEN"] = settings.NODE_TOKEN
+    if settings.NODE_METRICS_TOKEN:
+        env["NODE_METRICS_TOKEN"] = settings.NODE_METRICS_TOKEN
     call_command("migrate", interactive=False, verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     call_command("bootstrap", demo=True)
     url = f"http://{env['WEB_HOST']}:{env['WEB_PORT']}/"
+    metrics_token = "NODE_METRICS_TOKEN" if environ_token else Path(env["VAR_DIR"]) / "node_metrics_token"
     print(
         f"\n  Console:  {url}\n  API docs: {url}api/docs/\n  Broker:   {env['CELERY_BROKER_URL'].split('://')[0]}"
-        f"\n  Login:    see the LOGIN line above\n  Stop:     Ctrl-C\n",
+        f"\n  Login:    see the LOGIN line above"
+        f"\n  Metrics:  {env['NODE_URL']}/metrics, scrape-only token in {metrics_token}"
+        f"\n  Stop:     Ctrl-C\n",
         flush=True,
     )
     honcho = str(Path(sys.executable).parent / "honcho")

@@ -46,6 +46,20 @@ def test_health_reports_every_component_green(system: System):
     assert "LOGIN username=admin" in system.proc.log()
 
 
+def test_the_node_takes_the_generated_metrics_token_for_metrics_only(system: System):
+    """A Prometheus scraper of `make up`'s node uses var/node_metrics_token: /metrics only."""
+    token = (system.var_dir / "node_metrics_token").read_text().strip()
+    assert token and token != system.node_token
+    assert f"scrape-only token in {system.var_dir / 'node_metrics_token'}" in system.proc.log()
+    assert token not in system.proc.log()  # the path is printed, never the token
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=system.node_url, timeout=5) as node:
+        metrics = node.get("/metrics", headers=auth)
+        assert metrics.status_code == 200 and "lcs_" in metrics.text
+        assert node.get("/v1/namespaces", headers=auth).status_code == 403
+        assert node.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+
 def test_demo_namespaces_reach_the_node(system: System):
     with httpx.Client(base_url=system.url, timeout=5) as client:
         csrf = client.get("api/auth/csrf").json()["csrftoken"]

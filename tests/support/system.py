@@ -56,6 +56,7 @@ def launch(var_dir: Path, **extra_env: str) -> System:
         "BEAT_HEARTBEAT_INTERVAL_S": "2",
         "NODE_URL": "",
         "NODE_TOKEN": "",
+        "NODE_METRICS_TOKEN": "",
         "SECRET_KEY": "",
         **extra_env,
     }
