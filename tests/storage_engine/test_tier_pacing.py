@@ -7,6 +7,9 @@ proved by its ETag, without reading it back. Against a ``file://`` tier and Seaw
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from storage_engine.api import SegmentTier, StorageAdapter
@@ -47,6 +50,32 @@ def value_of(i: int) -> bytes:
 def pieces_of(size: int) -> int:
     """Give-way points of reading a file of ``size`` bytes: each part's pieces (a part's last is shorter)."""
     return sum(-(-min(PART, size - at) // PIECE) for at in range(0, size, PART))
+
+
+@pytest.fixture(name="waited")
+def waited_fixture(engine: StorageAdapter, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each give-way point's wait for appends in flight returned (whether it waited), in order."""
+    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
+    waited: list[bool] = []
+    real_wait = foreground.wait_turn
+
+    def wait_turn(timeout: float) -> bool:
+        waited.append(real_wait(timeout))
+        return waited[-1]
+
+    monkeypatch.setattr(foreground, "wait_turn", wait_turn)
+    return waited
+
+
+@contextmanager
+def append_in_flight(engine: StorageAdapter) -> Iterator[None]:
+    """An append held in flight for the whole block (the worst steady load)."""
+    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
+    foreground.enter()
+    try:
+        yield
+    finally:
+        foreground.leave()
 
 
 @pytest.fixture(name="small_parts")
@@ -99,25 +128,13 @@ def test_every_piece_and_every_chunk_read_back_has_a_give_way_point(
 
 
 def test_an_upload_waits_for_appends_in_flight_and_still_finishes(
-    engine: StorageAdapter, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    engine: StorageAdapter, clock: ManualClock, waited: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An append held in flight for the whole offload (the worst steady load): every give-way point
-    waits for it, at most ``SLICE_WAIT_S`` each, and the offload completes."""
+    """With an append in flight for the whole offload every give-way point waits for it, at most
+    ``SLICE_WAIT_S`` each, and the offload completes."""
     fill_large(engine, clock)
-    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
-    waited: list[bool] = []
-    real_wait = foreground.wait_turn
-
-    def wait_turn(timeout: float) -> bool:
-        waited.append(real_wait(timeout))
-        return waited[-1]
-
-    monkeypatch.setattr(foreground, "wait_turn", wait_turn)
-    foreground.enter()
-    try:
+    with append_in_flight(engine):
         result = engine.offload("n")
-    finally:
-        foreground.leave()
     assert result.segments_offloaded >= 2 and len(waited) >= 2 * 3 and all(waited)
 
     # No append in flight: the points are reached and wait for nothing.
@@ -130,16 +147,13 @@ def test_an_upload_waits_for_appends_in_flight_and_still_finishes(
     waited.clear()
     fill_large(engine, clock, "p")
     monkeypatch.setattr(context, "GIVE_WAY_TO_APPENDS", False)
-    foreground.enter()
-    try:
+    with append_in_flight(engine):
         assert engine.offload("p").segments_offloaded >= 2
-    finally:
-        foreground.leave()
     assert waited == []
 
 
 def test_a_rewrite_of_an_offloaded_segment_gives_way_to_appends_too(
-    engine: StorageAdapter, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    engine: StorageAdapter, clock: ManualClock, waited: list[bool]
 ) -> None:
     """Compaction re-uploads offloaded segments through the same upload, with the same give-way points."""
     engine.create_namespace("c", 1, policy(cleanup_policy="compact", min_cleanable_dirty_ratio=0.01, segment_ms=1000))
@@ -147,15 +161,9 @@ def test_a_rewrite_of_an_offloaded_segment_gives_way_to_appends_too(
         engine.append("c", 0, [record(i, timestamp=T0 + i)])  # 11 keys: most records superseded
     clock.set(T0 + 10_000)
     assert engine.offload("c").segments_offloaded > 3
-    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
-    waited: list[bool] = []
-    real_wait = foreground.wait_turn
-    monkeypatch.setattr(foreground, "wait_turn", lambda timeout: waited.append(real_wait(timeout)) or waited[-1])
-    foreground.enter()
-    try:
+    waited.clear()
+    with append_in_flight(engine):
         rewritten = engine.compact("c", manual=True).segments_rewritten
-    finally:
-        foreground.leave()
     assert rewritten > 0 and len(waited) >= rewritten and all(waited)
     latest = {i % 11: i for i in range(120)}
     for k, i in latest.items():
@@ -164,20 +172,14 @@ def test_a_rewrite_of_an_offloaded_segment_gives_way_to_appends_too(
 
 
 def test_a_recall_gives_way_to_appends_between_the_chunks_it_downloads(
-    engine: StorageAdapter, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    engine: StorageAdapter, clock: ManualClock, waited: list[bool]
 ) -> None:
     fill_large(engine, clock)
     assert engine.offload("n").local_copies_dropped >= 2
     engine.update_namespace("n", policy(segment_bytes=11 << 20, local_retention_ms=None))
-    foreground: Foreground = engine.foreground  # type: ignore[attr-defined]
-    waited: list[bool] = []
-    real_wait = foreground.wait_turn
-    monkeypatch.setattr(foreground, "wait_turn", lambda timeout: waited.append(real_wait(timeout)) or waited[-1])
-    foreground.enter()
-    try:
+    waited.clear()
+    with append_in_flight(engine):
         result = engine.recall("n")
-    finally:
-        foreground.leave()
     sealed = engine.list_segments("n", 0)[:-1]
     assert result.segments_recalled == len(sealed) and all(s.tier is SegmentTier.BOTH for s in sealed)
     # a point after each chunk downloaded (READ_CHUNK bytes at most), each waiting for the append in flight
