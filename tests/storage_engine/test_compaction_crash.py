@@ -8,9 +8,6 @@ original records or exactly the compacted ones, never a mix; no temporary file i
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 
 T0 = 1_700_000_000_000
 N = 160
@@ -70,19 +67,10 @@ def key_of(i: int) -> bytes:
     return b"u%d" % i if i % 2 == 0 else b"r%d" % (i % 5)
 
 
-def run_child(data_dir: Path, adapter: str, point: str, nth: int) -> bool:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data_dir), adapter, point, str(nth)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    lines = proc.stdout.decode().splitlines()
-    assert "appended" in lines, proc.stderr.decode()[-2000:]
-    killed = any(line.startswith("kill") for line in lines)
-    assert killed == (proc.returncode == -9), proc.stderr.decode()[-2000:]
+def child_killed(data_dir: Path, adapter: str, point: str, nth: int) -> bool:
+    """Run the child, which must get through its appends: whether the hook killed it while compacting."""
+    lines, killed = run_child(CHILD, data_dir, adapter, point, nth, timeout=60)
+    assert "appended" in lines, lines
     return killed
 
 
@@ -100,7 +88,7 @@ CASES = [
 @pytest.mark.parametrize(("adapter", "point", "nth"), CASES)
 def test_compaction_survives_sigkill(tmp_path: Path, adapter: str, point: str, nth: int) -> None:
     data_dir = tmp_path / "data"
-    assert run_child(data_dir, adapter, point, nth), "the hook never fired"
+    assert child_killed(data_dir, adapter, point, nth), "the hook never fired"
     engine = open_engine(EngineConfig(data_dir=data_dir, adapter=adapter, lifecycle_worker=False), ManualClock(T0))
     try:
         stats = engine.shard_stats("c", 0)

@@ -7,9 +7,6 @@ is left and ``verify()`` is clean.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.expiry import is_expired
-from tests.storage_engine.lifecycle_util import KILL_HOOKS
+from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 
 T0 = 1_700_000_000_000
 
@@ -76,24 +73,14 @@ print("done", flush=True)
 )
 
 
-def run_child(data_dir: Path, adapter: str, op: str, point: str, nth: int) -> tuple[list[tuple[int, int, int]], bool]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(data_dir), adapter, op, point, str(nth)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+def child_acks(data_dir: Path, adapter: str, op: str, point: str, nth: int) -> tuple[list[tuple[int, int, int]], bool]:
+    """Run the child: (offset, timestamp, expire_at or -1) of each acknowledged append, and whether it was killed."""
+    lines, killed = run_child(CHILD, data_dir, adapter, op, point, nth, timeout=60)
     acks = []
-    killed = False
-    for line in proc.stdout.decode().splitlines():
+    for line in lines:
         parts = line.split()
         if parts[0] == "ack":
             acks.append((int(parts[1]), int(parts[2]), int(parts[3])))
-        killed = killed or parts[0] == "kill"
-    assert killed == (proc.returncode == -9), proc.stderr.decode()[-2000:]
-    assert proc.returncode in (0, -9), proc.stderr.decode()[-2000:]
     return acks, killed
 
 
@@ -118,7 +105,7 @@ CASES = [
 @pytest.mark.parametrize(("adapter", "op", "point", "nth"), CASES)
 def test_lifecycle_survives_sigkill(tmp_path: Path, adapter: str, op: str, point: str, nth: int) -> None:
     data_dir = tmp_path / "data"
-    acks, killed = run_child(data_dir, adapter, op, point, nth)
+    acks, killed = child_acks(data_dir, adapter, op, point, nth)
     assert len(acks) == 72
     assert killed, "the hook never fired: the crash point was not reached"
     clock = ManualClock(T0 + 1000)
