@@ -181,6 +181,15 @@ def test_a_dry_run_reports_what_would_happen_and_changes_nothing(api_as, orders,
             assert run.state == "succeeded", run.error
             if action == "expiry_scan":
                 assert run.counts["expired_records"] == 3  # the three records past their own deadline
+            # What the UI reports is the server's summary of the run's counts (one definition).
+            summary = operator.get(f"/api/runs/{run.pk}/").json()["summary"]
+            assert summary == {
+                "records": run.counts.get("expired_records", 0) + run.counts.get("records_removed", 0),
+                "segments": run.counts.get("segments_deleted", 0) + run.counts.get("segments_rewritten", 0),
+                "bytes": run.bytes_reclaimed,
+            }
+            if action == "expiry_scan":
+                assert summary["records"] == 3
         node_run = operator.post(
             "/api/nodes/node-1/actions", {"action": "force_delete", "dry_run": True}, format="json"
         )

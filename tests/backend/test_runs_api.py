@@ -103,3 +103,45 @@ def test_scheduled_runs_that_did_nothing_keep_only_the_latest(api_as, db):
     assert TaskRun.objects.get(pk=after.pk).params["noop_runs"] == 4  # the no-op runs since the first
     listed = api_as("viewer").get("/api/runs/?origin=scheduled&kind=expiry_scan").json()["results"]
     assert [r["id"] for r in listed] == [after.pk, failed.pk, worked.pk]
+
+
+def test_a_dry_runs_summary_is_computed_by_the_server_from_its_counts(api_as, db):
+    """The figures a dry run reports (records, segments, bytes) are the server's, one definition: records
+    expired plus removed, segments deleted plus rewritten, bytes reclaimed; summed over the run's steps."""
+    run = services.mark_running(services.create_run(kind="retention", dry_run=True))
+    services.record_step(
+        run,
+        {"scanned": 9, "expired_records": 5, "records_removed": 1200, "segments_deleted": 3, "segments_rewritten": 0},
+        bytes_reclaimed=4096,
+    )
+    services.record_step(run, {"expired_records": 2, "segments_rewritten": 1}, bytes_reclaimed=1024)
+    services.finish(run, State.SUCCEEDED)
+    viewer = api_as("viewer")
+    shown = viewer.get(f"/api/runs/{run.pk}/").json()
+    assert shown["dry_run"] is True
+    assert shown["summary"] == {"records": 1207, "segments": 4, "bytes": 5120}
+    listed = viewer.get("/api/runs/?kind=retention").json()["results"]
+    assert listed[0]["summary"] == shown["summary"]  # the list says the same
+
+
+def test_a_recall_runs_summary_is_what_it_would_bring_back(api_as, db):
+    """A recall frees nothing: its summary is the segments and bytes recalled (would be, for a dry run) and no
+    records, whatever else its counts hold."""
+    run = services.mark_running(services.create_run(kind="recall", dry_run=True))
+    services.record_step(
+        run, {"scanned": 6, "expired_records": 0, "segments_recalled": 4, "bytes_recalled": 2 * 1024**2}
+    )
+    services.record_step(run, {"segments_recalled": 1, "bytes_recalled": 1024})
+    services.finish(run, State.SUCCEEDED)
+    summary = api_as("viewer").get(f"/api/runs/{run.pk}/").json()["summary"]
+    assert summary == {"records": 0, "segments": 5, "bytes": 2 * 1024**2 + 1024}
+
+
+def test_a_run_with_no_counts_yet_sums_to_zero(api_as, db):
+    for kind in ("compaction", "recall"):
+        run = services.create_run(kind=kind)
+        assert api_as("viewer").get(f"/api/runs/{run.pk}/").json()["summary"] == {
+            "records": 0,
+            "segments": 0,
+            "bytes": 0,
+        }

@@ -186,6 +186,11 @@ def test_a_recall_run_brings_segments_back_counts_them_and_syncs_the_catalog(
     assert patched.status_code == 200, patched.content
     dry = run_to_end(start(api_as, "recall", django_capture_on_commit_callbacks, dry_run=True))
     assert dry.state == "succeeded" and dry.dry_run and dry.counts["segments_recalled"] == dropped
+    assert api_as("viewer").get(f"/api/runs/{dry.pk}/").json()["summary"] == {
+        "records": 0,  # a recall removes nothing: it would bring back this many segments and bytes
+        "segments": dropped,
+        "bytes": dry.counts["bytes_recalled"],
+    }
     with NodeClient(node.url, node.token) as client:
         assert "remote" in {s.tier.value for n in (0, 1) for s in client.list_segments("cold", n)}
     catalog.sync_namespace(cold)

@@ -2,12 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
 
-from backend.apps.runs.models import State, TaskRun
+from backend.apps.runs.models import Kind, State, TaskRun
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run affected (a dry run: would affect), in three figures; see :func:`run_summary`."""
+
+    records: int
+    segments: int
+    bytes: int
+
+
+def run_summary(run: TaskRun) -> RunSummary:
+    """The one definition of what a run affected, from its counts (summed over its steps so far): the figures a
+    dry run reports as what the action would do, and a real run as what it did.
+
+    - a recall (tiered storage) moves offloaded segments back to local disk and removes nothing: ``segments``
+      the segments recalled, ``bytes`` the bytes recalled (the local disk they take), ``records`` 0;
+    - any other kind: ``records`` the records expired plus the records removed (``expired_records`` +
+      ``records_removed``), ``segments`` the segments deleted plus those rewritten (``segments_deleted`` +
+      ``segments_rewritten``), ``bytes`` the bytes reclaimed (``bytes_reclaimed``)."""
+    counts = run.counts or {}
+
+    def count(*names: str) -> int:
+        return sum(int(counts.get(name) or 0) for name in names)
+
+    if run.kind == Kind.RECALL:
+        return RunSummary(records=0, segments=count("segments_recalled"), bytes=count("bytes_recalled"))
+    return RunSummary(
+        records=count("expired_records", "records_removed"),
+        segments=count("segments_deleted", "segments_rewritten"),
+        bytes=run.bytes_reclaimed,
+    )
 
 
 def run_list() -> QuerySet[TaskRun]:

@@ -2250,6 +2250,14 @@ export interface components {
          * @enum {string}
          */
         RunStateEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        RunSummary: {
+            /** @description records expired or removed (0 for a recall) */
+            readonly records: number;
+            /** @description segments deleted or rewritten; a recall: recalled */
+            readonly segments: number;
+            /** @description bytes reclaimed; a recall: bytes recalled */
+            readonly bytes: number;
+        };
         /**
          * @description * `namespace` - namespace
          *     * `node` - node
@@ -2507,6 +2515,8 @@ export interface components {
                 [key: string]: number;
             };
             readonly bytes_reclaimed: number;
+            /** @description What the run affected so far (a dry run: what the action would do), computed by the server from its counts. A recall: segments = segments_recalled, bytes = bytes_recalled (the local disk they take back; nothing is freed), records = 0. Any other kind: records = expired_records + records_removed, segments = segments_deleted + segments_rewritten, bytes = bytes_reclaimed. */
+            readonly summary: components["schemas"]["RunSummary"];
             readonly dry_run: boolean;
             readonly params: {
                 [key: string]: unknown;

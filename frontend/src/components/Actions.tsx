@@ -29,16 +29,6 @@ function useScopedActions<S extends Scope>(
   return { actions, byKind: new Map(actions.map((a) => [a.kind, a])), error };
 }
 
-/** What a finished dry run says the action would do: records, segments, bytes. */
-export function dryRunSummary(run: TaskRun): { records: number; segments: number; bytes: number } {
-  const c = run.counts ?? {};
-  return {
-    records: (c.expired_records ?? 0) + (c.records_removed ?? 0),
-    segments: (c.segments_deleted ?? 0) + (c.segments_rewritten ?? 0),
-    bytes: run.bytes_reclaimed,
-  };
-}
-
 function DryRunReport({ run }: { run: TaskRun }) {
   if (run.state !== "succeeded") {
     return run.state === "failed" || run.state === "cancelled" ? (
@@ -47,18 +37,18 @@ function DryRunReport({ run }: { run: TaskRun }) {
       <p className="muted small">Dry run in progress…</p>
     );
   }
+  // The figures are the server's (`run.summary`, one definition of what a run affected), never recomputed here.
+  const { records, segments, bytes } = run.summary;
   if (run.kind === "recall") {
     // A recall moves segments back to local disk: it frees nothing, it would take this much room.
-    const c = run.counts ?? {};
     return (
       <p className="small" data-testid="dry-run-report">
-        Dry run: it would recall <strong data-testid="dry-run-segments">{formatCount(c.segments_recalled ?? 0)}</strong>{" "}
-        segments (<strong data-testid="dry-run-bytes">{formatBytes(c.bytes_recalled ?? 0)}</strong> of local disk) from the
+        Dry run: it would recall <strong data-testid="dry-run-segments">{formatCount(segments)}</strong>{" "}
+        segments (<strong data-testid="dry-run-bytes">{formatBytes(bytes)}</strong> of local disk) from the
         object store. Nothing was changed.
       </p>
     );
   }
-  const { records, segments, bytes } = dryRunSummary(run);
   return (
     <p className="small" data-testid="dry-run-report">
       Dry run: it would affect <strong data-testid="dry-run-records">{formatCount(records)}</strong> records

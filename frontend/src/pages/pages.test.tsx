@@ -200,6 +200,7 @@ describe("namespace detail", () => {
       state: "succeeded",
       counts: { segments_deleted: 3, records_removed: 1200, expired_records: 0 },
       bytes_reclaimed: 5 * 1024 ** 2,
+      summary: { records: 1200, segments: 3, bytes: 5 * 1024 ** 2 },
     };
     const fetch = mockFetch(
       routes(operator, {
@@ -216,6 +217,32 @@ describe("namespace detail", () => {
     expect(screen.getByTestId("dry-run-segments").textContent).toBe("3");
     expect(screen.getByTestId("dry-run-bytes").textContent).toBe("5 MiB");
     expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "retention", dry_run: true });
+  });
+
+  it("the dry-run report shows the server's summary of the run as it is: the UI adds up no counts itself", async () => {
+    const started = { ...taskRun(82), kind: "compaction", dry_run: true };
+    // Counts that would add up to other figures: what is shown is the summary, the server's one definition.
+    const finished = {
+      ...started,
+      state: "succeeded",
+      counts: { expired_records: 5, records_removed: 7, segments_deleted: 1, segments_rewritten: 1 },
+      bytes_reclaimed: 1024,
+      summary: { records: 9, segments: 8, bytes: 3 * 1024 ** 2 },
+    };
+    mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202),
+        "GET /api/runs/82/": () => jsonResponse(finished),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=actions");
+    fireEvent.click(await screen.findByTestId("action-dry-run"));
+    fireEvent.click(await screen.findByTestId("action-compaction"));
+    expect(screen.queryByTestId("confirm-input")).toBeNull();
+    await screen.findByTestId("dry-run-report");
+    expect(screen.getByTestId("dry-run-records").textContent).toBe("9");
+    expect(screen.getByTestId("dry-run-segments").textContent).toBe("8");
+    expect(screen.getByTestId("dry-run-bytes").textContent).toBe("3 MiB");
   });
 
   it("offload (tiered storage) is in the Actions menu and starts at once; it offers no dry run", async () => {
@@ -235,7 +262,12 @@ describe("namespace detail", () => {
 
   it("recall (tiered storage) is in the Actions menu, offers a dry run and starts without confirmation", async () => {
     const started = { ...taskRun(91), kind: "recall", dry_run: true };
-    const finished = { ...started, state: "succeeded", counts: { segments_recalled: 4, bytes_recalled: 2 * 1024 ** 2 } };
+    const finished = {
+      ...started,
+      state: "succeeded",
+      counts: { segments_recalled: 4, bytes_recalled: 2 * 1024 ** 2 },
+      summary: { records: 0, segments: 4, bytes: 2 * 1024 ** 2 },
+    };
     const fetch = mockFetch(
       routes(operator, {
         "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202),

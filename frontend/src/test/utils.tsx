@@ -75,6 +75,7 @@ export const taskRun = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
   steps: 0,
   counts: {},
   bytes_reclaimed: 0,
+  summary: { records: 0, segments: 0, bytes: 0 },
   dry_run: false,
   params: {},
   error: "",
