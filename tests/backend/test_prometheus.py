@@ -5,8 +5,6 @@ and ``export_alert_rules`` writes Prometheus rules over the nodes' series (``pro
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,9 +25,8 @@ from backend.apps.runs.models import Kind, State, TaskRun
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from tests.backend.conftest import make_user
+from tests.support.promtool import check_metrics, check_rules, needs_promtool, run_rule_tests
 
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-needs_promtool = pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool missing: make prometheus")
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 # Series the node publishes on its own /metrics (storage_engine/node/metric_catalog.py): never on the web's.
@@ -121,8 +118,8 @@ def test_web_metrics_are_the_control_planes_own(console, scraper):
 @needs_promtool
 def test_promtool_accepts_the_web_exposition_without_warnings(console, scraper):
     scrape(scraper)  # request metrics exist once a request went through
-    result = subprocess.run([PROMTOOL, "check", "metrics"], input=scrape(scraper), capture_output=True, text=True)
-    assert result.returncode == 0 and not result.stdout.strip() and not result.stderr.strip(), result
+    complaints = check_metrics(scrape(scraper))
+    assert not complaints.strip(), complaints
 
 
 def export(tmp_path: Path, *args: str) -> dict:
@@ -195,9 +192,7 @@ def test_promtool_checks_the_export(console, tmp_path):
         for_s=0,
     )
     export(tmp_path, "--all")
-    result = subprocess.run([PROMTOOL, "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS" in result.stdout
+    assert "SUCCESS" in check_rules(tmp_path / "rules.yml")
 
 
 @needs_promtool
@@ -352,8 +347,7 @@ def test_promtool_unit_tests_the_exported_rules(console, tmp_path):
         ],
     }
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = subprocess.run([PROMTOOL, "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_rule_tests(tmp_path / "tests.yml")
 
 
 def test_the_export_reads_only_series_the_node_publishes(node):

@@ -5,8 +5,6 @@ the default alert rules on offload lag and repeated upload errors."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from tests.support.processes import NodeProc, start_node
+from tests.support.promtool import needs_promtool, run_rule_tests
 
 RECORDS = 150
 
@@ -290,10 +289,7 @@ def test_segments_moved_by_the_node_itself_are_synced_after_the_next_collection(
     assert not catalog._unsynced(cold, 0).exists()
 
 
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-
-
-@pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool missing: make prometheus")
+@needs_promtool
 def test_promtool_fires_and_resolves_the_offload_rules(db, tmp_path):
     """The exported rules on input series as a node and the console publish them: a lag over an hour fires
     after 10 minutes; upload failures every minute fire after 15 and resolve once they stop."""
@@ -349,8 +345,7 @@ def test_promtool_fires_and_resolves_the_offload_rules(db, tmp_path):
         ],
     }
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = subprocess.run([PROMTOOL, "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_rule_tests(tmp_path / "tests.yml")
 
 
 def test_a_compacted_namespace_with_remote_storage_is_offloaded_then_compacted(

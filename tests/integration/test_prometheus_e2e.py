@@ -6,7 +6,6 @@ through an Alertmanager channel, and sees it resolve. Scrape and evaluation ever
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from backend.apps.metrics.services import write_points
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from tests.backend.conftest import make_user
+from tests.support import promtool
 from tests.support.processes import BIN, NodeProc, Proc, free_port, http_ok, spawn, wait_until
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -219,8 +219,8 @@ def test_the_web_adds_up_every_gunicorn_worker(tmp_path: Path, settings: Any):
             seen.append(float(line.split()[-1]))
             assert "# TYPE lcs_task_runs gauge" in text
         assert seen == sorted(seen) and seen[0] >= 20, seen
-        if shutil.which("promtool"):
-            check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
-            assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check
+        if promtool.available():
+            complaints = promtool.check_metrics(text)
+            assert not complaints.strip(), complaints
     finally:
         web.stop()

@@ -5,8 +5,6 @@ problem details with their status."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from storage_engine.api import NewRecord, SegmentTier
 from storage_engine.client import NodeClient
 from tests.storage_engine.tier_engine import policy
 from tests.support.processes import NodeProc, start_node
+from tests.support.promtool import check_metrics, require_promtool
 
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 N = 120
 TIERED = policy()
 
@@ -98,8 +96,7 @@ def test_offload_of_a_namespace_without_remote_storage_is_skipped_and_bad_argume
 
 
 def test_tier_metrics_have_help_and_promtool_is_quiet(tiered_node: NodeProc) -> None:
-    if not Path(PROMTOOL).exists():
-        pytest.fail("promtool is missing: run `make prometheus` (Debian's prometheus package)")
+    require_promtool()
     with NodeClient(tiered_node.url, tiered_node.token) as client:
         fill(client)
         before = httpx.get(f"{client.base_url}/metrics", headers=client._http.headers).text
@@ -111,8 +108,8 @@ def test_tier_metrics_have_help_and_promtool_is_quiet(tiered_node: NodeProc) -> 
         client.read("t", 0, 0, max_records=1000)  # cached
         text = httpx.get(f"{client.base_url}/metrics", headers=client._http.headers).text
         stats = client.stats()["counters"]
-    checked = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
-    assert checked.returncode == 0 and checked.stdout + checked.stderr == "", checked.stdout + checked.stderr
+    complaints = check_metrics(text)
+    assert complaints == "", complaints
     for line in ("# HELP lcs_tier_offload_lag_seconds ", "# HELP lcs_tier_cache_hits_total "):
         assert line in text
     assert value(text, "lcs_tier_offload_pending_segments") == 0 and value(text, "lcs_tier_offload_lag_seconds") == 0
