@@ -7,9 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.apps import apps
@@ -26,6 +25,7 @@ from backend.apps.metrics import services as metrics
 from backend.apps.metrics.services import write_points
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import Kind, State, TaskRun
+from tests.support.receiver import Receiver, receiving
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -49,34 +49,16 @@ def make_rule(**fields) -> AlertRule:
     return AlertRule.objects.create(**{**defaults, **fields})
 
 
-class Receiver(BaseHTTPRequestHandler):
-    """A webhook receiver answering ``status`` with a body that must never reach the console."""
-
-    received: list[tuple[dict[str, str], bytes]] = []
-    status = 204
-    ANSWER = b"internal: db password is hunter2"
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append((dict(self.headers), body))
-        self.send_response(type(self).status)
-        self.send_header("Content-Length", str(len(self.ANSWER)))
-        self.end_headers()
-        self.wfile.write(self.ANSWER)
-
-    def log_message(self, *args) -> None:
-        pass
+ANSWER = b"internal: db password is hunter2"  # what the webhook answers: it must never reach the console
+HOOK_PATH = "/hook/T0KEN-in-path?key=s3cret-query"
 
 
 @pytest.fixture
-def receiver():
-    Receiver.received, Receiver.status = [], 204
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook/T0KEN-in-path?key=s3cret-query"
-    server.shutdown()
-    server.server_close()
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver answering 204 (a test may change the status) with :data:`ANSWER`."""
+    with receiving() as server:
+        server.answer = lambda request: (204, "text/plain", ANSWER)
+        yield server
 
 
 # -- 1. viewers read alerts, rules and channels --------------------------------------------------
@@ -329,12 +311,14 @@ def test_a_node_wide_sweep_longer_than_the_threshold_fires_the_scan_rule(quiet, 
 
 
 def test_send_test_through_a_webhook(quiet, api_as, receiver):
-    channel = Channel.objects.create(name="hook", kind="webhook", target=receiver, secret="s3cret", enabled=False)
+    target = receiver.url + HOOK_PATH
+    channel = Channel.objects.create(name="hook", kind="webhook", target=target, secret="s3cret", enabled=False)
     operator = api_as("operator")
     url = f"/api/alert-channels/{channel.pk}/test"
     response = operator.post(url)
     assert response.status_code == 200 and response.json() == {"delivered": True, "error": ""}
-    ((headers, body),) = Receiver.received
+    (request,) = receiver.received
+    headers, body = request.headers, request.body
     assert headers["X-LCS-Signature"] == "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
     assert headers["X-LCS-Event"] == "test" and headers["X-LCS-Delivery"].startswith("test-")
     data = json.loads(body)
@@ -343,7 +327,7 @@ def test_send_test_through_a_webhook(quiet, api_as, receiver):
     assert not Notification.objects.exists() and not Alert.objects.exists()  # no alert history
 
     # The receiver fails: the error is ours (the status), never what it answered.
-    Receiver.status = 500
+    receiver.answer = lambda request: (500, "text/plain", ANSWER)
     response = operator.post(url)
     assert response.json() == {"delivered": False, "error": "webhook answered HTTP 500"}
     assert "hunter2" not in response.content.decode()
@@ -362,7 +346,7 @@ def test_send_test_through_a_webhook(quiet, api_as, receiver):
 
 
 def test_send_test_obeys_outgoing_url_allow(quiet, api_as, receiver, settings):
-    channel = Channel.objects.create(name="hook", kind="webhook", target=receiver, secret="s3cret")
+    channel = Channel.objects.create(name="hook", kind="webhook", target=receiver.url + HOOK_PATH, secret="s3cret")
     operator = api_as("operator")
     settings.OUTGOING_URL_ALLOW = "hooks.example.com"  # 127.0.0.1 is no longer allowed
     response = operator.post(f"/api/alert-channels/{channel.pk}/test").json()
@@ -375,7 +359,7 @@ def test_send_test_obeys_outgoing_url_allow(quiet, api_as, receiver, settings):
     )
     response = operator.post(f"/api/alert-channels/{metadata.pk}/test").json()
     assert response["delivered"] is False and "metadata" in response["error"]
-    assert Receiver.received == []
+    assert receiver.received == []
 
 
 def test_send_test_email(quiet, api_as):

@@ -3,44 +3,24 @@ generatorURL), firing alerts sent again at each evaluation, validation of its UR
 
 from __future__ import annotations
 
-import json
-import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from backend.apps.alerts import delivery, evaluation
 from backend.apps.alerts.models import Alert, AlertRule, Channel, Notification
 from backend.apps.metrics.services import write_points
+from tests.support.receiver import Receiver, receiving
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-class Alertmanager(BaseHTTPRequestHandler):
-    received: list[tuple[str, dict[str, str], list[dict]]] = []
-    status = 200
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append((self.path, dict(self.headers), json.loads(body)))
-        self.send_response(type(self).status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
-def alertmanager():
-    Alertmanager.received, Alertmanager.status = [], 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Alertmanager)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def alertmanager() -> Iterator[Receiver]:
+    """Alertmanager's API v2 as the console sees it: every POST recorded, answered 200 (a test may change that)."""
+    with receiving() as server:
+        yield server
 
 
 @pytest.fixture
@@ -56,7 +36,8 @@ def rule(db, alertmanager, settings):
         severity="critical",
         description="Reclamation is falling behind.",
     )
-    rule.channels.add(Channel.objects.create(name="am", kind="alertmanager", target=alertmanager + "/", secret="tok"))
+    channel = Channel.objects.create(name="am", kind="alertmanager", target=alertmanager.url + "/", secret="tok")
+    rule.channels.add(channel)
     return rule
 
 
@@ -69,15 +50,15 @@ def deliver_all() -> None:
         delivery.deliver(pk, now=datetime.now(UTC) + timedelta(days=3650))
 
 
-def test_alerts_reach_alertmanager_and_resolve_there(rule, monkeypatch):
+def test_alerts_reach_alertmanager_and_resolve_there(rule, alertmanager, monkeypatch):
     monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: None)
     monkeypatch.setattr(delivery, "_enqueue_resend", lambda pk: None)
     ratio(0.5, T0)
     evaluation.evaluate(now=T0)
     deliver_all()
-    ((path, headers, body),) = Alertmanager.received
-    assert path == "/api/v2/alerts" and headers["Authorization"] == "Bearer tok"
-    (alert,) = body
+    (request,) = alertmanager.received
+    assert request.path == "/api/v2/alerts" and request.headers["Authorization"] == "Bearer tok"
+    (alert,) = request.json()
     assert alert["labels"] == {
         "alertname": "ExpiredRatioHigh",
         "severity": "critical",
@@ -93,12 +74,12 @@ def test_alerts_reach_alertmanager_and_resolve_there(rule, monkeypatch):
     ratio(0.5, T0 + timedelta(minutes=1))
     assert evaluation.evaluate(now=T0 + timedelta(minutes=1))["resent"] == 1
     assert delivery.resend_to_alertmanager(rule.channels.get().pk, now=T0 + timedelta(minutes=1)) == 1
-    assert Alertmanager.received[-1][2][0]["labels"] == alert["labels"]
+    assert alertmanager.received[-1].json()[0]["labels"] == alert["labels"]
     # Resolved: endsAt tells Alertmanager to resolve it too.
     ratio(0.1, T0 + timedelta(minutes=2))
     evaluation.evaluate(now=T0 + timedelta(minutes=2))
     deliver_all()
-    (resolved,) = Alertmanager.received[-1][2]
+    (resolved,) = alertmanager.received[-1].json()
     assert resolved["labels"] == alert["labels"] and resolved["endsAt"] == (T0 + timedelta(minutes=2)).isoformat()
     assert evaluation.evaluate(now=T0 + timedelta(minutes=3))["resent"] == 0  # nothing fires: nothing resent
     # A silenced alert is not sent again.
@@ -108,9 +89,9 @@ def test_alerts_reach_alertmanager_and_resolve_there(rule, monkeypatch):
     assert delivery.resend_to_alertmanager(rule.channels.get().pk, now=T0 + timedelta(minutes=5)) == 0
 
 
-def test_a_failing_alertmanager_is_retried_and_worded_by_us(rule, monkeypatch):
+def test_a_failing_alertmanager_is_retried_and_worded_by_us(rule, alertmanager, monkeypatch):
     monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: None)
-    Alertmanager.status = 400
+    alertmanager.answer = lambda request: (400, "text/plain", b"")
     ratio(0.5, T0)
     evaluation.evaluate(now=T0)
     (notification,) = Notification.objects.all()
@@ -122,13 +103,13 @@ def test_a_failing_alertmanager_is_retried_and_worded_by_us(rule, monkeypatch):
 def test_alertmanager_channels_through_the_api(db, api_as, alertmanager, settings):
     admin, viewer = api_as("admin"), api_as("viewer")
     created = admin.post(
-        "/api/alert-channels/", {"name": "am", "kind": "alertmanager", "target": alertmanager}, format="json"
+        "/api/alert-channels/", {"name": "am", "kind": "alertmanager", "target": alertmanager.url}, format="json"
     )
     assert created.status_code == 201, created.content  # no secret needed
     channel = created.json()
     assert channel["kind"] == "alertmanager" and channel["has_secret"] is False
     (listed,) = viewer.get("/api/alert-channels/").json()
-    assert listed["target"] == alertmanager + "/…" and listed["target_redacted"] is True
+    assert listed["target"] == alertmanager.url + "/…" and listed["target_redacted"] is True
     bad = admin.post("/api/alert-channels/", {"name": "x", "kind": "alertmanager", "target": "am:9093"}, format="json")
     assert bad.status_code == 400 and bad.json()["errors"].keys() == {"target"}
     meta = admin.post(
@@ -140,8 +121,9 @@ def test_alertmanager_channels_through_the_api(db, api_as, alertmanager, setting
     # A test message: an alert that shows in Alertmanager, then ends by itself.
     answer = api_as("operator").post(f"/api/alert-channels/{channel['id']}/test").json()
     assert answer == {"delivered": True, "error": ""}
-    ((path, _headers, (test,)),) = Alertmanager.received
-    assert path == "/api/v2/alerts"
+    (request,) = alertmanager.received
+    (test,) = request.json()
+    assert request.path == "/api/v2/alerts"
     assert test["labels"] == {"alertname": "TestNotification", "severity": "info", "channel": "am"}
     ends = datetime.fromisoformat(test["endsAt"]) - datetime.fromisoformat(test["startsAt"])
     assert ends == timedelta(minutes=5)

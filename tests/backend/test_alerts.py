@@ -5,9 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core import mail
@@ -28,6 +27,7 @@ from backend.apps.audit.models import AuditEntry
 from backend.apps.metrics.services import write_points
 from backend.apps.nodes.models import StorageNode
 from tests.backend.conftest import make_user
+from tests.support.receiver import Receiver, receiving
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -175,38 +175,20 @@ def test_policy_thresholds_and_forecast(quiet):
     assert (warning.state, warning.threshold, warning.value) == ("firing", 0.5, 0.55)  # for 0: at once
 
 
-class Receiver(BaseHTTPRequestHandler):
-    received: list[tuple[dict[str, str], bytes]] = []
-    fail_first = True
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append((dict(self.headers), body))
-        status = 500 if type(self).fail_first and len(type(self).received) == 1 else 204
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
-def receiver():
-    Receiver.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
-    server.shutdown()
-    server.server_close()
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver failing the first POST (500), taking the others (204)."""
+    with receiving() as server:
+        server.answer = lambda request: (500 if len(server.received) == 1 else 204, "text/plain", b"")
+        yield server
 
 
 def test_webhook_signed_and_retried(quiet, receiver, monkeypatch, django_capture_on_commit_callbacks):
     queued: list[tuple[int, float]] = []
     monkeypatch.setattr(delivery, "enqueue", lambda pk, countdown=0: queued.append((pk, countdown)))
     rule = make_rule(for_s=0, severity="critical")
-    rule.channels.add(Channel.objects.create(name="hook", kind="webhook", target=receiver, secret="s3cret"))
+    hook = Channel.objects.create(name="hook", kind="webhook", target=receiver.url + "/hook", secret="s3cret")
+    rule.channels.add(hook)
     start = timezone.now()
     ratio("orders", 0.5, start)
     with django_capture_on_commit_callbacks(execute=True):
@@ -218,11 +200,11 @@ def test_webhook_signed_and_retried(quiet, receiver, monkeypatch, django_capture
     assert (notification.status, notification.attempts) == ("retrying", 1)
     assert "500" in notification.last_error and queued[-1] == (notification.pk, 30)
     assert delivery.deliver(notification.pk) is None  # not due yet: nothing sent
-    assert len(Receiver.received) == 1
+    assert len(receiver.received) == 1
     assert delivery.deliver(notification.pk, now=timezone.now() + timedelta(seconds=31)) is None
     notification.refresh_from_db()
     assert (notification.status, notification.attempts, notification.last_error) == ("sent", 2, "")
-    headers, body = Receiver.received[-1]
+    headers, body = receiver.received[-1].headers, receiver.received[-1].body
     expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
     assert headers["X-LCS-Signature"] == expected
     data = json.loads(body)

@@ -7,9 +7,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
+from collections.abc import Iterator
 from html.parser import HTMLParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
@@ -25,6 +24,7 @@ from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
 from tests.backend.conftest import make_user
+from tests.support.receiver import Receiver, receiving
 
 
 class _Assets(HTMLParser):
@@ -151,37 +151,12 @@ def test_login_throttle_falls_back_to_the_process_when_the_cache_fails(db, monke
 SECRET_TEXT = "INTERNAL-ONLY-3f9a"
 
 
-class Answering(BaseHTTPRequestHandler):
-    """Answers every request with ``answers[path]``: (status, content type, body); records what it got."""
-
-    answers: dict[str, tuple[int, str, bytes]] = {}
-    seen: list[tuple[str, str, dict[str, str]]] = []
-
-    def _answer(self) -> None:
-        type(self).seen.append((self.command, self.path, dict(self.headers)))
-        if self.headers.get("Content-Length"):
-            self.rfile.read(int(self.headers["Content-Length"]))
-        status, kind, body = type(self).answers.get(self.path.split("?")[0], (404, "text/plain", b"no"))
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_PUT = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def answering():
-    Answering.answers, Answering.seen = {}, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answering)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def answering() -> Iterator[Receiver]:
+    """A stand-in node: records what it gets; answers 404 until a test sets answers by path."""
+    with receiving() as server:
+        server.answer_by_path({})
+        yield server
 
 
 def _fake_dns(monkeypatch, table: dict[str, str]) -> None:
@@ -278,7 +253,7 @@ def test_node_and_webhook_urls_are_checked_when_saved(api_as, monkeypatch):
 
 
 def test_a_refused_node_url_is_never_called(db, answering, settings):
-    node = StorageNode.objects.create(name="n1", url=answering, token="t0ken")
+    node = StorageNode.objects.create(name="n1", url=answering.url, token="t0ken")
     settings.OUTGOING_URL_ALLOW = "10.0.0.0/8"  # the stand-in on 127.0.0.1 is now out of bounds
     with client_for(node) as client, pytest.raises(NodeUnavailableError, match="refused"):
         client.health()
@@ -287,7 +262,7 @@ def test_a_refused_node_url_is_never_called(db, answering, settings):
     settings.OUTGOING_URL_ALLOW = "*"
     with client_for(node) as client, pytest.raises(NodeUnavailableError, match="refused"):
         client.health()
-    assert Answering.seen == []
+    assert answering.received == []
 
 
 # -- node URL and token ---------------------------------------------------------------------------------------
@@ -302,15 +277,15 @@ def test_changing_a_node_url_needs_its_token_again(api_as, answering):
         == 201
     )
     for method in (admin.patch, admin.put):
-        response = method("/api/nodes/n2/", {"name": "n2", "url": answering}, format="json")
+        response = method("/api/nodes/n2/", {"name": "n2", "url": answering.url}, format="json")
         if response.status_code == 405:  # no PUT on this route
             continue
         assert response.status_code == 400 and "token" in response.json()["errors"], response.json()
     node = StorageNode.objects.get(name="n2")
     assert node.url == "http://127.0.0.1:9" and node.token == "s3cret"
     assert admin.patch("/api/nodes/n2/", {"url": "http://127.0.0.1:9"}, format="json").status_code == 200  # same URL
-    response = admin.patch("/api/nodes/n2/", {"url": answering, "token": "new-token"}, format="json")
-    assert response.status_code == 200 and response.json()["url"] == answering
+    response = admin.patch("/api/nodes/n2/", {"url": answering.url, "token": "new-token"}, format="json")
+    assert response.status_code == 200 and response.json()["url"] == answering.url
     node.refresh_from_db()
     assert node.token == "new-token"
     entry = AuditEntry.objects.filter(action="node.update").latest("id")
@@ -343,22 +318,24 @@ def test_the_admin_form_asks_for_the_token_with_a_new_url(db):
 @pytest.fixture
 def bad_nodes(db, answering):
     """Four nodes that each fail differently; the stand-in answers text and nonsense."""
-    Answering.answers = {
-        "/health": (200, "text/html", f"<html>{SECRET_TEXT}</html>".encode()),
-        # Shard figures first, then a part that is not what a node sends: none of it may be kept.
-        "/v1/stats": (
-            200,
-            "application/json",
-            b'{"shards": [{"namespace": "ghost", "shard": 0, "record_count": 5}], "counters": ["?"]}',
-        ),
-    }
+    answering.answer_by_path(
+        {
+            "/health": (200, "text/html", f"<html>{SECRET_TEXT}</html>".encode()),
+            # Shard figures first, then a part that is not what a node sends: none of it may be kept.
+            "/v1/stats": (
+                200,
+                "application/json",
+                b'{"shards": [{"namespace": "ghost", "shard": 0, "record_count": 5}], "counters": ["?"]}',
+            ),
+            "/err/health": (500, "text/plain", SECRET_TEXT.encode()),
+            "/err/v1/stats": (502, "text/plain", SECRET_TEXT.encode()),
+        }
+    )
     StorageNode.objects.create(name="bad-url", url="http://[::1", token="t")
     StorageNode.objects.create(name="bad-token", url="http://127.0.0.1:9", token="tökén")
-    StorageNode.objects.create(name="nonsense", url=answering, token="t")
-    StorageNode.objects.create(name="erroring", url=answering + "/err", token="t")
-    Answering.answers["/err/health"] = (500, "text/plain", SECRET_TEXT.encode())
-    Answering.answers["/err/v1/stats"] = (502, "text/plain", SECRET_TEXT.encode())
-    return answering
+    StorageNode.objects.create(name="nonsense", url=answering.url, token="t")
+    StorageNode.objects.create(name="erroring", url=answering.url + "/err", token="t")
+    return answering.url
 
 
 def test_health_survives_bad_nodes_and_shows_none_of_their_text(api_as, bad_nodes, registered_node):
@@ -376,8 +353,10 @@ def test_health_survives_bad_nodes_and_shows_none_of_their_text(api_as, bad_node
 
 
 def test_health_shows_no_text_from_a_node_answer(api_as, answering, db):
-    StorageNode.objects.create(name="odd", url=answering, token="t")
-    Answering.answers["/health"] = (200, "application/json", b'{"status": "ok", "adapter": "INTERNAL-ONLY-3f9a"}')
+    StorageNode.objects.create(name="odd", url=answering.url, token="t")
+    answering.answer_by_path(
+        {"/health": (200, "application/json", b'{"status": "ok", "adapter": "INTERNAL-ONLY-3f9a"}')}
+    )
     node = api_as(None).get("/api/health").json()["components"]["node"]
     assert node["ok"] is True and node["detail"] == "reachable: odd (?)"
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,39 +28,18 @@ from spark_jobs.source import offline_segment_files
 from storage_engine.client import NodeClient
 from tests.spark.engine_data import HOUR_MS, START_MS, Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import Rec, expected_report, report_rows_to_dict
+from tests.support.receiver import Receiver, receiving
 
 NOW = START_MS + 9 * HOUR_MS  # part of the data expired, part not, part in the future
 TTLS = {"audit": 2 * HOUR_MS}
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]] = []
-    status = 201
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-        self.send_response(type(self).status)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b'{"ok": true}')
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def server() -> Iterator[tuple[str, type[_Recorder]]]:
-    handler = type("Handler", (_Recorder,), {"requests": [], "status": 201})
-    httpd = HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/api/reports/lifecycle", handler
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+def server() -> Iterator[tuple[str, Receiver]]:
+    """The control plane's report endpoint: its URL and a receiver answering 201 (a test may change that)."""
+    with receiving() as receiver:
+        receiver.answer = lambda request: (201, "application/json", b'{"ok": true}')
+        yield f"{receiver.url}/api/reports/lifecycle", receiver
 
 
 def _recs(appended: list[Appended], only: set[tuple[str, int, int]] | None = None) -> list[Rec]:
@@ -137,7 +114,7 @@ def test_report_from_segments_posted_to_the_control_plane(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-    server: tuple[str, type[_Recorder]],
+    server: tuple[str, Receiver],
 ) -> None:
     appended = source[1]
     data_dir = tmp_path / "data"
@@ -155,7 +132,7 @@ def _report_from_segments(
     spark: SparkSession,
     argv: list[str],
     appended: list[Appended],
-    handler: type[_Recorder],
+    handler: Receiver,
     capsys: pytest.CaptureFixture[str],
     node_url: str,
     token: str,
@@ -164,24 +141,25 @@ def _report_from_segments(
     summary = json.loads(capsys.readouterr().out)
     assert summary["posted"] == 201
 
-    (request,) = handler.requests
-    assert request["path"] == "/api/reports/lifecycle"
-    assert request["headers"]["Authorization"] == "Token s3cret"
-    assert request["headers"]["Content-Type"] == "application/json"
-    assert set(request["body"]) == {"generated_at", "rows"}
-    assert request["body"]["generated_at"] == summary["generated_at"]
+    (request,) = handler.received
+    body = request.json()
+    assert request.path == "/api/reports/lifecycle"
+    assert request.headers["Authorization"] == "Token s3cret"
+    assert request.headers["Content-Type"] == "application/json"
+    assert set(body) == {"generated_at", "rows"}
+    assert body["generated_at"] == summary["generated_at"]
     # Segments as input: every stored record, the active segments' included.
-    assert _rows_from_json(request["body"]["rows"]) == expected_report(_recs(appended), NOW, TTLS)
-    assert all(r["now_ms"] == NOW for r in request["body"]["rows"])
+    assert _rows_from_json(body["rows"]) == expected_report(_recs(appended), NOW, TTLS)
+    assert all(r["now_ms"] == NOW for r in body["rows"])
 
     # Started for one namespace, the report covers that namespace only.
-    handler.requests.clear()
+    handler.received.clear()
     assert main([*argv, "--namespace", "audit"], spark=spark) == 0
     capsys.readouterr()
-    (request,) = handler.requests
+    (request,) = handler.received
     everything = expected_report(_recs(appended), NOW, TTLS)
-    assert _rows_from_json(request["body"]["rows"]) == {k: v for k, v in everything.items() if k[0] == "audit"}
-    assert {r["namespace"] for r in request["body"]["rows"]} == {"audit"}
+    assert _rows_from_json(request.json()["rows"]) == {k: v for k, v in everything.items() if k[0] == "audit"}
+    assert {r["namespace"] for r in request.json()["rows"]} == {"audit"}
 
     # The node's TTL scan (its clock is past every expire_at of the data) marks records dead that the
     # report's "now" does not expire yet: still in the files, not reclaimed, so expired in the report.
@@ -190,34 +168,32 @@ def _report_from_segments(
             while client.lifecycle_step(ns, "expire-scan", manual=True).more:
                 pass
     dead = frozenset((a.namespace, a.shard, a.offset) for a in appended if a.expire_at is not None)
-    handler.requests.clear()
+    handler.received.clear()
     assert main(argv, spark=spark) == 0
     capsys.readouterr()
-    (request,) = handler.requests
+    (request,) = handler.received
     with_dead = expected_report(_recs(appended), NOW, TTLS, dead=dead)
-    assert _rows_from_json(request["body"]["rows"]) == with_dead
+    assert _rows_from_json(request.json()["rows"]) == with_dead
     assert sum(r["expired_records"] for r in with_dead.values()) > sum(
         r["expired_records"] for r in everything.values()
     )
 
 
 class TestPost:
-    def test_client_error_is_not_retried(self, server: tuple[str, type[_Recorder]]) -> None:
+    def test_client_error_is_not_retried(self, server: tuple[str, Receiver]) -> None:
         url, handler = server
-        handler.status = 400
+        handler.answer = lambda request: (400, "application/json", b"{}")
         with pytest.raises(PostError, match="HTTP 400"):
             post_report(url, {"generated_at": "x", "rows": []}, "t")
-        assert len(handler.requests) == 1
+        assert len(handler.received) == 1
 
-    def test_server_errors_are_retried(
-        self, server: tuple[str, type[_Recorder]], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+    def test_server_errors_are_retried(self, server: tuple[str, Receiver], monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr("spark_jobs.jobs.lifecycle_report.time.sleep", lambda s: None)
         url, handler = server
-        handler.status = 503
+        handler.answer = lambda request: (503, "application/json", b"{}")
         with pytest.raises(PostError, match="HTTP 503"):
             post_report(url, {"generated_at": "x", "rows": []}, "t")
-        assert len(handler.requests) == 3
+        assert len(handler.received) == 3
 
     def test_unreachable(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr("spark_jobs.jobs.lifecycle_report.time.sleep", lambda s: None)
