@@ -137,7 +137,7 @@ NODE_URL = env("NODE_URL", "http://127.0.0.1:7070")
 NODE_TOKEN = env("NODE_TOKEN") or dev_secret("NODE_TOKEN")
 # The token that may only GET the node's /metrics, for a Prometheus scraper (docs/metrics.md): `make up`
 # starts its node with it; in production the node's own configuration sets it (optional there).
-NODE_METRICS_TOKEN = env("NODE_METRICS_TOKEN") or (None if PRODUCTION else dev_secret("NODE_METRICS_TOKEN"))
+NODE_METRICS_TOKEN = env("NODE_METRICS_TOKEN", "") or (None if PRODUCTION else dev_secret("NODE_METRICS_TOKEN"))
 NODE_TIMEOUT_S = env_float("NODE_TIMEOUT_S", 5.0, minimum=0.1)
 # Where the control plane may send requests (node URLs, webhook channels): comma-separated host names,
 # *.suffixes, addresses and CIDR networks, or * (default) for any. Link-local and cloud metadata addresses
