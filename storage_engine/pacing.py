@@ -61,6 +61,10 @@ class TokenBucket:
 _RUNNING: ContextVar[bool] = ContextVar("foreground_running", default=False)
 
 
+def no_pause() -> None:
+    """A give-way point that never pauses (background work with nothing to give way to)."""
+
+
 class Foreground:
     """Foreground calls (appends) in flight, so that background work can give way to them.
 

@@ -117,8 +117,7 @@ def download(hooks: ShardTier, meta: SegmentMeta, target: Path) -> int:
 
     def write(chunk: Any) -> None:
         f.write(chunk)
-        if pace is not None:
-            pace()
+        pace()
 
     with open(target, "wb") as f:
         size = fetch_verified(tier, key, manifest, meta.size_bytes, write)

@@ -32,6 +32,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 
 from storage_engine.errors import StorageError
+from storage_engine.pacing import no_pause
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.segment.tiered_log import TieredShardLog
@@ -42,10 +43,6 @@ from storage_engine.tier.manifest import Manifest, pairs
 
 PART_BYTES = 8 << 20  # bytes per part of a data object's multipart upload
 SLICE_BYTES = 1 << 20  # bytes read, hashed and handed to the store between two give-way points
-
-
-def _no_pause() -> None:
-    return None
 
 
 class TierVerifyError(StorageError):
@@ -114,7 +111,7 @@ def upload_segment(
     *,
     source: Segment | None = None,
     offset_index: tuple[tuple[int, int], ...] | None = None,
-    pace: Callable[[], None] | None = None,
+    pace: Callable[[], None] = no_pause,
 ) -> int:
     """Steps 1–4 for ``meta`` (a copy, naming the generation to upload under) from the segment's local
     file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded.
@@ -131,7 +128,6 @@ def upload_segment(
     part_md5s: list[bytes] = []
     with_md5 = tier.content_etags
     size = meta.size_bytes
-    give_way = pace or _no_pause
 
     def parts() -> Iterator[bytes]:
         """The file in ``SLICE_BYTES`` pieces, hashed as they are read (one pass over the file), with a
@@ -140,7 +136,7 @@ def upload_segment(
             end = min(size, pos + PART_BYTES)
             part_md5 = hashlib.md5(usedforsecurity=False) if with_md5 else None
             for at in range(pos, end, SLICE_BYTES):
-                give_way()
+                pace()
                 piece = seg.read(at, min(SLICE_BYTES, end - at))
                 content.update(piece)
                 if part_md5 is not None:
@@ -159,7 +155,7 @@ def upload_segment(
         raise TierVerifyError(key, "the size", size, info.size)
     etag = (info.etag or "").strip('"').lower()
     if not with_md5 or etag != multipart_etag(part_md5s):  # no content ETag, or another scheme: read back
-        back, digest = tier.digest(key, sink=lambda _chunk: give_way())
+        back, digest = tier.digest(key, sink=lambda _chunk: pace())
         if (back, digest) != (size, content.hexdigest()):
             raise TierVerifyError(key, "the checksum read back", content.hexdigest(), f"{digest} ({back} bytes)")
     manifest = build_manifest(shard, log, meta, checksums.label(content), now, offset_index).to_bytes()
