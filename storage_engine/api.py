@@ -42,6 +42,7 @@ from storage_engine.model import (
     LIFECYCLE_COUNTS,
     OFFLOAD_COUNTS,
     RECALL_COUNTS,
+    SUBSCRIPTION_COUNTS,
     AppendResult,
     BacklogInfo,
     CompactionEstimate,
@@ -71,6 +72,7 @@ __all__ = [
     "LIFECYCLE_COUNTS",
     "OFFLOAD_COUNTS",
     "RECALL_COUNTS",
+    "SUBSCRIPTION_COUNTS",
     "AppendResult",
     "BacklogInfo",
     "CompactionEstimate",
@@ -202,13 +204,17 @@ class StorageAdapter(abc.ABC):
     # had); an empty active segment is never sealed or dropped. A step skipped
     # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
     #
-    # Dry runs (``dry_run=True`` on expire_scan, apply_retention, reclaim, clean_files
-    # and compact): the same decisions from the same rules, and nothing changed: no
-    # record, segment, file, index entry, checkpoint, counter or scan position. The
-    # result counts what the call would do now (storage_engine.work): records,
-    # segments and bytes. A dry run has no per-call budget and takes no pacing
-    # tokens, so it reports the whole of the work due and ``more`` is false. A
-    # ``namespace`` of None means every namespace (a node-wide sweep).
+    # Dry runs (``dry_run=True``), offered by every call that changes data: expire_scan,
+    # apply_retention, reclaim, clean_files, compact, compact_dirtiest, expire_subscriptions,
+    # enforce_backlog_quota, offload and recall (DESIGN §3 "Dry runs"): the same decisions from
+    # the same rules, and nothing changed: no record, segment, file, index entry, cursor,
+    # object in the store, checkpoint, counter, backoff or scan position. The result counts what
+    # the call would do now (storage_engine.work): records, segments, bytes, cursors moved,
+    # segments offloaded or recalled, each equal to the sum the real call reports when repeated
+    # while ``more`` on the same state. A dry run has no per-call budget (it ignores ``limit``, a
+    # node-wide sweep's budget, ``delete_batch_max``, ``limit_shards``) and takes no pacing or bandwidth
+    # tokens, so it answers in one call with the whole of the work due and ``more`` is false:
+    # a caller never loops on it. A ``namespace`` of None means every namespace (a node-wide sweep).
 
     @abc.abstractmethod
     def next_due(self) -> NextDue:
@@ -305,7 +311,9 @@ class StorageAdapter(abc.ABC):
         run freed; ``pending_delete_bytes`` what remains pending.
         """
 
-    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+    def offload(
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
         """Tiered storage (DESIGN §3 "Tiers"): one bounded, resumable offload step of a namespace
         (or one shard; ``None``: every namespace) whose policy has ``remote_storage_enabled``.
 
@@ -320,6 +328,9 @@ class StorageAdapter(abc.ABC):
         Counts ``segments_offloaded``, ``bytes_offloaded``, ``local_copies_dropped`` and
         ``local_bytes_dropped`` (:data:`OFFLOAD_COUNTS`); ``skipped="policy"`` for a namespace
         without remote storage, ``skipped="unsupported"`` for adapters without segment files.
+        A dry run uploads and drops nothing and ignores ``limit``, the bandwidth and a backoff after a
+        failure: it counts every candidate as uploaded (``bytes_offloaded``: their sizes) and then the
+        local copies local retention would drop once they are.
         """
         if namespace is not None:
             self.get_namespace(namespace)  # an unknown namespace is an error on every adapter
@@ -341,7 +352,9 @@ class StorageAdapter(abc.ABC):
         them all remote. Refused (``RecallDiskError``, ``recall_disk_limit``) when disk use would
         pass ``disk_max_used_ratio`` (or ``disk_warning_ratio``). Counts ``segments_recalled`` and
         ``bytes_recalled`` (:data:`RECALL_COUNTS`); a dry run downloads nothing and says what would
-        come back. ``skipped="unsupported"`` for adapters without segment files.
+        come back: every candidate, ``limit`` ignored (``more`` false), up to the first that the disk
+        would refuse (none: ``RecallDiskError`` as the real call). ``skipped="unsupported"`` for
+        adapters without segment files.
         """
         if namespace is not None:
             self.get_namespace(namespace)
@@ -470,10 +483,14 @@ class StorageAdapter(abc.ABC):
         """
 
     @abc.abstractmethod
-    def compact_dirtiest(self, limit_shards: int = 1, *, map_budget_bytes: int | None = None) -> LifecycleResult:
+    def compact_dirtiest(
+        self, limit_shards: int = 1, *, map_budget_bytes: int | None = None, dry_run: bool = False
+    ) -> LifecycleResult:
         """One step of the background cleaner: compact the ``limit_shards`` due shards of
         compacted namespaces with the highest dirty ratio first (``skipped="not_due"`` when
-        none is due); ``namespace``/``shard`` name the shard when one was chosen."""
+        none is due; ``more`` while other shards are due); ``namespace``/``shard`` name the shard
+        when one was chosen. A dry run compacts nothing and reports every due shard's compaction
+        dry run at once (``limit_shards`` ignored), what the real steps do until none is due."""
 
     @abc.abstractmethod
     def set_node_policy(self, policy: NodePolicy) -> NodePolicy:
@@ -572,7 +589,13 @@ class StorageAdapter(abc.ABC):
 
     @abc.abstractmethod
     def expire_subscriptions(
-        self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        *,
+        name: str | None = None,
+        position: int | None = None,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         """Message TTL (Pulsar): move cursors forward past records that expired unacknowledged.
 
@@ -585,11 +608,16 @@ class StorageAdapter(abc.ABC):
         moves backward nor past the end (a position ≥ ``end_offset`` changes
         nothing). At most one run per subscription at a time: a concurrent
         call for the same subscription raises ``AlreadyRunningError``.
-        ``expired_records`` counts the messages expired.
+        ``cursors_moved`` counts the cursors moved and ``messages_acknowledged`` the messages
+        they expired (:class:`LifecycleResult`); one call does all of it (``more`` is false).
+        ``namespace`` ``None``: every namespace, one that is running already passed over. A dry
+        run moves no cursor (and takes no subscription's turn) and reports the same counts.
         """
 
     @abc.abstractmethod
-    def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
+    def enforce_backlog_quota(self, namespace: str, *, dry_run: bool = False) -> LifecycleResult:
         """The periodic backlog-quota check. With ``consumer_backlog_eviction`` the slowest
-        cursors move forward until each backlog is ≤ 90 % of the limit (``expired_records``:
-        messages evicted); other policies act on the append path only. No quota: skipped."""
+        cursors move forward until each backlog is ≤ 90 % of the limit (``cursors_moved``, and
+        ``messages_acknowledged``: the messages evicted); other policies act on the append path
+        only (nothing moves). No quota: skipped. A dry run moves the cursors of a copy and
+        reports the same counts."""

@@ -266,8 +266,10 @@ class Engine(StorageAdapter):
     def compaction_ranges(self, namespace: str) -> list[dict[str, Any]]:
         return self.log_cleaner.compaction_ranges(namespace)
 
-    def compact_dirtiest(self, limit_shards: int = 1, *, map_budget_bytes: int | None = None) -> LifecycleResult:
-        return self.log_cleaner.compact_dirtiest(limit_shards, map_budget_bytes=map_budget_bytes)
+    def compact_dirtiest(
+        self, limit_shards: int = 1, *, map_budget_bytes: int | None = None, dry_run: bool = False
+    ) -> LifecycleResult:
+        return self.log_cleaner.compact_dirtiest(limit_shards, map_budget_bytes=map_budget_bytes, dry_run=dry_run)
 
     # -- subscriptions ------------------------------------------------------------------------------------
     def create_subscription(self, namespace: str, name: str, *, initial: str = "earliest") -> SubscriptionInfo:
@@ -296,12 +298,18 @@ class Engine(StorageAdapter):
         return self.subscriptions.backlog(namespace, name)
 
     def expire_subscriptions(
-        self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        *,
+        name: str | None = None,
+        position: int | None = None,
+        dry_run: bool = False,
     ) -> LifecycleResult:
-        return self.message_expiry.expire_subscriptions(namespace, shard, name=name, position=position)
+        return self.message_expiry.expire_subscriptions(namespace, shard, name=name, position=position, dry_run=dry_run)
 
-    def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
-        return self.backlog_quota.enforce_backlog_quota(namespace)
+    def enforce_backlog_quota(self, namespace: str, *, dry_run: bool = False) -> LifecycleResult:
+        return self.backlog_quota.enforce_backlog_quota(namespace, dry_run=dry_run)
 
     # -- what the stores share ----------------------------------------------------------------------------
     def _stop_parts(self) -> None:

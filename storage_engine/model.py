@@ -249,7 +249,17 @@ class LifecycleResult:
       ``local_copies_dropped`` / ``local_bytes_dropped`` the local files of
       offloaded segments removed past local retention;
     - recall (tiered storage): ``segments_recalled`` / ``bytes_recalled`` the offloaded segments
-      whose local copies were downloaded, verified and made local again (a dry run: would be).
+      whose local copies were downloaded, verified and made local again (a dry run: would be);
+    - subscriptions (message TTL ``expire_subscriptions``, backlog-quota eviction
+      ``enforce_backlog_quota``): ``cursors_moved`` the subscription cursors (one per
+      subscription and shard) the call moved forward, each counted once however far or how often
+      it moved; ``messages_acknowledged`` the stored offsets those moves acknowledged on the
+      consumers' behalf (from the first unacknowledged offset, never below the log start, up to the
+      new cursor), i.e. the backlog messages they skipped. Nothing is deleted or marked dead by a
+      cursor move, so ``expired_records`` stays 0 for these calls.
+
+    A dry run (``dry_run=True``) reports every one of these figures as what the real call, repeated
+    while ``more``, would then report, summed (DESIGN §3 "Dry runs").
     """
 
     operation: str
@@ -280,6 +290,8 @@ class LifecycleResult:
     local_bytes_dropped: int = 0
     segments_recalled: int = 0
     bytes_recalled: int = 0
+    cursors_moved: int = 0
+    messages_acknowledged: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -347,6 +359,8 @@ COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
 OFFLOAD_COUNTS = ("segments_offloaded", "bytes_offloaded", "local_copies_dropped", "local_bytes_dropped")
 # The further counts of a recall result (tiered storage) that add up the same way.
 RECALL_COUNTS = ("segments_recalled", "bytes_recalled")
+# The further counts of a subscription step (message TTL, backlog-quota eviction) that add up the same way.
+SUBSCRIPTION_COUNTS = ("cursors_moved", "messages_acknowledged")
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,9 @@ class OperationSpec:
     ``destructive``: it deletes data on an operator's word (a manual run asks the
     operator to confirm by name); ``destructive_if_manual``: only a manual run
     does (the file cleaner's manual trigger deletes expired files at any hour).
+    ``dry_run``: it offers a dry run (DESIGN §3 "Dry runs"): every operation that changes
+    data does; a dry run answers in one step (``more`` false) with the counts the real
+    steps would report in sum.
     """
 
     scope: Scope
@@ -83,11 +86,13 @@ SPECS: dict[Operation, OperationSpec] = {
     Operation.COMPACT: OperationSpec(
         Scope.NAMESPACE, destructive=True, dry_run=True, accepts=frozenset({"shard", "manual", "dry_run"})
     ),
-    Operation.COMPACT_DIRTIEST: OperationSpec(Scope.NODE, destructive=True, accepts=frozenset({"limit"})),
-    Operation.SUBSCRIPTION_TTL: OperationSpec(Scope.ANY, accepts=frozenset({"shard"})),
-    Operation.BACKLOG_QUOTA: OperationSpec(Scope.NAMESPACE),
-    Operation.DISK_CHECK: OperationSpec(Scope.NODE),
-    Operation.OFFLOAD: OperationSpec(Scope.ANY, accepts=frozenset({"shard", "limit"})),
+    Operation.COMPACT_DIRTIEST: OperationSpec(
+        Scope.NODE, destructive=True, dry_run=True, accepts=frozenset({"limit", "dry_run"})
+    ),
+    Operation.SUBSCRIPTION_TTL: OperationSpec(Scope.ANY, dry_run=True, accepts=frozenset({"shard", "dry_run"})),
+    Operation.BACKLOG_QUOTA: OperationSpec(Scope.NAMESPACE, dry_run=True, accepts=frozenset({"dry_run"})),
+    Operation.DISK_CHECK: OperationSpec(Scope.NODE),  # measures; changes no data
+    Operation.OFFLOAD: OperationSpec(Scope.ANY, dry_run=True, accepts=frozenset({"shard", "limit", "dry_run"})),
     Operation.RECALL: OperationSpec(Scope.ANY, dry_run=True, accepts=frozenset({"shard", "limit", "dry_run"})),
 }
 

@@ -387,9 +387,14 @@ class LogCleaner:
             )
         return out
 
-    def compact_dirtiest(self, limit_shards: int = 1, *, map_budget_bytes: int | None = None) -> LifecycleResult:
+    def compact_dirtiest(
+        self, limit_shards: int = 1, *, map_budget_bytes: int | None = None, dry_run: bool = False
+    ) -> LifecycleResult:
         """The background cleaner's step: among shards of compacted namespaces that are due,
-        compact the ``limit_shards`` with the highest dirty ratio (ties: the most dirty bytes)."""
+        compact the ``limit_shards`` with the highest dirty ratio (ties: the most dirty bytes).
+        A dry run takes every due shard (the real steps compact them all, ``limit_shards`` at a
+        time, until none is due) and reports their compaction dry runs, outside off-peak hours
+        nothing (the real step's compactions are skipped there)."""
         t0 = time.perf_counter()
         self._rt.check_limit(limit_shards)
         self._map_budget(map_budget_bytes)  # refused before any shard is touched
@@ -402,14 +407,17 @@ class LogCleaner:
                 if not policy.compacts:
                     continue
                 for s in shards:
-                    rng = cleanable_range(self._rt.step_segments(s, policy, now, sealed), load_state(s), policy, now)
+                    segments = self._rt.step_segments(s, policy, now, sealed, dry_run)
+                    rng = cleanable_range(segments, load_state(s), policy, now)
                     if rng.due(policy, now):
                         candidates.append((rng.dirty_ratio, rng.dirty_bytes, info, s.shard))
         if not candidates:
             return self._rt.result("compact_dirtiest", None, None, t0, skipped="not_due", **sealed)
         candidates.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
-        chosen = candidates[:limit_shards]
-        results = [self.compact(ns, sh, map_budget_bytes=map_budget_bytes) for _, _, ns, sh in chosen]
+        if dry_run and not in_off_peak(now, self._rt.node_policy):
+            return self._rt.result("compact_dirtiest", None, None, t0, skipped="off_peak", **sealed)
+        chosen = candidates if dry_run else candidates[:limit_shards]
+        results = [self.compact(ns, sh, map_budget_bytes=map_budget_bytes, dry_run=dry_run) for _, _, ns, sh in chosen]
         merged: dict[str, Any] = dict(sealed)
         for r in results:
             add_results(merged, r, COMPACTION_COUNTS)

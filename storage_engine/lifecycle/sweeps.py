@@ -39,6 +39,7 @@ class NodeSweep:
         limit: int | None,
         cost: Callable[[LifecycleResult], int] = lambda result: 0,
         dry_run: bool = False,
+        counts: Sequence[str] = (),
     ) -> LifecycleResult:
         """One node-wide step: ``step(namespace, remaining limit)`` for each namespace, results
         added up. ``cost`` says how much of ``limit`` a result used, so the step stays bounded.
@@ -50,6 +51,7 @@ class NodeSweep:
         at the last namespace, so a sweep run finishes even under a steady load, and the next
         scheduled run starts a new pass. A namespace deleted meanwhile is passed over.
         A dry run's steps have no budget: it is one whole pass that leaves the resume point alone.
+        ``counts``: the operation's own counts added up besides :data:`LIFECYCLE_COUNTS`.
         """
         rt = self._rt
         t0 = time.perf_counter()
@@ -66,7 +68,7 @@ class NodeSweep:
                     result = step(name, remaining)
                 except UnknownNamespaceError:
                     continue
-                add_results(totals, result)
+                add_results(totals, result, counts)
                 if remaining is not None:
                     remaining -= cost(result)
                 if (result.more and result.skipped is None) or (remaining is not None and remaining <= 0):

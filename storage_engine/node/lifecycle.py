@@ -39,11 +39,11 @@ CALLS: dict[Operation, Call] = {
     Operation.RECLAIM: lambda e, r: e.reclaim(r.namespace, r.shard, r.limit, manual=r.manual, dry_run=r.dry_run),
     Operation.CLEAN_FILES: lambda e, r: e.clean_files(manual=r.manual, dry_run=r.dry_run),
     Operation.COMPACT: lambda e, r: e.compact(r.namespace or "", r.shard, manual=r.manual, dry_run=r.dry_run),
-    Operation.COMPACT_DIRTIEST: lambda e, r: e.compact_dirtiest(r.limit or 1),
-    Operation.SUBSCRIPTION_TTL: lambda e, r: e.expire_subscriptions(r.namespace, r.shard),
-    Operation.BACKLOG_QUOTA: lambda e, r: e.enforce_backlog_quota(r.namespace or ""),
+    Operation.COMPACT_DIRTIEST: lambda e, r: e.compact_dirtiest(r.limit or 1, dry_run=r.dry_run),
+    Operation.SUBSCRIPTION_TTL: lambda e, r: e.expire_subscriptions(r.namespace, r.shard, dry_run=r.dry_run),
+    Operation.BACKLOG_QUOTA: lambda e, r: e.enforce_backlog_quota(r.namespace or "", dry_run=r.dry_run),
     Operation.DISK_CHECK: lambda e, r: e.check_disk(),
-    Operation.OFFLOAD: lambda e, r: e.offload(r.namespace, r.shard, r.limit),
+    Operation.OFFLOAD: lambda e, r: e.offload(r.namespace, r.shard, r.limit, dry_run=r.dry_run),
     Operation.RECALL: lambda e, r: e.recall(r.namespace, r.shard, r.limit, dry_run=r.dry_run),
 }
 

@@ -104,10 +104,12 @@ class SegmentAdapter(IndexedLogAdapter):
             out.append((n, ns.record.policy, [s for s in ns.shards if isinstance(s, TieredShardLog)]))
         return out
 
-    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+    def offload(
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
         if self._offloader is None:
             self._offloader = Offloader(self.lifecycle.runtime, self._tiered)
-        return self._offloader.offload(namespace, shard, limit)
+        return self._offloader.offload(namespace, shard, limit, dry_run=dry_run)
 
     def recall(
         self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False

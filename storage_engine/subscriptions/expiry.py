@@ -1,4 +1,10 @@
-"""Message TTL (Pulsar): cursors move forward past records that expired unacknowledged."""
+"""Message TTL (Pulsar): cursors move forward past records that expired unacknowledged.
+
+A dry run takes the same decisions over the same cursors and moves none: it counts the cursors
+that would move and the messages they would acknowledge (``cursors_moved``,
+``messages_acknowledged``), without taking the subscriptions' turn (it changes nothing, so it
+cannot race a real check).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from storage_engine.api import (
+    SUBSCRIPTION_COUNTS,
     LifecycleResult,
     SegmentInfo,
     ShardStats,
@@ -35,12 +42,24 @@ class MessageExpiry:
         self._reads = reads
 
     def expire_subscriptions(
-        self, namespace: str | None, shard: int | None = None, *, name: str | None = None, position: int | None = None
+        self,
+        namespace: str | None,
+        shard: int | None = None,
+        *,
+        name: str | None = None,
+        position: int | None = None,
+        dry_run: bool = False,
     ) -> LifecycleResult:
         if namespace is None:  # node-wide: every namespace; one already running is left to its run
             if shard is not None or name is not None or position is not None:
                 raise InvalidArgumentError("namespace", "is required with a shard, subscription or position")
-            return self._sweep.run("subscription_expiry", self._expire_unless_running, None)
+            return self._sweep.run(
+                "subscription_expiry",
+                lambda ns, _limit: self._expire_unless_running(ns, dry_run),
+                None,
+                dry_run=dry_run,
+                counts=SUBSCRIPTION_COUNTS,
+            )
         t0 = time.perf_counter()
         info, subs = self._subs.selected(namespace, name)
         shards = range(info.shards) if shard is None else [self._subs.check_shard(info, shard)]
@@ -52,7 +71,7 @@ class MessageExpiry:
         policy = info.policy
         taken: list[tuple[str, str]] = []
         with self._subs.lock:
-            for sub in subs:
+            for sub in [] if dry_run else subs:
                 key = (namespace, sub.name)
                 if key in self._subs.running:
                     for k in taken:
@@ -60,7 +79,7 @@ class MessageExpiry:
                     raise AlreadyRunningError(f"message expiry of subscription {namespace}/{sub.name}")
                 self._subs.running.add(key)
                 taken.append(key)
-        expired = scanned = 0
+        acknowledged = scanned = moved = 0
         try:
             now = self._rt.clock.now_ms()
             for s in shards:
@@ -77,25 +96,28 @@ class MessageExpiry:
                     target = min(target, stats.end_offset - 1)
                     if target > cursor:
                         start = first_unacked(cursor, stats.log_start_offset)
-                        if self._subs.advance(namespace, sub, s, target):
-                            expired += max(0, target - start + 1)
+                        if dry_run or self._subs.advance(namespace, sub, s, target):
+                            acknowledged += max(0, target - start + 1)
+                            moved += 1
         finally:
             with self._subs.lock:
                 for k in taken:
                     self._subs.running.discard(k)
-        self._rt.counters.add("subscription_ttl_expired_total", expired)
+        if not dry_run:
+            self._rt.counters.add("subscription_ttl_expired_total", acknowledged)
         return LifecycleResult(
             operation="subscription_expiry",
             namespace=namespace,
             shard=shard,
             scanned=scanned,
-            expired_records=expired,
+            cursors_moved=moved,
+            messages_acknowledged=acknowledged,
             duration_ms=round((time.perf_counter() - t0) * 1000, 3),
         )
 
-    def _expire_unless_running(self, namespace: str, _limit: int | None) -> LifecycleResult:
+    def _expire_unless_running(self, namespace: str, dry_run: bool) -> LifecycleResult:
         try:
-            return self.expire_subscriptions(namespace)
+            return self.expire_subscriptions(namespace, dry_run=dry_run)
         except AlreadyRunningError:
             return LifecycleResult(operation="subscription_expiry", namespace=namespace, skipped="already_running")
 

@@ -1,4 +1,9 @@
-"""Backlog quotas (Pulsar): the append-path check (hold, reject or evict) and the periodic one."""
+"""Backlog quotas (Pulsar): the append-path check (hold, reject or evict) and the periodic one.
+
+Eviction moves cursors one decision at a time, each from the backlogs the previous moves left; a
+dry run of the periodic check takes the same decisions over copies of the cursors (so nothing is
+persisted or seen by readers) and counts what the real check would move.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from storage_engine.errors import (
 )
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.policy import NamespacePolicy
-from storage_engine.subscriptions.cursors import first_unacked
+from storage_engine.subscriptions.cursors import Subscription, first_unacked
 from storage_engine.subscriptions.registry import SubscriptionReads, Subscriptions
 
 EVICTION_TARGET = 0.9  # consumer_backlog_eviction moves cursors until backlog ≤ 90 % of the limit
@@ -94,11 +99,27 @@ class BacklogQuota:
                 return
             breach = again
 
-    def _evict(self, namespace: str, policy: NamespacePolicy) -> int:
+    def _evict(self, namespace: str, policy: NamespacePolicy, dry_run: bool = False) -> tuple[int, int]:
         """consumer_backlog_eviction: move the slowest cursors forward until every backlog is
-        ≤ 90 % of the limit. Returns how many messages were evicted."""
+        ≤ 90 % of the limit. Returns how many messages were evicted and how many cursors (a
+        subscription's on one shard) moved. A dry run moves copies of the cursors."""
         evicted = moves = 0
         info, subs = self._subs.selected(namespace, None)
+        moved: set[tuple[str, int]] = set()
+        if dry_run:
+            with self._subs.lock:
+                subs = [Subscription(sub.name, sub.created_at, list(sub.cursors)) for sub in subs]
+
+        def advance(sub: Subscription, shard: int, offset: int) -> int:
+            if not dry_run:
+                gone = self._subs.advance(namespace, sub, shard, offset)
+            else:
+                gone = max(0, offset - sub.cursors[shard])
+                sub.cursors[shard] = max(sub.cursors[shard], offset)
+            if gone:
+                moved.add((sub.name, shard))
+            return gone
+
         if policy.backlog_quota_bytes is not None:
             target = int(policy.backlog_quota_bytes * EVICTION_TARGET)
             for _ in range(100_000):  # every step moves a cursor by ≥ 1
@@ -122,8 +143,7 @@ class BacklogQuota:
                     break
                 stats = views[b.shard][0]
                 new = first_unacked(b.cursor, stats.log_start_offset) + skip - 1
-                moved = self._subs.advance(namespace, subs[i], b.shard, min(new, stats.end_offset - 1))
-                if not moved:
+                if not advance(subs[i], b.shard, min(new, stats.end_offset - 1)):
                     break
                 evicted += skip
                 moves += 1
@@ -138,13 +158,14 @@ class BacklogQuota:
                 for sub in subs:
                     cursor = sub.cursors[s]
                     start = first_unacked(cursor, stats.log_start_offset)
-                    if new >= start and self._subs.advance(namespace, sub, s, new):
+                    if new >= start and advance(sub, s, new):
                         evicted += new - start + 1
                         moves += 1
-        self._rt.counters.add("backlog_evictions_total", moves)
-        return evicted
+        if not dry_run:
+            self._rt.counters.add("backlog_evictions_total", moves)
+        return evicted, len(moved)
 
-    def enforce_backlog_quota(self, namespace: str) -> LifecycleResult:
+    def enforce_backlog_quota(self, namespace: str, *, dry_run: bool = False) -> LifecycleResult:
         t0 = time.perf_counter()
         info, subs = self._subs.selected(namespace, None)
         policy = info.policy
@@ -156,7 +177,7 @@ class BacklogQuota:
             and subs
             and self._quota_breach(namespace, policy) is not None
         ):
-            values["expired_records"] = self._evict(namespace, policy)
+            values["messages_acknowledged"], values["cursors_moved"] = self._evict(namespace, policy, dry_run)
         return LifecycleResult(
             operation="backlog_quota",
             namespace=namespace,

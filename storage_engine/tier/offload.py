@@ -32,6 +32,12 @@ retry time does nothing and answers ``skipped="backoff"`` with ``more`` (counted
 (``tier_offload_retries_total``); a call without failure resets the delay. An unreachable store
 therefore never deletes anything locally (only BOTH segments lose their local copies) and reads
 of local data never touch it.
+
+A dry run (:meth:`Offloader.dry_run`) touches neither the store nor the shards: it sees an idle
+active segment sealed (:func:`~storage_engine.rolling.sealed_view`), counts every candidate as
+uploaded (its size: what an upload sends and ``bytes_offloaded`` counts) with no ``limit``,
+bandwidth or backoff, and then the local copies step 6 would drop once they are all BOTH: what
+the real steps, repeated while ``more``, report in sum.
 """
 
 from __future__ import annotations
@@ -40,10 +46,10 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from storage_engine.api import LifecycleResult
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy
@@ -107,19 +113,23 @@ class Offloader:
         self.bucket = TokenBucket(rt.clock, rt.node_policy.offload_bandwidth_bytes_per_s)
         self.backoff = Backoff()
 
-    def offload(self, namespace: str | None, shard: int | None = None, limit: int | None = None) -> LifecycleResult:
+    def offload(
+        self, namespace: str | None, shard: int | None = None, limit: int | None = None, *, dry_run: bool = False
+    ) -> LifecycleResult:
         rt = self._rt
         rt.check_limit(limit)
         t0 = time.perf_counter()
         named = self._namespaces(namespace)
         budget = DEFAULT_OFFLOAD_SEGMENTS if limit is None else limit
         node = rt.node_policy
-        self.bucket.set_rate(node.offload_bandwidth_bytes_per_s)
         totals: dict[str, Any] = {}
         more = False
         enabled = [(name, policy, shards) for name, policy, shards in named if policy.remote_storage_enabled]
         if namespace is not None and not enabled:
             return rt.result(OPERATION, namespace, shard, t0, skipped="policy")
+        if dry_run:
+            return self.dry_run(enabled, namespace, shard, t0)
+        self.bucket.set_rate(node.offload_bandwidth_bytes_per_s)
         if self.backoff.waiting(rt.clock.now_ms()):
             rt.counters.add("tier_offload_deferred_total")
             return rt.result(OPERATION, namespace, shard, t0, more=True, skipped="backoff")
@@ -173,6 +183,38 @@ class Offloader:
         self.backoff.succeeded()
         return rt.result(OPERATION, namespace, shard, t0, more=more, **totals)
 
+    def dry_run(
+        self,
+        enabled: list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]],
+        namespace: str | None,
+        shard: int | None,
+        t0: float,
+    ) -> LifecycleResult:
+        """What the real steps would upload and drop, from metadata only (see the module docstring)."""
+        rt = self._rt
+        totals: dict[str, Any] = {}
+        with rt.ops:
+            now = rt.clock.now_ms()
+            for name, policy, shards in enabled:
+                for s in select_shards(name, shards, shard):
+                    if not isinstance(s.tier, ShardTier):
+                        continue
+                    segments = _as_rolled(rt.step_segments(s, policy, now, totals, dry_run=True))
+                    totals["scanned"] = totals.get("scanned", 0) + len(segments)
+                    uploaded = {seg.base_offset for seg in offload_candidates(segments)}
+                    after = [
+                        replace(seg, tier=SegmentTier.BOTH) if seg.base_offset in uploaded else seg for seg in segments
+                    ]
+                    drops = set(local_copies_to_drop(after, policy, now))
+                    for seg in after:
+                        if seg.base_offset in uploaded:
+                            totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
+                            totals["bytes_offloaded"] = totals.get("bytes_offloaded", 0) + seg.size_bytes
+                        if seg.base_offset in drops:
+                            totals["local_copies_dropped"] = totals.get("local_copies_dropped", 0) + 1
+                            totals["local_bytes_dropped"] = totals.get("local_bytes_dropped", 0) + seg.size_bytes
+        return rt.result(OPERATION, namespace, shard, t0, **totals)
+
     @staticmethod
     def _begin(s: TieredShardLog, base: int) -> _Job | None:
         hooks = s.tier
@@ -207,3 +249,33 @@ class Offloader:
                 totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
                 totals["bytes_offloaded"] = totals.get("bytes_offloaded", 0) + outcome
         return failure
+
+
+def _as_rolled(segments: list[SegmentInfo]) -> list[SegmentInfo]:
+    """A dry run's view of a shard whose idle active segment it sees sealed (``sealed_view``), with
+    the empty active segment the real roll appends after it, so the rules that pass over the last
+    (active) segment treat the sealed one as the real step would."""
+    if not segments or segments[-1].state is not SegmentState.SEALED:
+        return segments
+    last = segments[-1]
+    base = last.last_offset + 1
+    empty = replace(
+        last,
+        base_offset=base,
+        last_offset=-1,
+        record_count=0,
+        live_count=0,
+        size_bytes=0,
+        min_timestamp=None,
+        max_timestamp=None,
+        max_expire_at=None,
+        has_unbounded=False,
+        state=SegmentState.ACTIVE,
+        expired_records=0,
+        expired_bytes=0,
+        deadline=None,
+        min_expire_at=None,
+        first_timestamp=None,
+        tier=SegmentTier.LOCAL,
+    )
+    return [*segments, empty]

@@ -32,6 +32,12 @@ readable; the next call downloads it again. Nothing in the object store changes.
 (store unreachable, a mismatch) removes the temporary file, leaves the segment remote, counts
 ``tier_recall_failures_total`` and raises; segments recalled before it in the same call stay
 recalled.
+
+A dry run downloads nothing and has no budget: it takes every candidate at once (``limit``
+ignored) and stops only where the disk would refuse the next (refused itself when the first
+would be), so it answers in one call with ``more`` false: what the real steps, repeated while
+``more``, recall in sum. (A dry run that answered ``more`` would have its caller repeat the same
+step on the same state forever, each time counting the same segments again.)
 """
 
 from __future__ import annotations
@@ -147,7 +153,7 @@ class Recaller:
         rt.check_limit(limit)
         t0 = time.perf_counter()
         named = self._namespaces(namespace)
-        budget = DEFAULT_RECALL_SEGMENTS if limit is None else limit
+        budget = None if dry_run else DEFAULT_RECALL_SEGMENTS if limit is None else limit
         totals: dict[str, Any] = {"segments_recalled": 0, "bytes_recalled": 0}
         with rt.ops:
             now = rt.clock.now_ms()
@@ -163,7 +169,7 @@ class Recaller:
                     if problem is not None:
                         if not totals["segments_recalled"]:
                             raise problem
-                        more = True  # the next step is refused, saying why
+                        more = not dry_run  # the next step is refused, saying why
                         break
                     if dry_run or self._recall_one(job):
                         totals["segments_recalled"] += 1
@@ -182,12 +188,12 @@ class Recaller:
     def _choose(
         named: list[tuple[str, NamespacePolicy, Sequence[TieredShardLog]]],
         shard: int | None,
-        budget: int,
+        budget: int | None,
         now: int,
         totals: dict[str, Any],
     ) -> tuple[list[_Job], int, bool]:
-        """The step's segments (oldest first per shard, at most ``budget``), how many remote-only
-        segments the policy keeps remote, and whether the budget left some out."""
+        """The step's segments (oldest first per shard, at most ``budget``: ``None`` for all), how
+        many remote-only segments the policy keeps remote, and whether the budget left some out."""
         jobs: list[_Job] = []
         held_back = 0
         for name, policy, shards in named:
@@ -200,7 +206,7 @@ class Recaller:
                 chosen = recall_candidates(segments, policy, now)
                 held_back += sum(1 for x in segments[:-1] if x.tier is SegmentTier.REMOTE) - len(chosen)
                 for info in chosen:
-                    if len(jobs) >= budget:
+                    if budget is not None and len(jobs) >= budget:
                         return jobs, held_back, True
                     jobs.append(_Job(s, hooks, info))
         return jobs, held_back, False

@@ -183,9 +183,9 @@ def test_enforce_backlog_quota(lc_adapter: StorageAdapter) -> None:
     limit = backlog_bytes(lc_adapter, ns, "s") // 2
     with_quota(lc_adapter, ns, backlog_quota_bytes=limit, backlog_quota_policy="consumer_backlog_eviction")
     result = lc_adapter.enforce_backlog_quota(ns)
-    assert result.operation == "backlog_quota" and result.expired_records > 0
+    assert result.operation == "backlog_quota" and result.messages_acknowledged > 0 and result.cursors_moved == 1
     assert backlog_bytes(lc_adapter, ns, "s") <= 0.9 * limit
-    assert lc_adapter.enforce_backlog_quota(ns).expired_records == 0
+    assert lc_adapter.enforce_backlog_quota(ns).messages_acknowledged == 0
     # Other policies act on the append path only.
     with_quota(lc_adapter, ns, backlog_quota_bytes=1, backlog_quota_policy="producer_exception")
-    assert lc_adapter.enforce_backlog_quota(ns).expired_records == 0
+    assert lc_adapter.enforce_backlog_quota(ns).cursors_moved == 0

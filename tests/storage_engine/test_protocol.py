@@ -24,7 +24,7 @@ def test_every_operation_has_a_spec_and_an_engine_call():
         ({"operation": Operation.COMPACT}, "namespace"),
         ({"operation": Operation.CLEAN_FILES, "namespace": "n"}, "namespace"),
         ({"operation": Operation.EXPIRE_SCAN, "shard": 1}, "shard"),
-        ({"operation": Operation.SUBSCRIPTION_TTL, "dry_run": True}, "dry_run"),
+        ({"operation": Operation.DISK_CHECK, "dry_run": True}, "dry_run"),
         ({"operation": Operation.RETENTION, "namespace": "n", "manual": True}, "manual"),
         ({"operation": Operation.CLEAN_FILES, "limit": 5}, "limit"),
         ({"operation": Operation.BACKLOG_QUOTA, "namespace": "n", "shard": 0}, "shard"),
@@ -63,14 +63,22 @@ def test_destructive_operations():
     assert SPECS[Operation.EXPIRE_SCAN].scope is Scope.ANY
 
 
+def test_every_operation_that_changes_data_offers_a_dry_run():
+    """DESIGN §3 "Dry runs": only the disk check (a measurement) has none."""
+    assert {op for op, spec in SPECS.items() if not spec.dry_run} == {Operation.DISK_CHECK}
+    for op in (Operation.SUBSCRIPTION_TTL, Operation.BACKLOG_QUOTA, Operation.OFFLOAD, Operation.COMPACT_DIRTIEST):
+        namespace = None if SPECS[op].scope is Scope.NODE else "orders"
+        request = StepRequest.from_params(op, namespace, {"dry_run": "true"})
+        assert request.dry_run and request.params() == {"dry_run": "true"}
+
+
 def test_offload_is_a_bounded_step_of_a_namespace_or_the_node_and_deletes_nothing_by_itself():
     spec = SPECS[Operation.OFFLOAD]
-    assert (spec.scope, spec.accepts, spec.dry_run) == (Scope.ANY, frozenset({"shard", "limit"}), False)
+    assert (spec.scope, spec.accepts, spec.dry_run) == (Scope.ANY, frozenset({"shard", "limit", "dry_run"}), True)
     assert not spec.deletes(manual=True)  # it uploads, and drops only local copies of uploaded segments
     request = StepRequest.from_params("offload", "orders", {"shard": "1", "limit": "5"})
     assert (request.shard, request.limit, request.path) == (1, 5, "/v1/namespaces/orders/lifecycle/offload")
     assert StepRequest(Operation.OFFLOAD).path == "/v1/node/lifecycle/offload"
-    for params, field in (({"dry_run": "true"}, "dry_run"), ({"manual": "true"}, "manual")):
-        with pytest.raises(InvalidArgumentError) as refused:
-            StepRequest.from_params("offload", "orders", params)
-        assert refused.value.field == field
+    with pytest.raises(InvalidArgumentError) as refused:
+        StepRequest.from_params("offload", "orders", {"manual": "true"})
+    assert refused.value.field == "manual"

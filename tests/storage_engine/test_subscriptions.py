@@ -279,11 +279,11 @@ def test_expiry_by_ttl_moves_cursor_past_expired(lc_adapter: StorageAdapter, clo
     lc_adapter.acknowledge(ns, "ahead", 0, 3)
     clock.advance(30_000)  # the first three expire
     result = lc_adapter.expire_subscriptions(ns)
-    assert result.expired_records == 3
+    assert (result.messages_acknowledged, result.cursors_moved, result.expired_records) == (3, 1, 0)
     cursors = {s.name: s.cursors for s in lc_adapter.list_subscriptions(ns)}
     assert cursors == {"s": (2,), "ahead": (3,)}  # never backward
     clock.advance(30_000)  # everything expired: never past the end
-    assert lc_adapter.expire_subscriptions(ns, 0, name="s").expired_records == 2
+    assert lc_adapter.expire_subscriptions(ns, 0, name="s").messages_acknowledged == 2
     assert lc_adapter.list_subscriptions(ns)[1].cursors == (4,)
     assert lc_adapter.stats().counters["subscription_ttl_expired_total"] == 5  # "ahead" was not named
 
@@ -293,9 +293,9 @@ def test_expiry_by_explicit_expire_at(lc_adapter: StorageAdapter, clock: ManualC
     now = clock.now_ms()
     lc_adapter.append(ns, 0, [NewRecord(b"a", expire_at=now + 5), NewRecord(b"b", expire_at=now + 5), NewRecord(b"c")])
     lc_adapter.create_subscription(ns, "s")
-    assert lc_adapter.expire_subscriptions(ns).expired_records == 0
+    assert lc_adapter.expire_subscriptions(ns).messages_acknowledged == 0
     clock.advance(5)
-    assert lc_adapter.expire_subscriptions(ns).expired_records == 2
+    assert lc_adapter.expire_subscriptions(ns).messages_acknowledged == 2
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (1,)
 
 
@@ -303,13 +303,13 @@ def test_expire_to_position(lc_adapter: StorageAdapter) -> None:
     ns = make_ns(lc_adapter)
     fill(lc_adapter, ns, 10)
     lc_adapter.create_subscription(ns, "s")
-    assert lc_adapter.expire_subscriptions(ns, 0, position=5).expired_records == 6
+    assert lc_adapter.expire_subscriptions(ns, 0, position=5).messages_acknowledged == 6
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (5,)
     # A later call with an earlier position changes nothing.
-    assert lc_adapter.expire_subscriptions(ns, 0, position=3).expired_records == 0
+    assert lc_adapter.expire_subscriptions(ns, 0, position=3).messages_acknowledged == 0
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (5,)
     # A position past the end changes nothing.
-    assert lc_adapter.expire_subscriptions(ns, 0, position=10).expired_records == 0
+    assert lc_adapter.expire_subscriptions(ns, 0, position=10).messages_acknowledged == 0
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (5,)
     with pytest.raises(InvalidArgumentError, match="shard"):
         lc_adapter.expire_subscriptions(ns, position=3)
@@ -323,19 +323,19 @@ def test_future_publish_time_expires_by_seal_time(lc_adapter: StorageAdapter, cl
     fill(lc_adapter, ns, 1, timestamp=future + 5_000)  # rolls: the first segment is sealed
     assert len(lc_adapter.list_segments(ns, 0)) == 2
     lc_adapter.create_subscription(ns, "s")
-    assert lc_adapter.expire_subscriptions(ns).expired_records == 0
+    assert lc_adapter.expire_subscriptions(ns).messages_acknowledged == 0
     clock.advance(MIN)
     result = lc_adapter.expire_subscriptions(ns)
-    assert result.expired_records == 3  # the sealed segment, by its seal time
+    assert result.messages_acknowledged == 3  # the sealed segment, by its seal time
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (2,)
 
 
 def test_concurrent_expiry_runs_once(lc_adapter: StorageAdapter, clock: ManualClock) -> None:
     with expiry_held_in_a_read(lc_adapter, clock) as (ns, results), pytest.raises(AlreadyRunningError):
         lc_adapter.expire_subscriptions(ns, name="s")
-    assert results[0].expired_records == 3
+    assert results[0].messages_acknowledged == 3
     assert lc_adapter.list_subscriptions(ns)[0].cursors == (2,)
-    assert lc_adapter.expire_subscriptions(ns).expired_records == 0  # free again
+    assert lc_adapter.expire_subscriptions(ns).messages_acknowledged == 0  # free again
 
 
 # -- retention respects subscriptions ------------------------------------------------------------------------
