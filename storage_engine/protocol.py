@@ -25,7 +25,7 @@ from typing import Any
 
 from storage_engine.api import DiskStatus, LifecycleResult
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import check_int, int_from_text
+from storage_engine.validation import flag_value, int_value
 
 
 class Scope(enum.StrEnum):
@@ -104,23 +104,6 @@ def operation_of(name: object) -> Operation:
     return Operation(name)
 
 
-def _flag(value: object, name: str) -> bool:
-    if value in (None, False, "false", "0", ""):
-        return False
-    if value in (True, "true", "1"):
-        return True
-    raise InvalidArgumentError(name, "must be true or false")
-
-
-def _count(value: object, name: str, minimum: int) -> int | None:
-    """A query parameter's text or a JSON integer, from ``minimum`` to 2^63-1."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return int_from_text(value, name, minimum)
-    return check_int(value, name, minimum)
-
-
 @dataclass(frozen=True, slots=True)
 class StepRequest:
     """One bounded step of one operation; invalid combinations are refused when it is made."""
@@ -152,18 +135,21 @@ class StepRequest:
 
     @classmethod
     def from_params(cls, operation: object, namespace: str | None, params: Mapping[str, Any]) -> StepRequest:
-        """A request from a query string's or a JSON body's fields (``shard``, ``limit``,
-        ``manual``, ``dry_run``); anything else is refused by name."""
+        """A request from its arguments (``shard``, ``limit``, ``manual``, ``dry_run``), each a
+        query's text or a JSON body's value (the node merges both: ``storage_engine.node.params``);
+        an absent or ``null`` one takes its default, anything else is refused by name."""
         unknown = sorted(set(params) - set(ARGUMENTS))
         if unknown:
             raise InvalidArgumentError(unknown[0], f"is not a parameter of a lifecycle step ({', '.join(ARGUMENTS)})")
+        shard, limit = params.get("shard"), params.get("limit")
+        manual, dry_run = params.get("manual"), params.get("dry_run")
         return cls(
             operation_of(operation),
             namespace,
-            shard=_count(params.get("shard"), "shard", 0),
-            limit=_count(params.get("limit"), "limit", 1),
-            manual=_flag(params.get("manual"), "manual"),
-            dry_run=_flag(params.get("dry_run"), "dry_run"),
+            shard=None if shard is None else int_value(shard, "shard", 0),
+            limit=None if limit is None else int_value(limit, "limit", 1),
+            manual=manual is not None and flag_value(manual, "manual"),
+            dry_run=dry_run is not None and flag_value(dry_run, "dry_run"),
         )
 
     def params(self) -> dict[str, str | int]:

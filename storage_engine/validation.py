@@ -53,6 +53,28 @@ def int_from_text(text: str, field: str, minimum: int = 0, maximum: int = MAX_IN
     return check_int(int(text), field, minimum, maximum)
 
 
+def int_value(value: object, field: str, minimum: int = 0, maximum: int = MAX_INT64) -> int:
+    """An integer argument as either place gives it: a query's text (:func:`int_from_text`) or a JSON
+    body's number (:func:`check_int`), checked by the same bounds."""
+    if isinstance(value, str):
+        return int_from_text(value, field, minimum, maximum)
+    return check_int(value, field, minimum, maximum)
+
+
+TRUE_TEXT = ("true", "1")
+FALSE_TEXT = ("false", "0")
+
+
+def flag_value(value: object, field: str) -> bool:
+    """A true/false argument: JSON ``true``/``false``, or a query's ``true``/``1`` or ``false``/``0``
+    (an empty ``?dry_run=`` is refused, not read as false)."""
+    if value is True or (isinstance(value, str) and value in TRUE_TEXT):
+        return True
+    if value is False or (isinstance(value, str) and value in FALSE_TEXT):
+        return False
+    raise InvalidArgumentError(field, "must be true or false")
+
+
 def check_offset(value: object, field: str = "offset") -> int:
     return check_int(value, field, 0, MAX_OFFSET)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -30,7 +30,7 @@ from storage_engine.node.engine_metrics import EngineCollector, all_backlog
 from storage_engine.node.idempotency import IdempotencyCache
 from storage_engine.node.lifecycle import add_lifecycle_routes
 from storage_engine.node.metrics import NodeMetrics, RequestMetrics
-from storage_engine.node.params import int_param, json_body, only, read_body, shard_param
+from storage_engine.node.params import arguments, read_body, shard_param
 from storage_engine.node.probes import add_probe_routes
 from storage_engine.node.problems import http_error_handler, server_error_handler
 from storage_engine.node.routes import RouteTable
@@ -40,7 +40,7 @@ from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.node.ttl_index import add_ttl_index_routes
 from storage_engine.placement import RoundRobin, shard_for_key
 from storage_engine.policy import NamespacePolicy
-from storage_engine.validation import validate_namespace_name, validate_shard_count
+from storage_engine.validation import MAX_SHARDS, validate_namespace_name
 from storage_engine.version import package_version
 from storage_engine.wire import (
     namespace_to_json,
@@ -79,14 +79,15 @@ class ProduceIsForeground:
 
 
 async def _produced_records(request: Request, now_ms: int) -> list[NewRecord]:
-    """A produce body: JSON ``{"records": [...]}`` or one binary batch (``application/vnd.lcs.batch``)."""
+    """A produce body: JSON ``{"records": [...]}`` or one binary batch (``application/vnd.lcs.batch``);
+    the route takes no other argument, in the query or the body."""
     if request.headers.get("content-type", "").split(";")[0].strip() == MEDIA_TYPE:
+        await arguments(request, body=False)
         return decode_produce(await read_body(request))
-    return _records_from(await json_body(request), now_ms)
+    return _records_from(await arguments(request, body_only={"records"}), now_ms)
 
 
-def _records_from(body: dict[str, Any], now_ms: int) -> list[NewRecord]:
-    only(body, {"records"})
+def _records_from(body: Mapping[str, Any], now_ms: int) -> list[NewRecord]:
     records = body.get("records")
     if not isinstance(records, list) or not records:
         raise InvalidArgumentError("records", "must be a non-empty list")
@@ -162,21 +163,22 @@ def build_app(
 
     @route("/v1/namespaces", "GET", "list_namespaces")
     async def list_namespaces(request: Request) -> Response:
+        await arguments(request)
         infos = await run_in_threadpool(engine.list_namespaces)
         return JSONResponse({"namespaces": [namespace_to_json(i) for i in infos]})
 
     @route("/v1/namespaces", "POST", "create_namespace")
     async def create_namespace(request: Request) -> Response:
-        body = await json_body(request)
-        only(body, {"name", "shards", "policy"})
-        name = validate_namespace_name(body.get("name"))
-        shards = validate_shard_count(body.get("shards", 1))
-        policy = policy_from_json(body.get("policy"))
+        args = await arguments(request, {"name", "shards"}, body_only={"policy"})
+        name = validate_namespace_name(args.text("name"))
+        shards = args.integer("shards", 1, minimum=1, maximum=MAX_SHARDS)
+        policy = policy_from_json(args.json("policy"))
         info = await run_in_threadpool(engine.create_namespace, name, shards, policy)
         return JSONResponse(namespace_to_json(info), status_code=201)
 
     @route("/v1/namespaces/{ns}", "GET", "get_namespace")
     async def get_namespace(request: Request) -> Response:
+        await arguments(request)
         info = await run_in_threadpool(engine.get_namespace, request.path_params["ns"])
         return JSONResponse(namespace_to_json(info))
 
@@ -184,15 +186,15 @@ def build_app(
     async def put_namespace(request: Request) -> Response:
         """Set a namespace's policy; with ``shards``, an idempotent upsert: created when absent (201),
         updated when present with that shard count (200), refused when its shard count differs."""
-        body = await json_body(request)
-        only(body, {"policy", "shards"})
-        policy = policy_from_json(body.get("policy"))
-        shards = None if body.get("shards") is None else validate_shard_count(body.get("shards"))
+        args = await arguments(request, {"shards"}, body_only={"policy"})
+        policy = policy_from_json(args.json("policy"))
+        shards = args.optional_integer("shards", minimum=1, maximum=MAX_SHARDS)
         info, created = await run_in_threadpool(upsert_namespace, engine, request.path_params["ns"], shards, policy)
         return JSONResponse(namespace_to_json(info), status_code=201 if created else 200)
 
     @route("/v1/namespaces/{ns}", "DELETE", "delete_namespace")
     async def delete_namespace(request: Request) -> Response:
+        await arguments(request)
         await run_in_threadpool(engine.delete_namespace, request.path_params["ns"])
         return Response(status_code=204)
 
@@ -232,9 +234,10 @@ def build_app(
     @route("/v1/namespaces/{ns}/shards/{shard}/records", "GET", "fetch")
     async def fetch(request: Request) -> Response:
         ns, shard = request.path_params["ns"], shard_param(request)
-        offset = int_param(request, "offset", 0)
-        max_records = int_param(request, "max_records", 500, minimum=1)
-        max_bytes = int_param(request, "max_bytes", 1 << 20, minimum=1)
+        args = await arguments(request, {"offset", "max_records", "max_bytes"})
+        offset = args.integer("offset", 0)
+        max_records = args.integer("max_records", 500, minimum=1)
+        max_bytes = args.integer("max_bytes", 1 << 20, minimum=1)
         result = await run_in_threadpool(
             metrics.timed_read, "fetch", engine.read, ns, shard, offset, max_records, max_bytes
         )
@@ -246,7 +249,7 @@ def build_app(
     @route("/v1/namespaces/{ns}/shards/{shard}/key", "GET", "read_key")
     async def read_key(request: Request) -> Response:
         ns, shard = request.path_params["ns"], shard_param(request)
-        key = request.query_params.get("key")
+        key = (await arguments(request, {"key"})).text("key")
         if key is None:
             raise InvalidArgumentError("key", "is required (the key as UTF-8 text)")
         record = await run_in_threadpool(metrics.timed_read, "key", engine.read_key, ns, shard, key.encode())
@@ -255,8 +258,9 @@ def build_app(
     @route("/v1/namespaces/{ns}/shards/{shard}/tags/{tag}", "GET", "read_tag")
     async def read_tag(request: Request) -> Response:
         ns, shard, tag = request.path_params["ns"], shard_param(request), request.path_params["tag"]
-        offset = int_param(request, "offset", 0)
-        max_records = int_param(request, "max_records", 500, minimum=1)
+        args = await arguments(request, {"offset", "max_records"})
+        offset = args.integer("offset", 0)
+        max_records = args.integer("max_records", 500, minimum=1)
         result = await run_in_threadpool(
             metrics.timed_read, "tag", engine.read_tag, ns, shard, tag, offset, max_records
         )
@@ -265,7 +269,7 @@ def build_app(
     @route("/v1/namespaces/{ns}/shards/{shard}/offset-for-time", "GET", "offset_for_time")
     async def offset_for_time(request: Request) -> Response:
         ns, shard = request.path_params["ns"], shard_param(request)
-        timestamp = int_param(request, "timestamp")
+        timestamp = (await arguments(request, {"timestamp"})).integer("timestamp")
         offset = await run_in_threadpool(
             metrics.timed_read, "offset_for_time", engine.offset_for_timestamp, ns, shard, timestamp
         )
@@ -274,8 +278,9 @@ def build_app(
     @route("/v1/namespaces/{ns}/shards/{shard}/segments", "GET", "segments")
     async def segments(request: Request) -> Response:
         ns, shard = request.path_params["ns"], shard_param(request)
-        after = int_param(request, "after", -1, minimum=-1)
-        limit = int_param(request, "limit", 100, minimum=1)
+        args = await arguments(request, {"after", "limit"})
+        after = args.integer("after", -1, minimum=-1)
+        limit = args.integer("limit", 100, minimum=1)
         found = await run_in_threadpool(engine.list_segments, ns, shard)
         page = [s for s in found if s.base_offset > after][:limit]
         more = len(page) == limit and page[-1].base_offset < found[-1].base_offset
@@ -285,11 +290,13 @@ def build_app(
 
     @route("/v1/namespaces/{ns}/shards/{shard}/stats", "GET", "shard_stats")
     async def shard_stats(request: Request) -> Response:
+        await arguments(request)
         stats = await run_in_threadpool(engine.shard_stats, request.path_params["ns"], shard_param(request))
         return JSONResponse(shard_stats_to_json(stats))
 
     @route("/v1/stats", "GET", "stats")
     async def stats(request: Request) -> Response:
+        await arguments(request)
         found = await run_in_threadpool(measured_stats)
         return JSONResponse(
             {
@@ -304,6 +311,7 @@ def build_app(
 
     @route("/metrics", "GET", "metrics")
     async def prometheus(request: Request) -> Response:
+        await arguments(request)
         body, content_type = await run_in_threadpool(metrics.exposition, request.headers.get("accept"))
         return Response(body, headers={"Content-Type": content_type})
 

@@ -20,11 +20,11 @@ from starlette.responses import JSONResponse, Response
 
 from storage_engine.api import DiskStatus, LifecycleResult, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.node.params import json_body, only
+from storage_engine.node.params import arguments
 from storage_engine.node.problems import problem_response
 from storage_engine.policy import node_policy_from
-from storage_engine.protocol import Operation, StepRequest
-from storage_engine.validation import check_int, check_offset, int_from_text
+from storage_engine.protocol import ARGUMENTS, Operation, StepRequest
+from storage_engine.validation import check_offset, int_from_text
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable
@@ -46,15 +46,6 @@ CALLS: dict[Operation, Call] = {
     Operation.OFFLOAD: lambda e, r: e.offload(r.namespace, r.shard, r.limit, dry_run=r.dry_run),
     Operation.RECALL: lambda e, r: e.recall(r.namespace, r.shard, r.limit, dry_run=r.dry_run),
 }
-
-
-def _optional_int(value: Any, name: str, minimum: int) -> int | None:
-    """A query parameter's text or a JSON body's integer, from ``minimum`` to 2^63-1."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return int_from_text(value, name, minimum)
-    return check_int(value, name, minimum)
 
 
 def _plan(keep: Any) -> dict[int, list[int]]:
@@ -101,41 +92,42 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route("/v1/namespaces/{ns}/lifecycle/{operation}", "POST", "lifecycle_step")
     async def namespace_step(request: Request) -> Response:
-        step = StepRequest.from_params(
-            request.path_params["operation"], request.path_params["ns"], dict(request.query_params)
-        )
+        args = await arguments(request, ARGUMENTS)
+        step = StepRequest.from_params(request.path_params["operation"], request.path_params["ns"], args)
         return JSONResponse((await run_in_threadpool(run_step, engine, step)).to_dict())
 
     @route("/v1/node/lifecycle/{operation}", "POST", "node_lifecycle_step")
     async def node_step(request: Request) -> Response:
-        step = StepRequest.from_params(request.path_params["operation"], None, dict(request.query_params))
+        args = await arguments(request, ARGUMENTS)
+        step = StepRequest.from_params(request.path_params["operation"], None, args)
         return JSONResponse((await run_in_threadpool(run_step, engine, step)).to_dict())
 
     @route("/v1/namespaces/{ns}/compaction-estimate", "GET", "compaction_estimate")
     async def compaction_estimate(request: Request) -> Response:
-        shard = _optional_int(request.query_params.get("shard"), "shard", 0)
+        shard = (await arguments(request, {"shard"})).optional_integer("shard")
         estimate = await run_in_threadpool(engine.compaction_estimate, request.path_params["ns"], shard)
         return JSONResponse(estimate.to_dict())
 
     @route("/v1/namespaces/{ns}/compaction-plan", "POST", "compaction_plan")
     async def compaction_plan(request: Request) -> Response:
         """Compact one shard by a plan computed elsewhere (Spark): ``{"shard", "keep": {base: [offsets]}}``."""
-        body = await json_body(request)
-        only(body, {"shard", "keep"})
-        shard = _optional_int(body.get("shard"), "shard", 0)
+        args = await arguments(request, {"shard"}, body_only={"keep"})
+        shard = args.optional_integer("shard")
         if shard is None:
             raise InvalidArgumentError("shard", "is required: the shard the plan compacts")
-        plan = _plan(body.get("keep"))
+        plan = _plan(args.json("keep"))
         result = await run_in_threadpool(engine.compact_with_plan, request.path_params["ns"], shard, plan)
         return JSONResponse(result.to_dict())
 
     @route("/v1/namespaces/{ns}/verify", "POST", "verify")
     async def verify(request: Request) -> Response:
+        await arguments(request)
         report = await run_in_threadpool(engine.verify, request.path_params["ns"])
         return JSONResponse(report.to_dict())
 
     @route("/v1/node/disk", "POST", "disk_check")
     async def disk_check(request: Request) -> Response:
+        await arguments(request)
         status = await run_in_threadpool(engine.check_disk)
         return JSONResponse(status.to_dict())
 
@@ -146,14 +138,13 @@ def add_lifecycle_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route("/v1/node/policy", "GET", "get_node_policy")
     async def get_node_policy(request: Request) -> Response:
+        await arguments(request)
         async with policy_lock:
             return _policy_answer(engine)
 
     @route("/v1/node/policy", "PUT", "put_node_policy")
     async def put_node_policy(request: Request) -> Response:
-        body = await json_body(request)
-        only(body, {"policy"})
-        values = body.get("policy")
+        values = (await arguments(request, body_only={"policy"})).json("policy")
         if not isinstance(values, dict):
             raise InvalidArgumentError("policy", "must be a JSON object of node policy fields")
         policy = node_policy_from(values)  # a refused policy changes nothing, If-Match or not

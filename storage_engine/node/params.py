@@ -1,35 +1,33 @@
-"""Parsing of node request parameters and bodies: bad input is an
-:class:`InvalidArgumentError` naming the parameter (or the JSON field, as a path such as
-``policy.retention_ms`` or ``records[3].timestamp``) and the rule, never a 500."""
+"""Parsing of node request arguments and bodies: bad input is an
+:class:`InvalidArgumentError` naming the argument (or the JSON field, as a path such as
+``policy.retention_ms`` or ``records[3].timestamp``) and the rule, never a 500.
+
+Every route reads its arguments through :func:`arguments` (docs/node-api.md, "Arguments"): one
+:class:`Arguments` per request, from the query string and, for a request whose body carries its
+arguments, the JSON object body. An argument may come from either place and is checked by one rule
+whichever it came from; an unknown one, or one given in both places with different values, is a 400
+naming it.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
 
 from storage_engine.bounds import MAX_INT64, MIN_INT64, int_rule
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import int_from_text
+from storage_engine.validation import flag_value, int_from_text, int_value
 
 MAX_BODY_BYTES = 64 << 20
 MAX_FIELD_CHARS = 64  # of a JSON key echoed in an error's field path
 # A JSON ``\u`` escape of a UTF-16 surrogate: only a body holding one can carry an unpaired
 # surrogate, a str that has no UTF-8 form (it would fail later in ``str.encode``).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def int_param(request: Request, name: str, default: int | None = None, minimum: int = 0) -> int:
-    """A query parameter: a decimal integer in ASCII digits from ``minimum`` to 2^63-1."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        if default is None:
-            raise InvalidArgumentError(name, "is required")
-        return default
-    return int_from_text(raw, name, minimum)
 
 
 def shard_param(request: Request) -> int:
@@ -138,7 +136,101 @@ async def json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def only(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise InvalidArgumentError(_key_path("", unknown[0]), "unknown field")
+def _same(text: str, value: object) -> bool:
+    """Whether a query's ``text`` and a JSON body's ``value`` give an argument the same value
+    (``7`` and ``"7"``, ``true`` and ``"true"`` or ``"1"``), so giving it in both places is no conflict."""
+    if isinstance(value, str):
+        return text == value
+    try:
+        parsed: object = flag_value(text, "") if isinstance(value, bool) else int_value(text, "", MIN_INT64)
+    except InvalidArgumentError:
+        return False
+    return type(parsed) is type(value) and parsed == value
+
+
+class Arguments(Mapping[str, Any]):
+    """A request's arguments, read once (:func:`arguments`): each name to its value, a query's text or a
+    JSON body's value (a body's ``null`` is an argument not given). ``takes`` are the names the route
+    takes from either place, ``body_only`` those that are JSON values only a body can carry (a policy,
+    records, a compaction plan). The typed getters check a value by one rule, whichever place it came
+    from; as a mapping it is what :meth:`storage_engine.protocol.StepRequest.from_params` reads."""
+
+    def __init__(
+        self,
+        query: Sequence[tuple[str, str]],
+        body: Mapping[str, Any],
+        takes: Iterable[str] = (),
+        body_only: Iterable[str] = (),
+    ) -> None:
+        taken, only_body = frozenset(takes), frozenset(body_only)
+        known = ", ".join(sorted(taken | only_body)) or "none"
+        from_query: dict[str, str] = {}
+        for name, text in query:
+            if name in only_body:
+                raise InvalidArgumentError(name, "must be given in the JSON body (it is a JSON value)")
+            if name not in taken:
+                raise InvalidArgumentError(_key_path("", name), f"unknown argument (this route takes: {known})")
+            if name in from_query:
+                raise InvalidArgumentError(name, "is given more than once in the query")
+            from_query[name] = text
+        for name in body:
+            if name not in taken and name not in only_body:
+                raise InvalidArgumentError(_key_path("", name), f"unknown argument (this route takes: {known})")
+        from_body = {name: value for name, value in body.items() if value is not None}
+        for name in sorted(from_query.keys() & from_body.keys()):
+            if not _same(from_query[name], from_body[name]):
+                raise InvalidArgumentError(name, "is given in both the query and the body, with different values")
+        self._values: dict[str, Any] = {**from_query, **from_body}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def integer(self, name: str, default: int | None = None, *, minimum: int = 0, maximum: int = MAX_INT64) -> int:
+        """An integer from ``minimum`` to ``maximum``: required when there is no ``default``."""
+        found = self.optional_integer(name, minimum=minimum, maximum=maximum)
+        if found is not None:
+            return found
+        if default is None:
+            raise InvalidArgumentError(name, f"is required; it {int_rule(minimum, maximum)}")
+        return default
+
+    def optional_integer(self, name: str, *, minimum: int = 0, maximum: int = MAX_INT64) -> int | None:
+        value = self._values.get(name)
+        return None if value is None else int_value(value, name, minimum, maximum)
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self._values.get(name)
+        return default if value is None else flag_value(value, name)
+
+    def text(self, name: str) -> str | None:
+        """A text argument (a JSON string in a body), or ``None`` when not given."""
+        value = self._values.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(name, "must be a string")
+        return value
+
+    def json(self, name: str) -> Any:
+        """A ``body_only`` argument as the body gave it (``None`` when not given)."""
+        return self._values.get(name)
+
+
+async def arguments(
+    request: Request, takes: Iterable[str] = (), *, body_only: Iterable[str] = (), body: bool = True
+) -> Arguments:
+    """The request's arguments. A ``GET`` (or ``HEAD``) takes them from the query only (a body is
+    refused), as does a route whose body is no JSON object of arguments (``body=False``: an upload, a
+    binary batch); any other request also from its body, a JSON object (an empty body gives none)."""
+    fields: dict[str, Any] = {}
+    if request.method in ("GET", "HEAD"):
+        async for chunk in request.stream():  # refused, not ignored: it may hold arguments meant for the route
+            if chunk:
+                raise InvalidArgumentError("body", f"must be empty: {request.method} takes its arguments in the query")
+    elif body:
+        fields = await json_body(request)
+    return Arguments(request.query_params.multi_items(), fields, takes, body_only)

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from storage_engine.api import StorageAdapter
 from storage_engine.errors import EngineClosedError
 from storage_engine.node.auth import ACCESS
+from storage_engine.node.params import arguments
 from storage_engine.node.problems import problem_response
 
 if TYPE_CHECKING:
@@ -74,10 +75,12 @@ def add_probe_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route("/livez", "GET", "livez")
     async def livez(request: Request) -> Response:
+        await arguments(request)
         return JSONResponse({"status": "ok"})
 
     @route("/readyz", "GET", "readyz")
     async def readyz(request: Request) -> Response:
+        await arguments(request)
         reasons = await run_in_threadpool(readiness, engine, named(request))
         if not reasons:
             return JSONResponse({"status": "ready", "adapter": engine.name})
@@ -86,6 +89,7 @@ def add_probe_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route("/health", "GET", "health")
     async def health(request: Request) -> Response:
+        await arguments(request)
         reasons = await run_in_threadpool(readiness, engine, named(request))
         if any(r["reason"] == "engine_closed" for r in reasons):
             return problem_response(503, "engine_closed", reasons[0]["detail"], path=request.url.path)

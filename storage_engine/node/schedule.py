@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from storage_engine.api import StorageAdapter
-from storage_engine.validation import int_from_text
+from storage_engine.node.params import arguments
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable
@@ -28,6 +28,7 @@ def add_schedule_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @table.add("/v1/node/next-due", "GET", "next_due")
     async def next_due(request: Request) -> Response:
+        await arguments(request)
         return JSONResponse((await run_in_threadpool(engine.next_due)).to_dict())
 
 
@@ -36,7 +37,6 @@ def add_due_sweep_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @table.add("/v1/node/due/{operation}", "POST", "due_sweep")
     async def due_sweep(request: Request) -> Response:
-        limit_text = request.query_params.get("limit")
-        limit = None if limit_text is None else int_from_text(limit_text, "limit", 1)
+        limit = (await arguments(request, {"limit"})).optional_integer("limit", minimum=1)
         step = await run_in_threadpool(engine.sweep_due, request.path_params["operation"], limit)
         return JSONResponse(step.to_dict())

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from storage_engine.api import StorageAdapter
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.node.params import int_param, shard_param
+from storage_engine.node.params import arguments, shard_param
 from storage_engine.segment.listing import segment_file_page
 from storage_engine.segment_files import LIST_SEALED, LIST_STATES
 
@@ -28,17 +28,6 @@ DEFAULT_LIMIT = 100
 PARAMS = frozenset({"state", "dead", "after", "limit"})
 
 
-def _flag(request: Request, name: str, default: bool) -> bool:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if raw in ("true", "1"):
-        return True
-    if raw in ("false", "0"):
-        return False
-    raise InvalidArgumentError(name, "must be true or false")
-
-
 def add_segment_file_routes(table: RouteTable, engine: StorageAdapter) -> None:
     route = table.add
 
@@ -47,15 +36,14 @@ def add_segment_file_routes(table: RouteTable, engine: StorageAdapter) -> None:
         """``state`` (``sealed``: default, or ``all``), ``dead`` (default true), ``after`` (a base
         offset cursor, default -1) and ``limit`` (default 100) → a :class:`SegmentFilePage`."""
         ns, shard = request.path_params["ns"], shard_param(request)
-        unknown = sorted(set(request.query_params) - PARAMS)
-        if unknown:
-            raise InvalidArgumentError(unknown[0][:64], f"unknown parameter (known: {', '.join(sorted(PARAMS))})")
-        state = request.query_params.get("state", LIST_SEALED)
+        args = await arguments(request, PARAMS)
+        state = args.text("state")
+        state = LIST_SEALED if state is None else state
         if state not in LIST_STATES:
             raise InvalidArgumentError("state", f"must be one of {', '.join(LIST_STATES)}")
-        dead = _flag(request, "dead", True)
-        after = int_param(request, "after", -1, minimum=-1)
-        limit = int_param(request, "limit", DEFAULT_LIMIT, minimum=1)
+        dead = args.flag("dead", True)
+        after = args.integer("after", -1, minimum=-1)
+        limit = args.integer("limit", DEFAULT_LIMIT, minimum=1)
         page = await run_in_threadpool(
             segment_file_page, engine, ns, shard, state=state, dead=dead, after=after, limit=limit
         )

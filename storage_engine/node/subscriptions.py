@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from storage_engine.api import StorageAdapter, SubscriptionInfo
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.framing import MEDIA_TYPE, encode_fetch
-from storage_engine.node.params import int_param, json_body, only, shard_param
+from storage_engine.node.params import arguments, shard_param
 from storage_engine.wire import read_result_to_json
 
 if TYPE_CHECKING:
@@ -29,15 +29,16 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route(BASE, "GET", "list_subscriptions")
     async def list_subscriptions(request: Request) -> Response:
+        await arguments(request)
         found = await run_in_threadpool(engine.list_subscriptions, request.path_params["ns"])
         return JSONResponse({"subscriptions": [subscription_to_json(s) for s in found]})
 
     @route(BASE, "POST", "create_subscription")
     async def create_subscription(request: Request) -> Response:
-        body = await json_body(request)
-        only(body, {"name", "initial"})
-        name, initial = body.get("name"), body.get("initial", "earliest")
-        if not isinstance(name, str) or not name:
+        args = await arguments(request, {"name", "initial"})
+        name, initial = args.text("name"), args.text("initial")
+        initial = "earliest" if initial is None else initial
+        if not name:
             raise InvalidArgumentError("name", "is required (a non-empty string)")
         if initial not in ("earliest", "latest"):
             raise InvalidArgumentError("initial", "must be earliest or latest")
@@ -48,14 +49,16 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route(BASE + "/{name}", "DELETE", "delete_subscription")
     async def delete_subscription(request: Request) -> Response:
+        await arguments(request)
         await run_in_threadpool(engine.delete_subscription, request.path_params["ns"], request.path_params["name"])
         return Response(status_code=204)
 
     @route(BASE + "/{name}/shards/{shard}/records", "GET", "read_subscription")
     async def read_subscription(request: Request) -> Response:
         ns, name, shard = request.path_params["ns"], request.path_params["name"], shard_param(request)
-        max_records = int_param(request, "max_records", 500, minimum=1)
-        max_bytes = int_param(request, "max_bytes", 1 << 20, minimum=1)
+        args = await arguments(request, {"max_records", "max_bytes"})
+        max_records = args.integer("max_records", 500, minimum=1)
+        max_bytes = args.integer("max_bytes", 1 << 20, minimum=1)
         result = await run_in_threadpool(
             table.metrics.timed_read, "subscription", engine.read_subscription, ns, name, shard, max_records, max_bytes
         )
@@ -67,11 +70,7 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
     @route(BASE + "/{name}/shards/{shard}/ack", "POST", "acknowledge")
     async def acknowledge(request: Request) -> Response:
         ns, name, shard = request.path_params["ns"], request.path_params["name"], shard_param(request)
-        body = await json_body(request)
-        only(body, {"offset"})
-        offset = body.get("offset")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise InvalidArgumentError("offset", "is required (an integer)")
+        offset = (await arguments(request, {"offset"})).integer("offset", minimum=-1)
         cursor = await run_in_threadpool(engine.acknowledge, ns, name, shard, offset)
         return JSONResponse({"cursor": cursor})
 
@@ -80,14 +79,11 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
         """Reset a cursor, backward or forward: ``{"position"}`` (the new mark-delete position)
         or ``{"timestamp"}`` (just before the first record at or after it)."""
         ns, name, shard = request.path_params["ns"], request.path_params["name"], shard_param(request)
-        body = await json_body(request)
-        only(body, {"position", "timestamp"})
-        position, timestamp = body.get("position"), body.get("timestamp")
+        args = await arguments(request, {"position", "timestamp"})
+        position = args.optional_integer("position", minimum=-1)
+        timestamp = args.optional_integer("timestamp")
         if (position is None) == (timestamp is None):
             raise InvalidArgumentError("position", "give exactly one of position and timestamp (integers)")
-        for field, value in (("position", position), ("timestamp", timestamp)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidArgumentError(field, "must be an integer")
         cursor = await run_in_threadpool(
             lambda: engine.seek_subscription(ns, name, shard, position, timestamp=timestamp)
         )
@@ -95,6 +91,6 @@ def add_subscription_routes(table: RouteTable, engine: StorageAdapter) -> None:
 
     @route("/v1/namespaces/{ns}/backlog", "GET", "backlog")
     async def backlog(request: Request) -> Response:
-        name = request.query_params.get("subscription")
+        name = (await arguments(request, {"subscription"})).text("subscription")
         rows = await run_in_threadpool(engine.backlog, request.path_params["ns"], name)
         return JSONResponse({"backlog": [row.to_dict() for row in rows]})

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from storage_engine.api import StorageAdapter
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.node.params import json_body, only
+from storage_engine.node.params import arguments
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable
@@ -59,12 +59,14 @@ def add_ttl_index_routes(table: RouteTable, engine: StorageAdapter) -> None:
     @route("/v1/namespaces/{ns}/ttl-index", "GET", "ttl_index_info")
     async def ttl_index_info(request: Request) -> Response:
         """What a writer of TTL-index SST files for this namespace needs: its id, shards, ends."""
+        await arguments(request)
         return JSONResponse(await run_in_threadpool(engine.ttl_index_info, request.path_params["ns"]))
 
     @route("/v1/namespaces/{ns}/ttl-index", "PUT", "ttl_index_upload")
     async def ttl_index_upload(request: Request) -> Response:
         """Bulk-load the SST file sent as the body (``application/octet-stream``)."""
         ns = request.path_params["ns"]
+        await arguments(request, body=False)  # the body is the file: no arguments, in the query either
         await run_in_threadpool(engine.get_namespace, ns)  # an unknown namespace is a 404 before any upload
         directory = await run_in_threadpool(engine.ttl_import_dir)
         name, size = await _receive(request, directory)
@@ -82,12 +84,12 @@ def add_ttl_index_routes(table: RouteTable, engine: StorageAdapter) -> None:
     async def ttl_index_ingest(request: Request) -> Response:
         """Bulk-load ``{"file": "<name>"}``, a file already in the node's import directory (the
         node copies it and leaves it)."""
-        body = await json_body(request)
-        if "path" in body:
+        args = await arguments(request, {"file", "path"})  # "path" only to say why it is refused
+        if "path" in args:
             raise InvalidArgumentError(
                 "path", "is not accepted: upload the file (PUT .../ttl-index) or name a file of the import directory"
             )
-        only(body, {"file"})
-        if "file" not in body:
+        file = args.text("file")
+        if file is None:
             raise InvalidArgumentError("file", "is required: the name of an SST file in the node's import directory")
-        return JSONResponse(await run_in_threadpool(engine.ingest_ttl_index, request.path_params["ns"], body["file"]))
+        return JSONResponse(await run_in_threadpool(engine.ingest_ttl_index, request.path_params["ns"], file))
