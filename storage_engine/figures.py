@@ -29,6 +29,17 @@ A record marked dead keeps its key: the scan kills it at or after its deadline,
 so ``key ≤ now`` already holds and the count does not change. A kill before the
 record's own deadline (a bulk-loaded TTL entry) or a rewrite of the segment
 invalidates its profile (:meth:`FiguresCache.forget`).
+
+Where the stored bytes are (tiered storage) is split so that the parts add up
+(:func:`storage_engine.model.tier_split`, carried in ``ShardStats``): a shard's
+``size_bytes`` (stored) = ``local_bytes`` (segments with a local file: tiers
+``local`` and ``both``, the active segment included) + ``remote_only_bytes``
+(segments only in the object store: tier ``remote``). A segment held in both
+places is counted once, as local. The three are taken from the same segments in
+one call, so no answer carries a stored figure and a split of two moments; the
+node, the catalog and the console carry them unchanged and add them up above a
+shard, where the identity still holds. (The node's ``tier_remote_bytes`` gauge,
+everything in the object store, is a different figure and is not part of it.)
 """
 
 from __future__ import annotations

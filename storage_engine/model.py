@@ -144,6 +144,14 @@ class ShardStats:
     expired_records`` (what reads return); ``expired_ratio`` is
     ``expired_records / record_count`` and ``expired_bytes_ratio``
     ``expired_bytes / size_bytes`` (0 when empty).
+
+    Where the stored bytes are (tiered storage, DESIGN §3 "Tiers"), split so that the parts add up:
+    ``local_bytes`` the bytes of segments with a local file (tiers ``local`` and ``both``, the
+    active segment included: what the node's disk holds), ``remote_only_bytes`` the bytes of
+    segments only in the object store (tier ``remote``: the local copy dropped). A segment in both
+    places counts once, as local. So ``size_bytes == local_bytes + remote_only_bytes`` always: the
+    three come from the same segments at the same moment (:func:`tier_split`), and every sum above
+    a shard keeps the identity.
     """
 
     namespace: str
@@ -158,6 +166,15 @@ class ShardStats:
     expired_bytes: int = 0
     expired_ratio: float = 0.0
     expired_bytes_ratio: float = 0.0
+    local_bytes: int = 0
+    remote_only_bytes: int = 0
+
+
+def tier_split(segments: Sequence[SegmentInfo]) -> tuple[int, int]:
+    """``(local_bytes, remote_only_bytes)`` of ``segments`` (see :class:`ShardStats`): the one definition
+    of where stored bytes are; the two add up to the segments' ``size_bytes``."""
+    remote_only = sum(s.size_bytes for s in segments if s.tier is SegmentTier.REMOTE)
+    return sum(s.size_bytes for s in segments) - remote_only, remote_only
 
 
 def shard_stats_of(
@@ -168,6 +185,7 @@ def shard_stats_of(
     size = sum(s.size_bytes for s in segments)
     expired = sum(s.expired_records for s in segments)
     expired_bytes = sum(s.expired_bytes for s in segments)
+    local, remote_only = tier_split(segments)
     return ShardStats(
         namespace=namespace,
         shard=shard,
@@ -181,6 +199,8 @@ def shard_stats_of(
         expired_bytes=expired_bytes,
         expired_ratio=expired / records if records else 0.0,
         expired_bytes_ratio=expired_bytes / size if size else 0.0,
+        local_bytes=local,
+        remote_only_bytes=remote_only,
     )
 
 

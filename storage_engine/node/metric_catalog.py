@@ -21,6 +21,14 @@ SHARD_GAUGES: dict[str, tuple[str, str]] = {
     "record_count": ("lcs_shard_stored_records", "Records stored in the shard (live and not yet reclaimed)."),
     "live_count": ("lcs_shard_live_records", "Records of the shard neither expired nor deleted (what reads return)."),
     "size_bytes": ("lcs_shard_stored_bytes", "Bytes stored in the shard's segments."),
+    "local_bytes": (
+        "lcs_shard_local_bytes",
+        "Stored bytes of the shard with a local file (the active segment included); + remote-only = stored.",
+    ),
+    "remote_only_bytes": (
+        "lcs_shard_remote_only_bytes",
+        "Stored bytes of the shard only in the object store (local copy dropped); + local = stored.",
+    ),
     "segment_count": ("lcs_shard_segments", "Segments of the shard, the active one included."),
     "expired_records": ("lcs_shard_expired_records", "Records expired but not yet reclaimed."),
     "expired_bytes": ("lcs_shard_expired_bytes", "Bytes of records expired but not yet reclaimed."),

@@ -4,6 +4,10 @@ bytes of sealed segments are, what the read cache holds and how far offloading i
 - ``tier_local_bytes``: bytes of segments with a local file (the active one included);
 - ``tier_remote_bytes``: bytes of segments in the object store (``both`` and ``remote``);
 - ``tier_remote_only_bytes``: of those, the bytes whose local copy is gone (``remote``);
+  ``tier_local_bytes + tier_remote_only_bytes`` is every stored byte of the node, the sums of the
+  shards' ``local_bytes`` and ``remote_only_bytes`` (:func:`storage_engine.model.tier_split`);
+  ``tier_remote_bytes`` overlaps ``tier_local_bytes`` by the ``both`` segments and is no part of
+  that split;
 - ``tier_offload_pending_segments``: sealed, non-empty segments of namespaces with remote storage
   enabled whose bytes are not in the object store yet (``local`` or ``uploading``);
 - ``tier_offload_lag_seconds``: how long the oldest of those has been waiting — now minus the
