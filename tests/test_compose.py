@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
@@ -191,3 +192,28 @@ def test_the_settings_start_with_the_compose_environment(service: str) -> None:
     log_format, visibility = result.stdout.split()
     assert log_format == "json"
     assert int(visibility) > 3600
+
+
+def test_the_allow_list_lets_nodes_and_the_alertmanager_be_reached_and_nothing_else_local(settings, monkeypatch):
+    """Every compose service has a private address: the node URL is allowed as one, an Alertmanager named
+    ``alertmanager`` (the README's example) because the list names it, the other services not as a channel."""
+    from backend.apps.core.outgoing import CHANNEL, NODE, OutgoingURLRefused, check_outgoing_url
+
+    real = socket.getaddrinfo
+    private = {name: f"172.18.0.{i}" for i, name in enumerate([*EXPECTED, "alertmanager"], start=2)}
+
+    def compose_dns(host, port, *args, **kwargs):  # compose's network, which is not here
+        if host in private:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (private[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", compose_dns)
+    for service in sorted(DJANGO_SERVICES):
+        env = environment(service)
+        settings.OUTGOING_URL_ALLOW = env["OUTGOING_URL_ALLOW"]
+        check_outgoing_url(env["NODE_URL"], purpose=NODE)
+        check_outgoing_url("http://alertmanager:9093/api/v2/alerts", purpose=CHANNEL)
+        check_outgoing_url("https://hooks.example.com/x", purpose=CHANNEL)
+        for url in ("http://redis:6379/", "http://postgres:5432/", "http://node:7070/", "http://web:8000/"):
+            with pytest.raises(OutgoingURLRefused, match="a private address: name it in OUTGOING_URL_ALLOW"):
+                check_outgoing_url(url, purpose=CHANNEL)

@@ -139,9 +139,11 @@ NODE_TOKEN = env("NODE_TOKEN") or dev_secret("NODE_TOKEN")
 # starts its node with it; in production the node's own configuration sets it (optional there).
 NODE_METRICS_TOKEN = env("NODE_METRICS_TOKEN", "") or (None if PRODUCTION else dev_secret("NODE_METRICS_TOKEN"))
 NODE_TIMEOUT_S = env_float("NODE_TIMEOUT_S", 5.0, minimum=0.1)
-# Where the control plane may send requests (node URLs, webhook channels): comma-separated host names,
-# *.suffixes, addresses and CIDR networks, or * (default) for any. Link-local and cloud metadata addresses
-# and names are refused whatever this says (backend/apps/core/outgoing.py).
+# Where the control plane may send requests (node URLs, webhook and Alertmanager channels): comma-separated
+# host names, *.suffixes, addresses and CIDR networks, and * (the default): every public address, and for node
+# URLs loopback and private ones too; a channel reaches loopback and private addresses only when they are named.
+# Link-local, cloud metadata and unspecified addresses and names are refused whatever this says, however written
+# (backend/apps/core/outgoing.py).
 OUTGOING_URL_ALLOW = env("OUTGOING_URL_ALLOW", "*")
 
 # Celery: Redis in any real deployment; the filesystem transport for the embedded default.

@@ -9,6 +9,7 @@ import hmac
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -54,8 +55,10 @@ HOOK_PATH = "/hook/T0KEN-in-path?key=s3cret-query"
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A webhook receiver answering 204 (a test may change the status) with :data:`ANSWER`."""
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A webhook receiver answering 204 (a test may change the status) with :data:`ANSWER`, on 127.0.0.1,
+    which the allow list names (a channel reaches loopback only then)."""
+    settings.OUTGOING_URL_ALLOW = "*, 127.0.0.1"
     with receiving() as server:
         server.answer = lambda request: (204, "text/plain", ANSWER)
         yield server

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,10 @@ T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def alertmanager() -> Iterator[Receiver]:
-    """Alertmanager's API v2 as the console sees it: every POST recorded, answered 200 (a test may change that)."""
+def alertmanager(settings: Any) -> Iterator[Receiver]:
+    """Alertmanager's API v2 as the console sees it: every POST recorded, answered 200 (a test may change that),
+    on 127.0.0.1, which the allow list names (a channel reaches loopback only then)."""
+    settings.OUTGOING_URL_ALLOW = "*, 127.0.0.1"
     with receiving() as server:
         yield server
 

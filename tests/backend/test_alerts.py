@@ -7,6 +7,7 @@ import hmac
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.core import mail
@@ -176,8 +177,10 @@ def test_policy_thresholds_and_forecast(quiet):
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A webhook receiver failing the first POST (500), taking the others (204)."""
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A webhook receiver failing the first POST (500), taking the others (204), on 127.0.0.1, which the
+    allow list names (a channel reaches loopback only then)."""
+    settings.OUTGOING_URL_ALLOW = "*, 127.0.0.1"
     with receiving() as server:
         server.answer = lambda request: (500 if len(server.received) == 1 else 204, "text/plain", b"")
         yield server
@@ -288,7 +291,8 @@ def test_permissions(quiet, api_as):
     assert operator.post("/api/alert-channels/", {}, format="json").status_code == 403
 
 
-def test_rule_validation_and_audit(quiet, api_as):
+def test_rule_validation_and_audit(quiet, api_as, settings):
+    settings.OUTGOING_URL_ALLOW = "*, 127.0.0.1"  # the webhook below is on loopback: a channel needs it named
     admin = api_as("admin")
     good = {"name": "big", "metric": "stored_bytes", "comparator": ">", "threshold": 1e9, "for_s": 60}
     for field, bad in [("comparator", "=="), ("metric", "cpu"), ("for_s", -1), ("severity", "panic")]:

@@ -156,6 +156,7 @@ def test_prometheus_fires_the_exported_rule_and_resolves_it(prometheus: Any, nod
 
 def test_the_console_alerts_a_real_alertmanager(alertmanager: str, settings, live_server: Any):
     settings.CONTROL_PLANE_URL = live_server.url
+    settings.OUTGOING_URL_ALLOW = "*, 127.0.0.1"  # a channel reaches the loopback Alertmanager only when named
     AlertRule.objects.update(enabled=False)
     rule = AlertRule.objects.create(
         name="Expired ratio high", metric="expired_ratio", comparator=">", threshold=0.2, for_s=0, severity="warning"

@@ -35,6 +35,7 @@ def _empty(_request: Request) -> Answer:
 class Receiver:
     url: str = ""
     received: list[Request] = field(default_factory=list)
+    connections: int = 0  # TCP connections accepted, with a request or not (a refused call makes none)
     answer: Callable[[Request], Answer] = _empty
 
     def answer_by_path(self, table: dict[str, Answer], missing: Answer = (404, "text/plain", b"no")) -> None:
@@ -64,7 +65,12 @@ def receiving() -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def verify_request(self, request: Any, client_address: Any) -> bool:
+            receiver.connections += 1
+            return True
+
+    server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:

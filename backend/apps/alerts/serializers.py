@@ -19,7 +19,7 @@ from backend.apps.alerts.models import (
 from backend.apps.alerts.rules import METRICS, POLICY_FIELDS, scope_errors
 from backend.apps.alerts.selectors import is_silenced, redacted_target
 from backend.apps.alerts.transports import alertmanager_url
-from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
+from backend.apps.core.outgoing import CHANNEL, OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import StrictSerializer
 
 
@@ -228,7 +228,8 @@ class ChannelInputSerializer(StrictSerializer):
         elif kind in (ChannelKind.WEBHOOK, ChannelKind.ALERTMANAGER):
             try:
                 serializers.URLField().run_validation(target)
-                check_outgoing_url(alertmanager_url(target) if kind == ChannelKind.ALERTMANAGER else target)
+                url = alertmanager_url(target) if kind == ChannelKind.ALERTMANAGER else target
+                check_outgoing_url(url, purpose=CHANNEL)
             except serializers.ValidationError:
                 errors["target"] = ["must be an http(s) URL"]
             except OutgoingURLRefused as exc:

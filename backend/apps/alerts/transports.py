@@ -19,7 +19,7 @@ from django.core.mail import send_mail
 
 from backend.apps.alerts.models import Channel, ChannelKind
 from backend.apps.alerts.rules import alert_name
-from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
+from backend.apps.core.outgoing import CHANNEL, OutgoingURLRefused, check_outgoing_url
 
 SIGNATURE_HEADER = "X-LCS-Signature"
 WEBHOOK_TIMEOUT_S = 5.0
@@ -37,7 +37,7 @@ def delivery_error(exc: Exception) -> str:
     if isinstance(exc, DeliveryError):
         return str(exc)
     if isinstance(exc, OutgoingURLRefused):
-        return f"refused by OUTGOING_URL_ALLOW: {exc}"
+        return f"refused by OUTGOING_URL_ALLOW: {exc.rule}"  # the rule, not the address it reaches
     return type(exc).__name__
 
 
@@ -72,7 +72,7 @@ def _webhook(channel: Channel, data: dict[str, Any]) -> None:
         "X-LCS-Event": str(data["event"]),
         "X-LCS-Delivery": str(data["delivery"]),
     }
-    check_outgoing_url(channel.target)  # again at each delivery: the name may resolve elsewhere by now
+    check_outgoing_url(channel.target, purpose=CHANNEL)  # again at each delivery: the name may resolve elsewhere by now
     answer = httpx.post(
         channel.target, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S, follow_redirects=False
     )
@@ -123,7 +123,7 @@ def post_alertmanager(channel: Channel, alerts: list[dict[str, Any]]) -> None:
     """POST alerts (already in API v2 shape) to the channel's Alertmanager; its URL is checked against
     OUTGOING_URL_ALLOW each time, the channel's secret (if any) is sent as a bearer token."""
     url = alertmanager_url(channel.target)
-    check_outgoing_url(url)
+    check_outgoing_url(url, purpose=CHANNEL)
     headers = {"Content-Type": "application/json"}
     if channel.secret:
         headers["Authorization"] = f"Bearer {channel.secret}"

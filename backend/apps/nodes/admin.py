@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.serializers import check_node_token, check_node_url
-from backend.apps.nodes.services import TOKEN_REQUIRED
+from backend.apps.nodes.services import TOKEN_REQUIRED, given_token
 
 
 class StorageNodeForm(forms.ModelForm):
@@ -35,7 +35,7 @@ class StorageNodeForm(forms.ModelForm):
         return self._checked(check_node_url, self.cleaned_data["url"])
 
     def clean_new_token(self) -> str:
-        return self._checked(check_node_token, self.cleaned_data.get("new_token") or "")
+        return self._checked(check_node_token, given_token(self.cleaned_data.get("new_token")) or "")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 from django.conf import settings
 
-from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
+from backend.apps.core.outgoing import NODE, OutgoingURLRefused, check_outgoing_url
 from backend.apps.nodes.models import StorageNode
 from storage_engine.client import NodeClient
 from storage_engine.config import ADAPTERS
@@ -54,9 +54,9 @@ class CheckedNodeClient(NodeClient):
         if self._problem:
             raise NodeUnavailableError(self.base_url, self._problem)
         try:
-            check_outgoing_url(self.base_url)
-        except OutgoingURLRefused as exc:
-            raise NodeUnavailableError(self.base_url, f"refused: {exc}") from None
+            check_outgoing_url(self.base_url, purpose=NODE)
+        except OutgoingURLRefused as exc:  # the rule, not the address: the reason is shown to anyone
+            raise NodeUnavailableError(self.base_url, f"refused: {exc.rule}") from None
         try:
             return super()._call(method, path, idempotent=idempotent, **kwargs)
         except RemoteError as exc:

@@ -3,10 +3,10 @@ from typing import Any
 from rest_framework import serializers
 
 from backend.apps.core.models import SyncState
-from backend.apps.core.outgoing import OutgoingURLRefused, check_outgoing_url
+from backend.apps.core.outgoing import NODE, OutgoingURLRefused, check_outgoing_url
 from backend.apps.core.serializers import PolicyOverridesField, StrictModelSerializer
 from backend.apps.nodes.models import StorageNode
-from backend.apps.nodes.services import TOKEN_REQUIRED
+from backend.apps.nodes.services import TOKEN_REQUIRED, given_token
 
 
 def check_node_token(value: str) -> str:
@@ -18,7 +18,7 @@ def check_node_token(value: str) -> str:
 
 def check_node_url(value: str) -> str:
     try:
-        check_outgoing_url(value)
+        check_outgoing_url(value, purpose=NODE)
     except OutgoingURLRefused as exc:
         raise serializers.ValidationError(f"refused: {exc}") from None
     return value
@@ -30,7 +30,8 @@ class NodeInputSerializer(StrictModelSerializer):
         required=False,
         allow_blank=True,
         max_length=300,
-        help_text="the node's bearer token; never returned. Required with a new `url` when the node exists",
+        help_text="the node's bearer token; never returned. Required with a new `url` when the node exists; "
+        "an empty one is no token (it never clears the stored one)",
     )
 
     class Meta:
@@ -44,6 +45,8 @@ class NodeInputSerializer(StrictModelSerializer):
         return check_node_token(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "token" in attrs and given_token(attrs["token"]) is None:
+            del attrs["token"]  # an empty token is a missing one: it neither clears nor stands for a token
         node = self.instance
         if node is not None and "url" in attrs and attrs["url"] != node.url and "token" not in attrs:
             raise serializers.ValidationError({"token": [TOKEN_REQUIRED]})

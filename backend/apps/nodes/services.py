@@ -38,6 +38,12 @@ RECONCILE_INTERVAL_S = 30
 TOKEN_REQUIRED = "re-enter the node's token to change its URL: the stored token is never sent to a new address"
 
 
+def given_token(value: str | None) -> str | None:
+    """The token as given, or None when none was: an empty or whitespace-only token is a missing token, so
+    it never clears a stored token nor stands for the token a new URL needs."""
+    return value if value is not None and value.strip() else None
+
+
 def ensure_default_node() -> StorageNode:
     """The default node, created from ``NODE_URL``/``NODE_TOKEN`` when it is missing.
 
@@ -56,8 +62,8 @@ def _sync_schedules(node: StorageNode) -> None:
     schedules_changed.send(sender=StorageNode, node=node)
 
 
-def create_node(*, actor: Any, name: str, url: str, token: str = "") -> StorageNode:
-    node = StorageNode.objects.create(name=name, url=url, token=token)
+def create_node(*, actor: Any, name: str, url: str, token: str | None = None) -> StorageNode:
+    node = StorageNode.objects.create(name=name, url=url, token=given_token(token) or "")
     audit.record(actor=actor, action="node.create", target_type="node", target=name, after={"url": url})
     _sync_schedules(node)
     return node
@@ -65,7 +71,9 @@ def create_node(*, actor: Any, name: str, url: str, token: str = "") -> StorageN
 
 def update_node(*, actor: Any, node: StorageNode, **changes: Any) -> StorageNode:
     """Change a node; a new URL needs the token given again (``token`` in ``changes``), else the stored
-    token would go to whatever answers at the new address."""
+    token would go to whatever answers at the new address. An empty token is no token (:func:`given_token`)."""
+    if given_token(changes.get("token")) is None:
+        changes.pop("token", None)
     if "url" in changes and changes["url"] != node.url and "token" not in changes:
         raise InvalidArgumentError("token", TOKEN_REQUIRED)
     before = {"url": node.url, "token": "***" if node.token else ""}
