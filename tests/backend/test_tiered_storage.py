@@ -123,15 +123,17 @@ def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_
     assert {"local", "remote"} <= set(rows.values())
     assert sum(tier != "local" for tier in rows.values()) == run.counts["segments_offloaded"]
 
-    # The namespace's local and remote bytes are the node's (it hosts nothing else).
+    # The namespace's local and remote-only bytes are the node's (it hosts nothing else), and add up to stored.
     summary = api_as("viewer").get("/api/namespaces/cold/summary").json()
     assert summary["local_bytes"] == counters["tier_local_bytes"]
-    assert summary["remote_bytes"] == counters["tier_remote_bytes"]
-    assert summary["remote_bytes"] > 0 and summary["local_bytes"] > 0
+    assert summary["remote_only_bytes"] == counters["tier_remote_only_bytes"]
+    assert summary["remote_only_bytes"] > 0 and summary["local_bytes"] > 0
+    assert summary["stored_bytes"] == summary["local_bytes"] + summary["remote_only_bytes"]
     assert sum(s["local_bytes"] for s in summary["shards"]) == summary["local_bytes"]
-    # The namespace list's row carries the same two figures.
+    # The namespace list's row carries the same figures.
     (row,) = [n for n in api_as("viewer").get("/api/namespaces/").json()["results"] if n["name"] == "cold"]
-    assert (row["local_bytes"], row["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+    split = ("stored_bytes", "local_bytes", "remote_only_bytes")
+    assert [row[k] for k in split] == [summary[k] for k in split]
 
     # The tier filter and column of the segment list.
     page = api_as("viewer").get("/api/segments/", {"namespace": "cold", "tier": "remote"}).json()
@@ -140,16 +142,20 @@ def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_
     refused = api_as("viewer").get("/api/segments/", {"tier": "cloud"})
     assert refused.status_code == 400 and "tier" in refused.json()["errors"]
 
-    # A metrics collection stores the node's tier gauges; Overview's totals and the node's are the catalog's.
+    # A metrics collection stores the node's tier gauges and every shard's split; Overview's totals and the node's
+    # are that collection's.
     metrics.collect()
     series = {s.name: s.last_value for s in MetricSeries.objects.filter(node="node-1", name__startswith="tier_")}
     assert series["tier_local_bytes"] == counters["tier_local_bytes"]
     assert series["tier_remote_bytes"] == counters["tier_remote_bytes"]
     assert series["tier_offload_lag_seconds"] == 0 and series["tier_offload_pending_segments"] == 0
     overview = api_as("viewer").get("/api/metrics/summary").json()
-    assert (overview["local_bytes"], overview["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+    assert [overview[k] for k in split] == [summary[k] for k in split]
     (node_row,) = overview["nodes"]
-    assert (node_row["local_bytes"], node_row["remote_bytes"]) == (summary["local_bytes"], summary["remote_bytes"])
+    assert (node_row["local_bytes"], node_row["remote_only_bytes"]) == (
+        summary["local_bytes"],
+        summary["remote_only_bytes"],
+    )
 
 
 def test_the_recall_action_is_served_with_a_dry_run_and_deletes_nothing(api_as, db):

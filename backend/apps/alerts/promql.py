@@ -86,6 +86,8 @@ QUANTITIES: dict[str, Quantity] = {
     "expired_records": Quantity("lcs_shard_expired_records"),
     "expired_bytes": Quantity("lcs_shard_expired_bytes"),
     "stored_bytes": Quantity("lcs_shard_stored_bytes"),
+    "local_bytes": Quantity("lcs_shard_local_bytes"),
+    "remote_only_bytes": Quantity("lcs_shard_remote_only_bytes"),
     "stored_records": Quantity("lcs_shard_stored_records"),
     "live_records": Quantity("lcs_shard_live_records"),
     "segments": Quantity("lcs_shard_segments"),

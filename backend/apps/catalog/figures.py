@@ -14,31 +14,18 @@ those sums, as the engine takes a shard's from its segments
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from storage_engine.api import SegmentTier
 
-# Tiered storage (DESIGN §3 "Tiers"): a segment's bytes are local unless its tier is remote (the local copy
-# dropped), and in the object store when its tier is both or remote — the node's ``tier_local_bytes`` and
-# ``tier_remote_bytes`` gauges (storage_engine.tier.figures) count them so, and so do the shard, namespace
-# and node totals here: local + remote exceeds stored by the bytes held in both tiers.
-LOCAL_TIERS = (SegmentTier.LOCAL.value, SegmentTier.BOTH.value)
-REMOTE_TIERS = (SegmentTier.BOTH.value, SegmentTier.REMOTE.value)
+# Tiered storage (DESIGN §3 "Tiers"): where a shard's stored bytes are is the engine's split
+# (storage_engine.model.tier_split, ShardStats.local_bytes / remote_only_bytes): local = segments with a local
+# file (tiers local and both, the active one included), remote only = segments only in the object store. The
+# two come in the same /v1/stats row as size_bytes and add up to it; the catalog stores the three together from
+# one answer, and every total above a shard sums the same rows, so stored = local + remote only on every page.
 SEGMENT_TIERS = tuple(tier.value for tier in SegmentTier)
+# The byte figures that split a shard's stored bytes (ShardStatus columns, API fields).
+TIER_SPLIT = ("local_bytes", "remote_only_bytes")
 
 
 def ratio(part: float, whole: float) -> float:
     """``part / whole``, 0 when ``whole`` is 0 (an empty shard, namespace or cluster)."""
     return part / whole if whole else 0.0
-
-
-def tier_bytes(segments: Iterable[tuple[str, int]]) -> tuple[int, int]:
-    """``(local bytes, remote bytes)`` of segments given as ``(tier, size in bytes)``: the one definition of
-    a shard's local and remote bytes (above a shard they are added up like every figure)."""
-    local = remote = 0
-    for tier, size in segments:
-        if tier in LOCAL_TIERS:
-            local += size
-        if tier in REMOTE_TIERS:
-            remote += size
-    return local, remote

@@ -76,10 +76,11 @@ class ShardStatus(models.Model):
     backlog_messages = models.BigIntegerField(default=0)
     backlog_live_messages = models.BigIntegerField(default=0)
     backlog_bytes = models.BigIntegerField(default=0)
-    # Where the shard's bytes are (tiered storage): the sums of its segments' sizes by tier, as the node's
-    # tier gauges sum them (catalog.figures.tier_bytes); written by a catalog sync of the shard only.
+    # Where the shard's stored bytes are (tiered storage; the engine's ShardStats split, catalog.figures): with a
+    # local file, and only in the object store. size_bytes = local_bytes + remote_only_bytes, written together
+    # from one node answer like every figure above.
     local_bytes = models.BigIntegerField(default=0)
-    remote_bytes = models.BigIntegerField(default=0)
+    remote_only_bytes = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)  # when a figure last changed
     collected_at = models.DateTimeField(null=True, blank=True)  # the last collection that reported the shard
     segments_synced_at = models.DateTimeField(null=True, blank=True)  # the last segment catalog sync of it

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Min, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from backend.apps.catalog.figures import ratio
+from backend.apps.catalog.figures import TIER_SPLIT, ratio
 from backend.apps.catalog.models import Segment, ShardStatus
-from backend.apps.namespaces.models import ShardPlacement
 from backend.apps.namespaces.selectors import namespace_list
 from backend.apps.runs.models import Kind
 from backend.apps.runs.selectors import last_finished, last_run_at
@@ -25,7 +24,8 @@ def shard_statuses(namespace: Any) -> QuerySet[ShardStatus]:
 
 def with_usage(namespaces: QuerySet[Any]) -> QuerySet[Any]:
     """Annotate namespaces with their shards' figures summed (one query): stored bytes and records, live and
-    expired records and bytes, segments, and the subscription backlog (messages, live, bytes)."""
+    expired records and bytes, segments, the stored bytes' local / remote-only split, and the subscription backlog
+    (messages, live, bytes). Every figure is a sum over the same rows, so stored = local + remote only."""
     return namespaces.annotate(
         stored_bytes=Coalesce(Sum("shard_status__size_bytes"), 0),
         stored_records=Coalesce(Sum("shard_status__record_count"), 0),
@@ -35,8 +35,7 @@ def with_usage(namespaces: QuerySet[Any]) -> QuerySet[Any]:
         segment_count=Coalesce(Sum("shard_status__segment_count"), 0),
         backlog_messages=Coalesce(Sum("shard_status__backlog_messages"), 0),
         backlog_live_messages=Coalesce(Sum("shard_status__backlog_live_messages"), 0),
-        local_bytes=Coalesce(Sum("shard_status__local_bytes"), 0),
-        remote_bytes=Coalesce(Sum("shard_status__remote_bytes"), 0),
+        **{name: Coalesce(Sum(f"shard_status__{name}"), 0) for name in TIER_SPLIT},
         shards_reported=Count("shard_status"),
         shards_uncollected=Count("shard_status", filter=Q(shard_status__collected_at__isnull=True)),
         collected_at=Min("shard_status__collected_at"),
@@ -63,8 +62,7 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
         "expired_ratio": expired_ratio(namespace.stored_records, namespace.expired_records),
         "expired_bytes_ratio": ratio(namespace.expired_bytes, namespace.stored_bytes),
         "segment_count": namespace.segment_count,
-        "local_bytes": namespace.local_bytes,
-        "remote_bytes": namespace.remote_bytes,
+        **{name: getattr(namespace, name) for name in TIER_SPLIT},
         "backlog_messages": namespace.backlog_messages if backlog_known else None,
         "backlog_live_messages": namespace.backlog_live_messages if backlog_known else None,
         "collected_at": namespace.collected_at,
@@ -79,27 +77,3 @@ def namespace_list_with_usage() -> QuerySet[Any]:
     return with_usage(namespace_list()).annotate(
         last_scan_at=last_finished(Kind.EXPIRY_SCAN), last_compaction_at=last_finished(Kind.COMPACTION)
     )
-
-
-# -- tiered storage: local vs remote bytes (catalog.figures.tier_bytes per shard, added up above it) -------------
-
-
-def tier_totals() -> dict[str, int]:
-    """Local and remote bytes of every shard in the catalog, summed (the cluster's, on Overview)."""
-    sums = ShardStatus.objects.aggregate(
-        local_bytes=Coalesce(Sum("local_bytes"), 0), remote_bytes=Coalesce(Sum("remote_bytes"), 0)
-    )
-    return {"local_bytes": int(sums["local_bytes"]), "remote_bytes": int(sums["remote_bytes"])}
-
-
-def tier_bytes_by_node() -> dict[str, dict[str, int]]:
-    """Node name → local and remote bytes of the shards placed on it, summed (one query)."""
-    placed_on = ShardPlacement.objects.filter(namespace=OuterRef("namespace"), shard=OuterRef("shard"))
-    rows = (
-        ShardStatus.objects.annotate(node_name=Subquery(placed_on.values("node__name")[:1]))
-        .exclude(node_name__isnull=True)
-        .values("node_name")
-        .annotate(local=Coalesce(Sum("local_bytes"), 0), remote=Coalesce(Sum("remote_bytes"), 0))
-        .order_by("node_name")
-    )
-    return {row["node_name"]: {"local_bytes": int(row["local"]), "remote_bytes": int(row["remote"])} for row in rows}

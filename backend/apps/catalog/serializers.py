@@ -3,7 +3,7 @@ from rest_framework import serializers
 from backend.apps.catalog.figures import SEGMENT_TIERS
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.catalog.selectors import expired_ratio
-from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS, TIER_FIELDS
+from backend.apps.catalog.services import BACKLOG_FIELDS, STATUS_FIELDS, SYNCED_FIELDS
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.serializers import NamespaceOutputSerializer
 from storage_engine.api import SegmentState
@@ -31,17 +31,22 @@ class ShardStatusOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = ShardStatus
         # The engine's figures of the shard and its backlog, exactly what a sync and a collection write.
-        fields = ["shard", *STATUS_FIELDS, *BACKLOG_FIELDS, *TIER_FIELDS, "updated_at", "collected_at"]
+        fields = ["shard", *STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at", "collected_at"]
         read_only_fields = fields
+        extra_kwargs = {
+            "size_bytes": {"help_text": "stored bytes: local_bytes + remote_only_bytes"},
+            "local_bytes": {"help_text": "stored bytes with a local file (the active segment included)"},
+            "remote_only_bytes": {"help_text": "stored bytes only in the object store (local copy dropped)"},
+        }
 
 
 LOCAL_BYTES_HELP = (
-    "bytes of segments with a local copy (local and both tiers; the active segments included), "
-    "as of each shard's last segment sync"
+    "stored bytes with a local file (tiers local and both; the active segments included): the node's disk; "
+    "stored_bytes = local_bytes + remote_only_bytes"
 )
-REMOTE_BYTES_HELP = (
-    "bytes of segments in the object store (both and remote tiers), as of each shard's last "
-    "segment sync; local + remote exceeds stored by what is in both"
+REMOTE_ONLY_BYTES_HELP = (
+    "stored bytes only in the object store (tier remote: the local copy dropped); "
+    "stored_bytes = local_bytes + remote_only_bytes"
 )
 
 
@@ -58,7 +63,7 @@ class NamespaceSummaryOutputSerializer(serializers.Serializer):
     expired_bytes_ratio = serializers.FloatField(help_text="expired_bytes ÷ stored_bytes")
     segment_count = serializers.IntegerField()
     local_bytes = serializers.IntegerField(help_text=LOCAL_BYTES_HELP)
-    remote_bytes = serializers.IntegerField(help_text=REMOTE_BYTES_HELP)
+    remote_only_bytes = serializers.IntegerField(help_text=REMOTE_ONLY_BYTES_HELP)
     backlog_messages = serializers.IntegerField(
         allow_null=True,
         help_text="unacknowledged offsets summed over subscriptions and shards; null until a metrics "
@@ -91,7 +96,7 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
     stored_records = serializers.IntegerField()
     segment_count = serializers.IntegerField()
     local_bytes = serializers.IntegerField(help_text=LOCAL_BYTES_HELP)
-    remote_bytes = serializers.IntegerField(help_text=REMOTE_BYTES_HELP)
+    remote_only_bytes = serializers.IntegerField(help_text=REMOTE_ONLY_BYTES_HELP)
     expired_ratio = serializers.SerializerMethodField()
     last_scan_at = serializers.DateTimeField(allow_null=True)
     last_compaction_at = serializers.DateTimeField(allow_null=True)
@@ -103,7 +108,7 @@ class NamespaceListOutputSerializer(NamespaceOutputSerializer):
             "stored_records",
             "segment_count",
             "local_bytes",
-            "remote_bytes",
+            "remote_only_bytes",
             "expired_ratio",
             "last_scan_at",
             "last_compaction_at",

@@ -17,11 +17,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Case, F, IntegerField, Max, Min, Q, When
 from django.utils import timezone
 
-from backend.apps.catalog.figures import ratio, tier_bytes
+from backend.apps.catalog.figures import TIER_SPLIT, ratio
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.namespaces.models import Namespace, SyncState
 from backend.apps.namespaces.selectors import hosting_nodes, namespace_list
@@ -83,6 +83,13 @@ def _values(info: SegmentInfo) -> dict[str, Any]:
 
 
 def sync_shard(namespace: Any, shard: int, segments: list[SegmentInfo]) -> SyncResult:
+    """Write the difference between the node's ``segments`` of one shard and the catalog's rows.
+
+    Two syncs of the same shard may overlap (the bootstrap's, the periodic one and the one a metrics
+    collection queues, in different processes, all at start-up): both may find a segment missing and
+    insert it. The insert is an upsert on the segment's position (``segment_unique_position``), so the
+    later one updates the row the earlier one wrote instead of failing with an ``IntegrityError``.
+    """
     result = SyncResult()
     existing = {row.base_offset: row for row in Segment.objects.filter(namespace=namespace, shard=shard)}
     to_create, to_update = [], []
@@ -101,7 +108,13 @@ def sync_shard(namespace: Any, shard: int, segments: list[SegmentInfo]) -> SyncR
             result.unchanged += 1
     with transaction.atomic():
         if to_create:
-            Segment.objects.bulk_create(to_create, batch_size=1000)
+            Segment.objects.bulk_create(
+                to_create,
+                batch_size=1000,
+                update_conflicts=True,
+                unique_fields=["namespace", "shard", "base_offset"],
+                update_fields=[*SYNCED_FIELDS, "synced_at"],
+            )
         if to_update:
             Segment.objects.bulk_update(to_update, [*SYNCED_FIELDS, "synced_at"], batch_size=1000)
         if existing:
@@ -110,7 +123,8 @@ def sync_shard(namespace: Any, shard: int, segments: list[SegmentInfo]) -> SyncR
     return result
 
 
-# The engine's ShardStats fields a ShardStatus carries (a sync and a collection both write them).
+# The engine's ShardStats fields a ShardStatus carries (a sync and a collection both write them, all of them from
+# one node answer: stored = local + remote only holds in every row).
 STATUS_FIELDS = [
     "log_start_offset",
     "end_offset",
@@ -122,12 +136,11 @@ STATUS_FIELDS = [
     "expired_bytes",
     "expired_ratio",
     "expired_bytes_ratio",
+    *TIER_SPLIT,
 ]
 # The shard's backlog, summed over its subscriptions: from a collection only.
 BACKLOG_FIELDS = ["backlog_messages", "backlog_live_messages", "backlog_bytes"]
 RATIO_FIELDS = {"expired_ratio", "expired_bytes_ratio"}
-# Where the shard's bytes are (catalog.figures.tier_bytes of its segments): from a segment sync only.
-TIER_FIELDS = ["local_bytes", "remote_bytes"]
 
 
 def _status_values(figures: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -135,19 +148,22 @@ def _status_values(figures: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return {k: float(figures.get(k) or 0) if k in RATIO_FIELDS else int(figures.get(k) or 0) for k in names}
 
 
-def update_shard_status(
-    namespace: Any, shard: int, stats: dict[str, Any], segments: list[SegmentInfo] | None = None
-) -> bool:
-    """Store a shard's current figures (a ``ShardStats`` as a dict) and, given its ``segments``, its local and
-    remote bytes (``figures.tier_bytes`` of their tiers: the node's ``/v1/stats`` has no per-shard tier
-    figures, so only a sync of the shard writes them); returns whether anything changed (unchanged → no write)."""
+def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bool:
+    """Store a shard's current figures (one ``ShardStats`` answer as a dict, its stored bytes and their local /
+    remote-only split together); returns whether anything changed (unchanged → no write).
+
+    A metrics collection or another sync may create the shard's row between this one's look and its insert
+    (the first sync at start-up races them): the insert then fails on ``shard_status_unique`` inside its own
+    savepoint, and the row that won is updated instead."""
     values = _status_values(stats, STATUS_FIELDS)
-    if segments is not None:
-        values["local_bytes"], values["remote_bytes"] = tier_bytes((s.tier.value, s.size_bytes) for s in segments)
     row = ShardStatus.objects.filter(namespace=namespace, shard=shard).first()
     if row is None:
-        ShardStatus.objects.create(namespace=namespace, shard=shard, **values)
-        return True
+        try:
+            with transaction.atomic():
+                ShardStatus.objects.create(namespace=namespace, shard=shard, **values)
+            return True
+        except IntegrityError:
+            row = ShardStatus.objects.get(namespace=namespace, shard=shard)
     if all(getattr(row, k) == v for k, v in values.items()):
         return False
     ShardStatus.objects.filter(pk=row.pk).update(**values, updated_at=timezone.now())
@@ -156,7 +172,8 @@ def update_shard_status(
 
 def mark_tiers_stale(namespaces: Any) -> int:
     """The shards of ``namespaces`` (a queryset or list) are due for a segment sync: an offload moved their
-    segments between tiers, which changes no figure a metrics collection sees. Returns the shards marked."""
+    segments between tiers, which may change no figure a metrics collection sees (an uploaded segment keeps its
+    local copy: its bytes stay local). Returns the shards marked."""
     return ShardStatus.objects.filter(namespace__in=namespaces).update(updated_at=timezone.now())
 
 
@@ -197,7 +214,14 @@ def record_collected_figures(figures: dict[tuple[str, int], dict[str, Any]], at:
             to_update.append(row)
     with transaction.atomic():
         if to_create:
-            ShardStatus.objects.bulk_create(to_create, batch_size=500, ignore_conflicts=True)
+            # A sync may have created a row meanwhile (start-up): this collection's figures update it.
+            ShardStatus.objects.bulk_create(
+                to_create,
+                batch_size=500,
+                update_conflicts=True,
+                unique_fields=["namespace", "shard"],
+                update_fields=[*STATUS_FIELDS, *BACKLOG_FIELDS, "collected_at", "updated_at"],
+            )
         if to_update:
             ShardStatus.objects.bulk_update(to_update, [*STATUS_FIELDS, *BACKLOG_FIELDS, "updated_at"], batch_size=500)
         if seen:
@@ -211,9 +235,8 @@ def sync_namespace(namespace: Any) -> SyncResult:
 
     def sync_hosted(client: Any, shards: list[int]) -> None:
         for shard in shards:
-            segments = client.list_segments(namespace.name, shard)
-            result = sync_shard(namespace, shard, segments)
-            changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard), segments)
+            result = sync_shard(namespace, shard, client.list_segments(namespace.name, shard))
+            changed = update_shard_status(namespace, shard, client.shard_stats(namespace.name, shard))
             _mark_synced(namespace, shard, changed or result.inserted + result.updated + result.deleted > 0)
             total.add(result)
 

@@ -39,6 +39,9 @@ SERIES: dict[str, SeriesDef] = {
         SeriesDef("expired_records", (SHARD, NAMESPACE), "count", "Expired records not yet reclaimed"),
         SeriesDef("expired_bytes", (SHARD, NAMESPACE), "bytes", "Bytes of expired records not yet reclaimed"),
         SeriesDef("stored_bytes", (SHARD, NAMESPACE), "bytes", "Bytes stored"),
+        # Where the stored bytes are (tiered storage): local + remote only = stored, from the same answer.
+        SeriesDef("local_bytes", (SHARD, NAMESPACE), "bytes", "Stored bytes with a local file"),
+        SeriesDef("remote_only_bytes", (SHARD, NAMESPACE), "bytes", "Stored bytes only in the object store"),
         SeriesDef("stored_records", (SHARD, NAMESPACE), "count", "Records stored (live and not yet reclaimed)"),
         SeriesDef("live_records", (SHARD, NAMESPACE), "count", "Records neither expired nor deleted"),
         SeriesDef("segments", (SHARD, NAMESPACE), "count", "Segments"),
@@ -120,6 +123,8 @@ SHARD_SERIES: dict[str, str] = {
     "record_count": "stored_records",
     "live_count": "live_records",
     "size_bytes": "stored_bytes",
+    "local_bytes": "local_bytes",
+    "remote_only_bytes": "remote_only_bytes",
     "segment_count": "segments",
     "expired_records": "expired_records",
     "expired_bytes": "expired_bytes",
@@ -127,7 +132,16 @@ SHARD_SERIES: dict[str, str] = {
     "expired_bytes_ratio": "expired_bytes_ratio",
 }
 # Shard series a namespace's series add up (its ratios are the ratios of these sums; offsets are per shard).
-SUMMED_SHARD_SERIES = ("stored_records", "live_records", "stored_bytes", "segments", "expired_records", "expired_bytes")
+SUMMED_SHARD_SERIES = (
+    "stored_records",
+    "live_records",
+    "stored_bytes",
+    "local_bytes",
+    "remote_only_bytes",
+    "segments",
+    "expired_records",
+    "expired_bytes",
+)
 # The engine's backlog of one subscription on one shard (storage_engine.api.BacklogInfo, a GET /v1/stats
 # "subscriptions" row) → the series summing it over subscriptions; the age (``backlog_age_ms``) is a maximum.
 BACKLOG_SERIES: dict[str, str] = {

@@ -12,8 +12,7 @@ from django.db.models import Avg, ExpressionWrapper, F, FloatField, Max, QuerySe
 from django.db.models.functions import Mod
 from prometheus_client import generate_latest
 
-from backend.apps.catalog.figures import ratio
-from backend.apps.catalog.selectors import tier_bytes_by_node, tier_totals
+from backend.apps.catalog.figures import TIER_SPLIT, ratio
 from backend.apps.metrics import clock, exposition
 from backend.apps.metrics.catalog import NODE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
@@ -288,9 +287,11 @@ def crossing_ms(fit: Fit, threshold: float, now_ms: int, max_s: int = FORECAST_E
 # -- summary and exposition ----------------------------------------------------------------------
 
 
-# Namespace series the cluster totals add up (each a sum of the engine's figures; ratios of the sums).
+# Namespace series the cluster totals add up (each a sum of the engine's figures; ratios of the sums). The
+# stored bytes and their split are series of the same collections, so stored = local + remote only in the sums.
 TOTALS = (
     "stored_bytes",
+    *TIER_SPLIT,
     "stored_records",
     "live_records",
     "expired_records",
@@ -345,7 +346,10 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
         elif row.node:
             disk[row.node][row.name] = row.last_value or 0.0
     health = node_health(now)
-    tiers = tier_bytes_by_node()
+    # Each node's split: its shards' series of the same collections as the totals, so the nodes add up to them.
+    tiers: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(TIER_SPLIT, 0))
+    for row in fresh_series(list(TIER_SPLIT)).filter(shard__isnull=False).exclude(node=""):
+        tiers[row.node][row.name] += int(row.last_value or 0)
     nodes = []
     for name, node in sorted(_nodes_by_name().items()):
         marks = watermarks(node)
@@ -363,12 +367,13 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
                 "forecast_warning_at": clock.from_ms(eta) if eta is not None else None,
                 "forecast_history_s": forecast.history_s,
                 "forecast_ready": forecast.fit is not None,
-                **tiers.get(name, {"local_bytes": 0, "remote_bytes": 0}),
+                **tiers[name],
             }
         )
     latest = latest_ts()
     return {
         "stored_bytes": int(totals["stored_bytes"]),
+        **{name: int(totals[name]) for name in TIER_SPLIT},
         "stored_records": int(totals["stored_records"]),
         "live_records": int(totals["live_records"]),
         "expired_records": int(totals["expired_records"]),
@@ -376,7 +381,6 @@ def summary(now: datetime | None = None) -> dict[str, Any]:
         "expired_bytes_ratio": ratio(totals["expired_bytes"], totals["stored_bytes"]),
         "backlog_messages": int(totals["backlog_messages"]),
         "backlog_live_messages": int(totals["backlog_live_messages"]),
-        **tier_totals(),
         "collected_at": clock.from_ms(latest) if latest is not None else None,
         "forecast_min_history_s": FORECAST_MIN_HISTORY_S,
         "nodes": nodes,

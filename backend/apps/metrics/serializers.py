@@ -93,10 +93,10 @@ class NodeSummaryOutputSerializer(serializers.Serializer):
     forecast_history_s = serializers.IntegerField(help_text="how long the disk samples in the fit window span")
     forecast_ready = serializers.BooleanField(help_text="false until there is enough history for a forecast")
     local_bytes = serializers.IntegerField(
-        help_text="bytes of its shards' segments with a local copy (tiered storage; the catalog's last sync)"
+        help_text="stored bytes of its shards with a local file (tiered storage; the latest collection)"
     )
-    remote_bytes = serializers.IntegerField(
-        help_text="bytes of its shards' segments in the object store (tiered storage; the catalog's last sync)"
+    remote_only_bytes = serializers.IntegerField(
+        help_text="stored bytes of its shards only in the object store (tiered storage; the latest collection)"
     )
 
 
@@ -112,10 +112,11 @@ class SummaryOutputSerializer(serializers.Serializer):
     backlog_messages = serializers.IntegerField(help_text="summed over every subscription and shard")
     backlog_live_messages = serializers.IntegerField()
     local_bytes = serializers.IntegerField(
-        help_text="bytes of segments with a local copy, every shard's in the catalog summed (tiered storage)"
+        help_text="stored bytes with a local file (tiered storage), summed like stored_bytes from the same "
+        "collections: stored_bytes = local_bytes + remote_only_bytes"
     )
-    remote_bytes = serializers.IntegerField(
-        help_text="bytes of segments in the object store, every shard's in the catalog summed (tiered storage)"
+    remote_only_bytes = serializers.IntegerField(
+        help_text="stored bytes only in the object store (local copy dropped), summed the same way"
     )
     collected_at = serializers.DateTimeField(allow_null=True, help_text="the latest collection")
     forecast_min_history_s = serializers.IntegerField(help_text="the disk history a forecast needs")

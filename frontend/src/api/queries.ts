@@ -172,7 +172,7 @@ export function useCreateNamespace() {
           stored_records: 0,
           segment_count: 0,
           local_bytes: 0,
-          remote_bytes: 0,
+          remote_only_bytes: 0,
           expired_ratio: 0,
           last_scan_at: null,
           last_compaction_at: null,

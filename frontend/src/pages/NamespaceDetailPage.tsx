@@ -215,7 +215,7 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
         />
         <Stat label="Segments" value={formatCount(s.segment_count)} testId="summary-segments" />
         <Stat label="Local (node disk)" value={formatBytes(s.local_bytes)} testId="summary-local-bytes" />
-        <Stat label="Remote (object store)" value={formatBytes(s.remote_bytes)} testId="summary-remote-bytes" />
+        <Stat label="Remote only (object store)" value={formatBytes(s.remote_only_bytes)} testId="summary-remote-only-bytes" />
         <Stat
           label="Backlog"
           value={
@@ -273,7 +273,7 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                   Segments
                 </th>
                 <th scope="col" title={TIER_HELP}>
-                  Local / remote
+                  Local / remote only
                 </th>
                 <th scope="col">Updated</th>
               </tr>
@@ -310,7 +310,7 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
                     {formatCount(sh.segment_count)}
                   </td>
                   <td className="small">
-                    <TierBytes local={sh.local_bytes} remote={sh.remote_bytes} testId={`shard-tiers-${sh.shard}`} />
+                    <TierBytes local={sh.local_bytes} remoteOnly={sh.remote_only_bytes} testId={`shard-tiers-${sh.shard}`} />
                   </td>
                   <td>
                     <TimeCell value={sh.updated_at} now={now} />

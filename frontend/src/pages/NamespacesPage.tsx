@@ -105,7 +105,7 @@ type NsSortKey =
   | "shards"
   | "stored_bytes"
   | "stored_records"
-  | "remote_bytes"
+  | "remote_only_bytes"
   | "expired_ratio"
   | "segment_count"
   | "last_scan_at"
@@ -167,7 +167,7 @@ function NamespaceTable({ items, now }: { items: NamespaceListRow[]; now: number
                 {header("Shards", "shards", true)}
                 {header("Size", "stored_bytes", true)}
                 {header("Records", "stored_records", true)}
-                {header("Local / remote", "remote_bytes", true)}
+                {header("Local / remote only", "remote_only_bytes", true)}
                 {header("Expired", "expired_ratio", true)}
                 {header("Segments", "segment_count", true)}
                 {header("Last scan", "last_scan_at")}
@@ -192,7 +192,7 @@ function NamespaceTable({ items, now }: { items: NamespaceListRow[]; now: number
                     {formatCount(ns.stored_records)}
                   </td>
                   <td className="num">
-                    <TierBytes local={ns.local_bytes} remote={ns.remote_bytes} testId={`namespace-tiers-${ns.name}`} />
+                    <TierBytes local={ns.local_bytes} remoteOnly={ns.remote_only_bytes} testId={`namespace-tiers-${ns.name}`} />
                   </td>
                   <td className="num" data-testid={`namespace-expired-${ns.name}`}>
                     <span className={(ns.expired_ratio ?? 0) > 0.2 ? "fail-text" : undefined}>

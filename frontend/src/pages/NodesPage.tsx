@@ -67,7 +67,7 @@ export default function NodesPage() {
                 <th scope="col">Last seen</th>
                 <th scope="col">Disk</th>
                 <th scope="col" title={TIER_HELP}>
-                  Local / remote
+                  Local / remote only
                 </th>
                 <th scope="col">
                   <span className="visually-hidden">Open</span>
@@ -105,7 +105,7 @@ export default function NodesPage() {
                   <td className="small">
                     <TierBytes
                       local={disks.get(n.name)?.local_bytes}
-                      remote={disks.get(n.name)?.remote_bytes}
+                      remoteOnly={disks.get(n.name)?.remote_only_bytes}
                       testId={`node-tiers-${n.name}`}
                     />
                   </td>

@@ -320,7 +320,11 @@ function MetricsSection({
           <div className="stat-grid">
             <Stat label="Stored" value={formatBytes(summary.data.stored_bytes)} testId="metric-stored-bytes" />
             <Stat label="Local (node disks)" value={formatBytes(summary.data.local_bytes)} testId="metric-local-bytes" />
-            <Stat label="Remote (object store)" value={formatBytes(summary.data.remote_bytes)} testId="metric-remote-bytes" />
+            <Stat
+              label="Remote only (object store)"
+              value={formatBytes(summary.data.remote_only_bytes)}
+              testId="metric-remote-only-bytes"
+            />
             <Stat label="Records" value={formatCount(summary.data.stored_records)} testId="metric-stored-records" />
             <Stat label="Expired ratio" value={formatPercent(summary.data.expired_ratio)} testId="metric-expired-ratio" />
             <Stat
@@ -348,7 +352,7 @@ function MetricsSection({
                   </div>
                   <DiskBar disk={d} minHistoryS={summary.data.forecast_min_history_s} />
                   <p className="muted small">
-                    <TierBytes local={d.local_bytes} remote={d.remote_bytes} testId={`overview-node-tiers-${d.name}`} />
+                    <TierBytes local={d.local_bytes} remoteOnly={d.remote_only_bytes} testId={`overview-node-tiers-${d.name}`} />
                   </p>
                 </article>
               ))}

@@ -53,7 +53,7 @@ const summary: MetricsSummary = {
   backlog_messages: 6017,
   backlog_live_messages: 5000,
   local_bytes: 768 * 1024 ** 2,
-  remote_bytes: 2 * 1024 ** 3,
+  remote_only_bytes: 2 * 1024 ** 3,
   collected_at: "2024-05-01T12:00:00Z",
   forecast_min_history_s: 1800,
   nodes: [
@@ -71,7 +71,7 @@ const summary: MetricsSummary = {
       forecast_history_s: 240,
       forecast_ready: false,
       local_bytes: 768 * 1024 ** 2,
-      remote_bytes: 2 * 1024 ** 3,
+      remote_only_bytes: 2 * 1024 ** 3,
     },
     {
       name: "node-2",
@@ -87,7 +87,7 @@ const summary: MetricsSummary = {
       forecast_history_s: 0,
       forecast_ready: false,
       local_bytes: 0,
-      remote_bytes: 0,
+      remote_only_bytes: 0,
     },
   ],
 };
@@ -137,10 +137,13 @@ describe("overview", () => {
     expect(screen.getByTestId("metric-expired-ratio").textContent).toContain("39.6%");
     expect(screen.getByTestId("overview-node-health-node-1").textContent).toContain("healthy");
     expect(screen.getByTestId("overview-node-health-node-2").textContent).toContain("not checked yet");
-    // Tiered storage: local vs remote bytes as the server sums them (local + remote may exceed stored).
+    // Tiered storage: stored and its local / remote-only split exactly as the server sends them. The fixture's
+    // figures deliberately do not add up (768 MiB + 2 GiB ≠ 1 GiB): the page shows each, it never sums or
+    // derives one from the others (the server's three come from one collection and do add up).
+    expect(screen.getByTestId("metric-stored-bytes").textContent).toContain("1 GiB");
     expect(screen.getByTestId("metric-local-bytes").textContent).toContain("768 MiB");
-    expect(screen.getByTestId("metric-remote-bytes").textContent).toContain("2 GiB");
-    expect(screen.getByTestId("overview-node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote");
+    expect(screen.getByTestId("metric-remote-only-bytes").textContent).toContain("2 GiB");
+    expect(screen.getByTestId("overview-node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote only");
     expect(screen.getByTestId("overview-node-tiers-node-2").textContent).toBe("0 B local");
     expect(screen.getByTestId("disk-forecast-pending-node-1").textContent).toBe(
       "No forecast yet: it needs 30m of disk history (4m so far).",
@@ -231,7 +234,7 @@ describe("namespace page", () => {
     expired_bytes_ratio: 0.37,
     segment_count: 7,
     local_bytes: 3072,
-    remote_bytes: 2048,
+    remote_only_bytes: 2048,
     backlog_messages: 6017,
     backlog_live_messages: 5000,
     collected_at: "2024-05-01T12:00:00Z",
@@ -239,8 +242,8 @@ describe("namespace page", () => {
     last_compaction_at: null,
     shards: [
       // Deliberately not consistent with the counts: the page must show the node's ratio, not divide.
-      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, local_bytes: 1024, remote_bytes: 2048, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
-      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_bytes: 800, expired_ratio: 0.4344, expired_bytes_ratio: 0.39, backlog_messages: 2549, backlog_live_messages: 2000, backlog_bytes: 7000, local_bytes: 2048, remote_bytes: 0, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, local_bytes: 1024, remote_only_bytes: 2048, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
+      { shard: 1, log_start_offset: 0, end_offset: 442, record_count: 442, live_count: 250, size_bytes: 2048, segment_count: 3, expired_records: 192, expired_bytes: 800, expired_ratio: 0.4344, expired_bytes_ratio: 0.39, backlog_messages: 2549, backlog_live_messages: 2000, backlog_bytes: 7000, local_bytes: 2048, remote_only_bytes: 0, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
     ],
   };
 
@@ -255,9 +258,12 @@ describe("namespace page", () => {
     expect(screen.getByTestId("shard-expired-1").textContent).toContain("43.4%");
     expect(screen.getByTestId("shard-backlog-0").textContent).toBe("3,468");
     expect(screen.getByTestId("summary-collected-at").textContent).toMatch(/as of/);
+    // Stored, local and remote only as sent (4 KiB ≠ 3 KiB + 2 KiB on purpose: nothing is added up here).
+    expect(screen.getByTestId("summary-stored-bytes").textContent).toContain("4 KiB");
     expect(screen.getByTestId("summary-local-bytes").textContent).toContain("3 KiB");
-    expect(screen.getByTestId("summary-remote-bytes").textContent).toContain("2 KiB");
-    expect(screen.getByTestId("shard-tiers-0").textContent).toBe("1 KiB local · 2 KiB remote");
+    expect(screen.getByTestId("summary-remote-only-bytes").textContent).toContain("2 KiB");
+    expect(screen.getByTestId("shard-size-0").textContent).toBe("2 KiB");
+    expect(screen.getByTestId("shard-tiers-0").textContent).toBe("1 KiB local · 2 KiB remote only");
     expect(screen.getByTestId("shard-tiers-1").textContent).toBe("2 KiB local");
   });
 
@@ -301,7 +307,7 @@ describe("nodes page", () => {
     // Never looked at: not checked yet, never "unhealthy, last seen never".
     expect(screen.getByTestId("node-health-node-2").textContent).toContain("not checked yet");
     expect(screen.getByTestId("node-last-seen-node-2").textContent).toBe("not checked yet");
-    expect(screen.getByTestId("node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote");
+    expect(screen.getByTestId("node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote only");
   });
 });
 

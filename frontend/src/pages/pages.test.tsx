@@ -43,7 +43,7 @@ const ns: NamespaceListRow = {
   stored_records: 1_234_567,
   segment_count: 12,
   local_bytes: 1024 ** 3,
-  remote_bytes: 2 * 1024 ** 3,
+  remote_only_bytes: 2 * 1024 ** 3,
   expired_ratio: 0.25,
   last_scan_at: "2024-05-01T11:00:00Z",
   last_compaction_at: null,
@@ -60,7 +60,7 @@ const summary: NamespaceSummary = {
   expired_bytes_ratio: 0.25,
   segment_count: 12,
   local_bytes: 3 * 1024 ** 3,
-  remote_bytes: 0,
+  remote_only_bytes: 0,
   backlog_messages: 42,
   backlog_live_messages: 40,
   collected_at: "2024-05-01T12:00:00Z",
@@ -105,7 +105,7 @@ describe("namespaces list", () => {
       "GET /api/auth/me": viewer,
       "GET /api/namespaces/": page([
         ns,
-        { ...ns, name: "billing", stored_bytes: 10, remote_bytes: 0, local_bytes: 10, expired_ratio: 0.01, sync_state: "pending" },
+        { ...ns, name: "billing", stored_bytes: 10, remote_only_bytes: 0, local_bytes: 10, expired_ratio: 0.01, sync_state: "pending" },
       ]),
     });
     renderApp("/namespaces");
@@ -113,11 +113,11 @@ describe("namespaces list", () => {
     expect(row.textContent).toContain("3 GiB");
     expect(row.textContent).toContain("1,234,567");
     expect(row.textContent).toContain("25%");
-    expect(screen.getByTestId("namespace-tiers-orders").textContent).toBe("1 GiB local · 2 GiB remote");
+    expect(screen.getByTestId("namespace-tiers-orders").textContent).toBe("1 GiB local · 2 GiB remote only");
     expect(screen.getByTestId("namespace-tiers-billing").textContent).toBe("10 B local");
     const names = () => screen.getAllByTestId(/^namespace-row-/).map((r) => r.getAttribute("data-testid"));
     expect(names()).toEqual(["namespace-row-billing", "namespace-row-orders"]);
-    fireEvent.click(screen.getByTestId("sort-remote_bytes")); // most offloaded first
+    fireEvent.click(screen.getByTestId("sort-remote_only_bytes")); // most offloaded first
     expect(names()).toEqual(["namespace-row-orders", "namespace-row-billing"]);
     fireEvent.click(screen.getByTestId("sort-name"));
     expect(names()).toEqual(["namespace-row-billing", "namespace-row-orders"]);
