@@ -7,10 +7,19 @@
    and the demo namespaces (``manage.py bootstrap --demo``).
 3. Print the URL and login, then run the ``Procfile`` (node, web, worker,
    beat) under honcho, which stops them all on Ctrl-C.
+
+Everything a running system writes is under its ``VAR_DIR`` (``var/``): the
+database, the node's data (``data/node``) and tier, the broker's files, the
+generated secrets, static files, the lake, and ``run/`` (gunicorn's control
+socket and metrics files, see ``gunicorn.conf.py``); beat keeps its schedule in
+the database and writes no pid file. So two systems on one machine, each with
+its own ``VAR_DIR`` and ports, never touch each other's files; on one Redis each
+has its own Celery queue (:func:`system_queue`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import sys
@@ -37,6 +46,16 @@ def choose_broker(environ: dict[str, str], probe: Callable[[], bool] = redis_ans
     return "redis://127.0.0.1:6379/0" if probe() else "filesystem://"
 
 
+def system_queue(var_dir: Path) -> str:
+    """The Celery queue of the system whose files are in ``var_dir``: ``celery`` for the repository's own
+    ``var/``, ``celery-<hash of the directory>`` for any other, so that systems sharing one Redis (the one
+    found on 127.0.0.1:6379) never take each other's tasks, nor answer each other's worker pings."""
+    here = var_dir.resolve()
+    if here == (BASE_DIR / "var").resolve():
+        return "celery"
+    return "celery-" + hashlib.sha256(str(here).encode()).hexdigest()[:10]
+
+
 def prepare_environment(environ: dict[str, str]) -> dict[str, str]:
     """Fill every unset (or empty) variable with its embedded default."""
     env = dict(environ)
@@ -53,6 +72,7 @@ def prepare_environment(environ: dict[str, str]) -> dict[str, str]:
     default("WEB_PORT", "8000")
     default("NODE_PORT", "7070")
     default("NODE_URL", f"http://127.0.0.1:{env['NODE_PORT']}")
+    default("CELERY_QUEUE", system_queue(var_dir))
     default("SPARK_MASTER", "local[*]")
     default("DJANGO_SETTINGS_MODULE", "backend.config.settings")
     env["CELERY_BROKER_URL"] = choose_broker(env)

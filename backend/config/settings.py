@@ -191,6 +191,8 @@ LOGIN_THROTTLE_RATE = env("LOGIN_THROTTLE_RATE", "10/min")
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Workers consume this queue; separate systems sharing one Redis use separate queues.
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
+# Worker pings and other broadcasts go to this system's workers only (Celery's default is "celery" for all).
+CELERY_CONTROL_EXCHANGE = CELERY_TASK_DEFAULT_QUEUE
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
