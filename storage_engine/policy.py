@@ -50,6 +50,7 @@ class NamespacePolicy:
     retention_bytes: int | None = None
     segment_bytes: int = GiB
     segment_ms: int = 7 * DAY_MS
+    segment_expired_roll_ratio: float | None = 0.5
     index_interval_bytes: int = 4096
     max_record_bytes: int = MiB
     # Compaction
@@ -125,6 +126,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "retention_bytes": (1, None),
     "segment_bytes": (1024, 16 * GiB),
     "segment_ms": (1, None),
+    "segment_expired_roll_ratio": (0.0, 1.0),  # and > 0 (validate_namespace_policy)
     "index_interval_bytes": (1, 64 * MiB),
     "max_record_bytes": (1, 64 * MiB),
     "min_cleanable_dirty_ratio": (0.0, 1.0),
@@ -211,6 +213,8 @@ def validate_namespace_policy(p: NamespacePolicy) -> None:
         _check_field(f.name, getattr(p, f.name), getattr(defaults, f.name), errors)
     if "cleanup_policy" not in errors and p.cleanup_policy not in CLEANUP_POLICIES:
         errors["cleanup_policy"] = f"must be one of {', '.join(CLEANUP_POLICIES)}"
+    if "segment_expired_roll_ratio" not in errors and p.segment_expired_roll_ratio == 0:
+        errors["segment_expired_roll_ratio"] = "must be > 0 (null turns the rule off)"
     if "backlog_quota_policy" not in errors and p.backlog_quota_policy not in BACKLOG_QUOTA_POLICIES:
         errors["backlog_quota_policy"] = f"must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}"
     if not errors:
@@ -350,6 +354,14 @@ NAMESPACE_FIELDS: dict[str, FieldInfo] = {
     "retention_bytes": FieldInfo("retention", "bytes", "Delete oldest segments above this size", nullable=True),
     "segment_bytes": FieldInfo("retention", "bytes", "Roll the active segment at this size"),
     "segment_ms": FieldInfo("retention", "ms", "Roll the active segment at this age"),
+    "segment_expired_roll_ratio": FieldInfo(
+        "expiry",
+        "ratio",
+        "Roll the active segment once more than this share of its records is expired, so reclamation "
+        "drops or rewrites them on a shard that keeps receiving appends (only a segment at least 10 s "
+        "old; 1 or null: only a wholly expired one)",
+        nullable=True,
+    ),
     "index_interval_bytes": FieldInfo("retention", "bytes", "Bytes between sparse offset-index entries"),
     "max_record_bytes": FieldInfo("retention", "bytes", "Largest record accepted"),
     "min_cleanable_dirty_ratio": FieldInfo("compaction", "ratio", "Compact when the dirty share exceeds this"),

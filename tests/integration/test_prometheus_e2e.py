@@ -203,7 +203,8 @@ def test_the_web_adds_up_every_gunicorn_worker(tmp_path: Path, settings: Any):
     every worker, whichever answers it: the counters only grow from scrape to scrape."""
     token = Token.objects.create(user=make_user("scraper", "viewer")).key
     port = free_port()
-    env = {"APP_ENV": "test", "DATABASE_URL": _database_url(settings)}
+    # Its own VAR_DIR: its control socket and metrics files are not the repository's var/run.
+    env = {"APP_ENV": "test", "DATABASE_URL": _database_url(settings), "VAR_DIR": str(tmp_path / "var")}
     argv = [str(BIN / "gunicorn"), "backend.config.wsgi:application", "--workers", "2", "--threads", "2"]
     argv += ["--bind", f"127.0.0.1:{port}"]
     web = start(argv, tmp_path / "gunicorn.log", f"http://127.0.0.1:{port}/livez", env)
