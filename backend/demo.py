@@ -5,8 +5,9 @@ line of the ``Procfile``) writes into the namespaces ``bootstrap --demo``
 created, straight to the node (``NODE_URL``, ``NODE_TOKEN``) as a producer
 would:
 
-- at start, a backfill spread over the last ``BACKFILL_MINUTES`` with producer
-  timestamps, so charts and the expired ratio have something to show at once;
+- at start, a backfill spread over the last ``BACKFILL_MINUTES`` (a stream with a
+  TTL: over its TTL, so nothing arrives already expired) with producer timestamps,
+  so charts have something to show at once;
 - then every ``TICK_S`` a few records per namespace: ``orders`` keyed by order
   id with a 30-minute TTL, ``sensor-readings`` tagged by sensor with a
   2-minute TTL (expired data appears and is reclaimed within minutes),
@@ -14,6 +15,13 @@ would:
   updates of a small key set (duplicate keys for compaction);
 - a consumer of the ``billing`` subscription on ``orders`` that acknowledges
   a little less than is produced, so a backlog is visible.
+
+The demo namespaces are created (``bootstrap --demo``) with :data:`POLICIES`: their
+records expire within minutes at a trickle, so a segment would take days to reach
+``segment_bytes`` or the default ``segment_ms``; short segments go whole at their
+deadline, which keeps the expired ratio under 5 % (the built-in alert is at 20 %) with
+no rewrites. ``tests/storage_engine/test_demo_expired_ratio.py`` replays an hour of this
+load against the engine and checks it after every sweep.
 
 ``DEMO_PRODUCER=0`` turns it off (the process then just waits, since honcho
 stops every process when one exits). It stops on SIGTERM/SIGINT. Failures
@@ -40,16 +48,27 @@ log = logging.getLogger("demo")
 
 TICK_S = 1.0
 BACKFILL_MINUTES = 30
-BACKFILL_RECORDS = 600  # per namespace
+BACKFILL_RECORDS = 600  # steps per namespace at most (a stream with a TTL: one per tick of its TTL)
 SUBSCRIPTION = ("orders", "billing")
 CONSUMER_LAG = 20  # records per shard the demo consumer leaves unacknowledged
 MINUTE_MS = 60_000
+NAMESPACES = [("orders", 4), ("payments.events", 2), ("sensor-readings", 4), ("user-profiles", 2)]  # name, shards
+TTLS = {"orders": 30 * MINUTE_MS, "sensor-readings": 2 * MINUTE_MS}  # the records' expire_at − timestamp
+
+# Overrides the demo namespaces are created with (bootstrap --demo). A segment spans about one or two
+# ``segment_ms`` of record time and goes whole at its deadline, so only that much of a TTL is expired
+# and still stored: 2-4 s of a 2-minute TTL, 30-60 s of 30 minutes (an hour of this load peaks under
+# 2 %, tests/storage_engine/test_demo_expired_ratio.py).
+POLICIES: dict[str, dict[str, int]] = {
+    "orders": {"segment_ms": 30_000},
+    "sensor-readings": {"segment_ms": 2_000},
+}
 
 
 def orders(rng: random.Random, now: int, at: int | None = None) -> list[NewRecord]:
     order = rng.randrange(100_000)
     value = b'{"order": %d, "amount": %d}' % (order, rng.randrange(1, 500))
-    return [NewRecord(value, key=b"order-%d" % order, timestamp=at, expire_at=(at or now) + 30 * MINUTE_MS)]
+    return [NewRecord(value, key=b"order-%d" % order, timestamp=at, expire_at=(at or now) + TTLS["orders"])]
 
 
 def sensor_readings(rng: random.Random, now: int, at: int | None = None) -> list[NewRecord]:
@@ -57,7 +76,8 @@ def sensor_readings(rng: random.Random, now: int, at: int | None = None) -> list
     for _ in range(3):
         sensor = rng.randrange(12)
         value = b'{"celsius": %.1f}' % rng.uniform(15, 30)
-        out.append(NewRecord(value, tags=(f"sensor-{sensor}",), timestamp=at, expire_at=(at or now) + 2 * MINUTE_MS))
+        expire_at = (at or now) + TTLS["sensor-readings"]
+        out.append(NewRecord(value, tags=(f"sensor-{sensor}",), timestamp=at, expire_at=expire_at))
     return out
 
 
@@ -93,15 +113,22 @@ class DemoProducer:
         self.subscribed = False
 
     def backfill(self, namespace: str) -> None:
-        """Records with producer timestamps over the last BACKFILL_MINUTES (the oldest already expired)."""
+        """Records with producer timestamps over the last BACKFILL_MINUTES, or the stream's TTL when
+        shorter (none arrives expired), sent a segment's time window per call (a batch is never
+        split across segments, so one spanning minutes would make a segment expire over minutes)."""
         now = self.clock()
-        start = now - BACKFILL_MINUTES * MINUTE_MS
-        step = BACKFILL_MINUTES * MINUTE_MS // BACKFILL_RECORDS
-        records: list[NewRecord] = []
-        for i in range(BACKFILL_RECORDS):
-            records += STREAMS[namespace](self.rng, now, start + i * step)
-        for i in range(0, len(records), 200):
-            self.client.produce(namespace, records[i : i + 200])
+        span = min(BACKFILL_MINUTES * MINUTE_MS, TTLS.get(namespace, BACKFILL_MINUTES * MINUTE_MS))
+        start = now - span + 1  # the oldest expires 1 ms from now, not at once
+        steps = min(BACKFILL_RECORDS, int(span / (TICK_S * 1000)))  # no denser than the ticks that follow
+        step = span // steps
+        window = POLICIES.get(namespace, {}).get("segment_ms", MINUTE_MS)
+        chunks: dict[int, list[NewRecord]] = {}
+        for i in range(steps):
+            at = start + i * step
+            chunks.setdefault(at // window, []).extend(STREAMS[namespace](self.rng, now, at))
+        for records in chunks.values():
+            for i in range(0, len(records), 200):
+                self.client.produce(namespace, records[i : i + 200])
         self.backfilled.add(namespace)
 
     def tick(self) -> int:

@@ -6,9 +6,11 @@ Per kind of node-wide sweep, the earliest moment a sweep has something to do:
 - ``reclaim``: the earliest segment *deadline* (every record of the segment expired, the
   namespace TTL included, :func:`~storage_engine.expiry.segment_deadline`): the moment a
   whole segment can go. The active segment counts too: a lifecycle step seals it once its
-  deadline passes (DESIGN §3 "Idle shards"). Rewrites of partly dead segments are not
-  timed here: the TTL scan is what makes segments dead, so a scan that marked records
-  dead is followed by a reclaim (the control plane's rule), and the beat schedule stays as
+  deadline passes (DESIGN §3 "Idle shards"), or once more than ``segment_expired_roll_ratio``
+  of its records are expired (:func:`storage_engine.rolling.expired_roll_due`), busy shard or
+  not, so that the reclaim sweep seals it at that moment and drops or rewrites it. Rewrites
+  of partly dead segments are not timed here: the TTL scan is what makes segments dead, so
+  a scan that marked records dead is followed by a reclaim (the control plane's rule), and the beat schedule stays as
   a safety net;
 - ``retention`` (namespaces whose ``cleanup_policy`` deletes): the oldest segment's
   ``max_timestamp + retention_ms + 1`` (the time rule's breach), or now when the size rule
@@ -22,7 +24,10 @@ those replaces the shard's sealed layout (``due_facts``'s token). :class:`DueCac
 per shard, the minima over its sealed segments for the token it saw, so a call reads the
 sealed segments of a shard only when they changed since the last call, and otherwise
 the active segment's metadata alone: O(shards) per call at steady state, whatever the
-number of segments. No record is read.
+number of segments. No record is read, except that an active segment some of whose records
+have expired answers its expired-share time from its expiry profile
+(:meth:`storage_engine.figures.FiguresCache.expired_by`), which the figures keep for it anyway
+and which reads only the records appended since it was last asked.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ class DueShard(Protocol):
         """``(token, sealed, active)``: ``token`` is replaced whenever the sealed segments change
         (``None``: no such token, recompute every call); ``sealed()`` lists the sealed segments'
         facts in offset order; ``active`` is the active segment's facts now."""
+        ...
+
+    def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
+        """When the active segment's expired share passes ``segment_expired_roll_ratio``
+        (:func:`storage_engine.rolling.expired_roll_due`; ``None``: not as it stands)."""
         ...
 
 
@@ -88,10 +98,11 @@ def sealed_minima(sealed: Iterable[SegmentFacts], ttl_ms: int | None) -> SealedM
 
 
 def shard_due(
-    minima: SealedMinima, active: SegmentFacts, policy: NamespacePolicy, now: int
+    minima: SealedMinima, active: SegmentFacts, policy: NamespacePolicy, now: int, active_roll: int | None = None
 ) -> tuple[int | None, int | None]:
-    """(reclaim due, retention due) of one shard."""
-    reclaim = minima.deadline
+    """(reclaim due, retention due) of one shard; ``active_roll``: when its active segment is
+    rolled for its expired share (:meth:`DueShard.expired_roll_due`)."""
+    reclaim = _min(minima.deadline, active_roll)
     if active.record_count:
         reclaim = _min(reclaim, _deadline(active, policy.ttl_ms))
     retention: int | None = None
@@ -157,7 +168,7 @@ def next_due(
         for s in shards:
             seen.append(s)
             minima, active = cache.minima(s, policy.ttl_ms)
-            r, k = shard_due(minima, active, policy, now)
+            r, k = shard_due(minima, active, policy, now, s.expired_roll_due(policy, now))
             reclaim, retention = _min(reclaim, r), _min(retention, k)
     cache.retain(seen)
     return {"expire-scan": ttl_first, "reclaim": reclaim, "retention": retention}

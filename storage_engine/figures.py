@@ -50,8 +50,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import TypeVar
 
 from storage_engine.expiry import effective_expiry, segment_deadline
+
+T = TypeVar("T")
 
 NEVER = (1 << 63) - 1  # the expiry key of a record that never expires
 DEAD = 0  # the expiry key of a record marked dead: expired at any time
@@ -129,8 +132,7 @@ class ExpiryProfile:
         self.count = len(keys)
         self.last_offset = last_offset
 
-    def expired(self, now: int) -> tuple[int, int]:
-        """(records, bytes) whose key is ≤ ``now``."""
+    def _sort(self) -> None:
         if not self._sorted:
             # Broker timestamps make keys nearly sorted: timsort merges the few runs in linear time.
             pairs = sorted(zip(self._keys, self._sizes, strict=True))
@@ -138,8 +140,17 @@ class ExpiryProfile:
             self._sizes = array("q", (s for _, s in pairs))
             self._cumulative = array("q", accumulate(self._sizes))
             self._sorted = True
+
+    def expired(self, now: int) -> tuple[int, int]:
+        """(records, bytes) whose key is ≤ ``now``."""
+        self._sort()
         n = bisect_right(self._keys, now)
         return n, (self._cumulative[n - 1] if n else 0)
+
+    def nth_key(self, n: int) -> int:
+        """The ``n``-th smallest expiry key (1-based): from then on at least ``n`` records are expired."""
+        self._sort()
+        return self._keys[n - 1]
 
 
 class FiguresCache:
@@ -181,7 +192,35 @@ class FiguresCache:
         # Every record expired (some dead before their own deadline, say): the whole segment counts.
         return ExpiredFigures(records, facts.size_bytes if records == count else nbytes, deadline)
 
+    def expired_by(self, facts: SegmentFacts, ttl_ms: int | None, now: int, read: ReadRows, n: int) -> int | None:
+        """When at least ``n`` records of the segment are expired, as it stands (``None``: never
+        without more records or kills; at or before ``now``: already). Exact once the segment is
+        partly expired (from its profile, which :meth:`figures` then keeps anyway); before that the
+        segment's first deadline, a lower bound, so that no profile is built for a segment none of
+        whose records has expired (the caller asks again then)."""
+        count = facts.record_count
+        if n > count:
+            return None
+        if count - facts.live_count >= n:
+            return now  # dead records are expired at any time
+        deadline = segment_deadline(count, facts.max_timestamp, facts.max_expire_at, facts.has_unbounded, ttl_ms)
+        if deadline is not None and deadline <= now:
+            return deadline
+        first = first_deadline(facts, ttl_ms)
+        if first is None:
+            return None
+        if first > now:
+            return first
+        key = self._profile(facts, ttl_ms, read, lambda p: p.nth_key(n))
+        return None if key == NEVER else key
+
     def _partial(self, facts: SegmentFacts, ttl_ms: int | None, now: int, read: ReadRows) -> tuple[int, int]:
+        return self._profile(facts, ttl_ms, read, lambda p: p.expired(now))
+
+    def _profile(
+        self, facts: SegmentFacts, ttl_ms: int | None, read: ReadRows, answer: Callable[[ExpiryProfile], T]
+    ) -> T:
+        """``answer`` of the segment's profile, brought up to date (under the lock: answers sort it)."""
         base = facts.base_offset
         with self._lock:
             profile = self._profiles.get(base)
@@ -194,7 +233,7 @@ class FiguresCache:
                 profile = ExpiryProfile(ttl_ms)
                 profile.extend(read(base, facts.last_offset), facts.last_offset)
             self._profiles[base] = profile
-            return profile.expired(now)
+            return answer(profile)
 
 
 def sum_figures(figures: Iterable[ExpiredFigures]) -> tuple[int, int]:

@@ -1,15 +1,33 @@
 """When the active segment of a shard rolls (DESIGN §2), in one place so that
 file-backed and logical segments seal at the same points, whether an append or
-a lifecycle step finds the segment due (DESIGN §3 "Idle shards")."""
+a lifecycle step finds the segment due (DESIGN §3 "Idle shards").
+
+Two paths seal an active segment: an append (:func:`should_roll`: size and age, from the
+segment's metadata, before the batch is written) and a lifecycle step
+(:func:`idle_segment_due`: the same, plus whole expiry and the expired share). The expired
+share is decided at lifecycle steps only, on idle and busy shards alike: sealing is only
+worth it when reclamation follows in the same step (sealing alone frees nothing), the
+figure needs the segment's expiry profile (:mod:`storage_engine.figures`), which an append
+must not pay for, and the node's due times (:func:`expired_roll_due`) put a reclaim sweep
+at the moment the share passes the threshold, appends or not.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storage_engine.api import SegmentInfo, SegmentState
 from storage_engine.expiry import segment_expired
 from storage_engine.policy import NamespacePolicy
+
+EXPIRED_ROLL_MIN_AGE_MS = 10_000
+"""An active segment younger than this (since it was created, on the node's clock) is not
+rolled for its expired share: the rule then rolls a shard at most once per 10 s, however
+short its records' TTLs, instead of sealing a tiny segment at every sweep (a roll costs a
+new file, an fsync and an index write whatever the segment holds). 10 s is far below any
+``segment_ms`` worth having and leaves at most 10 s of records in the segment when it
+rolls."""
 
 
 def roll_after_ms(policy: NamespacePolicy) -> int:
@@ -62,14 +80,55 @@ def idle_segment_due(segment: SegmentInfo, policy: NamespacePolicy, now: int) ->
     seals a non-empty active segment that the next append would roll (an
     append stamped ``now``: older than :func:`roll_after_ms` by its first
     record's time, or past ``segment_bytes``), or whose every record is past
-    its deadline; then it is an ordinary sealed segment. An empty active
+    its deadline, or whose expired share passed ``segment_expired_roll_ratio``
+    (:func:`expired_share_passed`); then it is an ordinary sealed segment. An empty active
     segment is never sealed (nothing to free, and the end offset lives there).
     """
     if segment.state is not SegmentState.ACTIVE or segment.record_count == 0:
         return False
     if should_roll(policy, segment.record_count, segment.size_bytes, segment.first_timestamp, 0, now):
         return True
-    return segment_expired(segment, policy.ttl_ms, now)
+    return segment_expired(segment, policy.ttl_ms, now) or expired_share_passed(segment, policy, now)
+
+
+def expired_roll_count(policy: NamespacePolicy, record_count: int) -> int | None:
+    """How many expired records make an active segment of ``record_count`` records pass
+    ``segment_expired_roll_ratio`` (the smallest count above ``ratio × record_count``);
+    ``None`` when no count does (the rule is off, the ratio is 1, or the segment is empty)."""
+    ratio = policy.segment_expired_roll_ratio
+    if ratio is None or record_count == 0:
+        return None
+    needed = int(ratio * record_count) + 1  # the smallest integer above ratio × count
+    return needed if needed <= record_count else None
+
+
+def expired_share_passed(segment: SegmentInfo, policy: NamespacePolicy, now: int) -> bool:
+    """Whether an active segment is rolled for its expired share (DESIGN §3 "Idle shards":
+    a busy shard too): more than ``segment_expired_roll_ratio`` of its records are expired
+    (``expired_records``, the engine's one figure: dead or past their effective expiry) and it
+    is at least :data:`EXPIRED_ROLL_MIN_AGE_MS` old. Then reclamation drops or rewrites it
+    (rewritten when the share is also above ``reclaim_dead_ratio``; with the defaults, 0.5
+    both, at once), instead of leaving expired data in a segment that never fills."""
+    if segment.state is not SegmentState.ACTIVE:
+        return False
+    needed = expired_roll_count(policy, segment.record_count)
+    return (
+        needed is not None and segment.expired_records >= needed and now - segment.created_at >= EXPIRED_ROLL_MIN_AGE_MS
+    )
+
+
+def expired_roll_due(
+    policy: NamespacePolicy, record_count: int, created_at: int, expired_by: Callable[[int], int | None]
+) -> int | None:
+    """When :func:`expired_share_passed` holds for an active segment of ``record_count`` records
+    created at ``created_at`` (``None``: not before more is appended). ``expired_by(n)`` answers
+    when at least ``n`` of its records are expired (a lower bound is allowed: the due time is then
+    asked again at that moment, with the records' profile by then)."""
+    needed = expired_roll_count(policy, record_count)
+    if needed is None:
+        return None
+    when = expired_by(needed)
+    return None if when is None else max(when, created_at + EXPIRED_ROLL_MIN_AGE_MS)
 
 
 def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:

@@ -19,7 +19,7 @@ from storage_engine.cleaning import in_off_peak
 from storage_engine.due import DueCache, DueShard, next_due, shard_due
 from storage_engine.errors import InvalidArgumentError, StorageError, UnknownNamespaceError
 from storage_engine.expiry import segment_expired
-from storage_engine.lifecycle.reclaimer import SWEEP_RECLAIM_SEGMENTS
+from storage_engine.lifecycle.reclaimer import SWEEP_RECLAIM_SEGMENTS, Reclaimer
 from storage_engine.lifecycle.retainer import Retention
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.scanner import TTLScanner
@@ -60,7 +60,9 @@ class DueSweeps:
         expired segments (sealing an idle active one first), on up to ``DUE_DROP_THREADS`` shards
         at once: a drop is mostly synced writes and directory fsyncs, which concurrent drops share
         (RocksDB commits concurrent synced writes as a group). Rewrites of partly dead segments
-        are left to the node-wide :meth:`reclaim`."""
+        are left to the node-wide :meth:`reclaim`, except that of an active segment this step
+        sealed for its expired share (:func:`storage_engine.rolling.expired_share_passed`), which
+        is what its due time was for."""
         self._rt.check_limit(limit)
         if operation == "expire-scan":
             return self._scanner.expire_scan(None, None, limit)
@@ -77,7 +79,8 @@ class DueSweeps:
                 continue  # deleted meanwhile
             for s in shards:
                 minima, active = self._cache.minima(s, policy.ttl_ms)
-                when = shard_due(minima, active, policy, now)[0 if operation == "reclaim" else 1]
+                roll = s.expired_roll_due(policy, now) if operation == "reclaim" else None
+                when = shard_due(minima, active, policy, now, roll)[0 if operation == "reclaim" else 1]
                 if when is not None and when <= now:
                     due.append((name, policy, s))
         totals: dict[str, Any] = {}
@@ -105,6 +108,17 @@ class DueSweeps:
             ]
             if whole:
                 work.add(s.drop_segments(whole, now, self._rt.node_policy.file_delete_delay_ms))
+            rolled = [seg for seg in segments if seg.state is SegmentState.SEALED][-1:] if local.get("rolled") else []
+            for seg in rolled:
+                # Sealed for its expired share (or its deadline, then dropped above): rewritten at once when
+                # reclamation would rewrite it, so expired data leaves at the due time, not at the next
+                # node-wide reclaim (paced like every rewrite; refused tokens leave it to that reclaim).
+                if (
+                    seg.base_offset not in whole
+                    and Reclaimer.worth_rewriting(seg, policy)
+                    and self._rt.reclaim_bucket.take(seg.size_bytes)
+                ):
+                    work.add(s.rewrite_segment(seg.base_offset, now))
             work.rolled += local.get("rolled", 0)
             work.files_removed += local.get("files_removed", 0)
             return work, len(whole)
@@ -125,14 +139,15 @@ class DueSweeps:
                 chunk = chosen[i : i + DUE_DROP_THREADS]
                 for (_, s), (work, _) in zip(chunk, pool.map(lambda job: drop(*job), chunk), strict=True):
                     sum_work(totals, work)
-                    budget -= work.segments_deleted
+                    budget -= work.segments_deleted + work.segments_rewritten
                     self._rt.counters.add_many(
                         {
                             "reclaim_segments_deleted_total": work.segments_deleted,
+                            "reclaim_segments_rewritten_total": work.segments_rewritten,
                             "reclaim_bytes_total": work.bytes_reclaimed,
                         }
                     )
-                    if work.segments_deleted:
+                    if work.segments_deleted or work.segments_rewritten:
                         self._rt.range_compactions.sweeping = True  # deferred, as in a sweep (see _compact_deleted)
                         try:
                             self._rt.range_compactions.after_delete(s)

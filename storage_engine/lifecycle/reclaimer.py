@@ -74,7 +74,7 @@ class Reclaimer:
                     dropped = set(whole)
                     sum_work(totals, would_drop([seg for seg in sealed if seg.base_offset in dropped]))
                     for seg in sealed:
-                        if seg.base_offset not in dropped and self._worth_rewriting(seg, policy):
+                        if seg.base_offset not in dropped and self.worth_rewriting(seg, policy):
                             sum_work(totals, would_rewrite(seg))
                     continue
                 if len(whole) > budget:
@@ -93,7 +93,7 @@ class Reclaimer:
                     )
                 dropped = set(whole)
                 for seg in sealed:
-                    if seg.base_offset in dropped or not self._worth_rewriting(seg, policy):
+                    if seg.base_offset in dropped or not self.worth_rewriting(seg, policy):
                         continue
                     if budget <= 0 or not self._rt.reclaim_bucket.take(seg.size_bytes):
                         more = True
@@ -129,7 +129,7 @@ class Reclaimer:
         return self._rt.result("reclaim", namespace, shard, t0, more=more, log_start_offset=start, **totals)
 
     @staticmethod
-    def _worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
+    def worth_rewriting(segment: SegmentInfo, policy: NamespacePolicy) -> bool:
         """A sealed segment reclamation rewrites: its dead fraction is above ``reclaim_dead_ratio``
         (one in the object store too, under a new generation: storage_engine.tier.rewrite)."""
         if not segment.record_count:

@@ -103,6 +103,19 @@ class LifecycleShard(Protocol):
         no reader holds (or forcibly, after ``destroy_forcibly_after_ms``)."""
         ...
 
+    def pending_file_bytes(self) -> int:
+        """Bytes of the shard's ``.deleted`` files still on disk (0 for stores without files)."""
+        ...
+
+    def due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> tuple[int, int]:
+        """``(files, bytes)`` :meth:`remove_due_files` would remove now, by its rules (a dry run's)."""
+        ...
+
+    def drop_files(self, bases: Collection[int], delay_ms: int) -> tuple[int, int]:
+        """What :meth:`drop_segments` of ``bases`` now would do to their files: ``(files removed at once,
+        bytes left on disk as .deleted files)``."""
+        ...
+
     def compact_deleted(self) -> None:
         """Ask the store to drop deleted ranges now (RocksDB ``compact_range``)."""
         ...
@@ -115,6 +128,10 @@ class LifecycleShard(Protocol):
 
     def due_facts(self) -> tuple[object | None, Callable[[], Sequence[SegmentFacts]], SegmentFacts]:
         """Metadata for due times (:class:`storage_engine.due.DueShard`)."""
+        ...
+
+    def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
+        """When the active segment is rolled for its expired share (:class:`storage_engine.due.DueShard`)."""
         ...
 
 

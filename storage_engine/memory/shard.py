@@ -34,6 +34,7 @@ from storage_engine.lifecycle import (
 )
 from storage_engine.memory.segment import MemorySegment
 from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.rolling import expired_roll_due
 
 
 @dataclass(slots=True, eq=False)
@@ -191,6 +192,18 @@ class MemoryShard(RecordCompactionReads):
             facts = [seg.facts() for seg in self.segments]
         return None, lambda: facts[:-1], facts[-1]
 
+    def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
+        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.due`)."""
+        with self.lock:
+            active = self.segments[-1]
+            facts = active.facts()
+            return expired_roll_due(
+                policy,
+                facts.record_count,
+                active.created_at,
+                lambda n: self.figures.expired_by(facts, policy.ttl_ms, now, active.rows, n),
+            )
+
     def roll_empty(self, now: int) -> bool:
         with self.lock:
             if not self.segments[-1].records:
@@ -306,6 +319,15 @@ class MemoryShard(RecordCompactionReads):
 
     def remove_due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
         return ShardWork()  # no files: a dropped segment's memory is released at once
+
+    def pending_file_bytes(self) -> int:
+        return 0  # no files: nothing ever waits for removal
+
+    def due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> tuple[int, int]:
+        return 0, 0
+
+    def drop_files(self, bases: Collection[int], delay_ms: int) -> tuple[int, int]:
+        return 0, 0
 
     def compact_deleted(self) -> None:
         """Nothing to compact in memory."""

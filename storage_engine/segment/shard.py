@@ -44,6 +44,7 @@ from storage_engine.expiry import is_expired
 from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
 from storage_engine.lifecycle import Removal, ShardWork, TTLEntry
 from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.rolling import expired_roll_due
 from storage_engine.segment.dead_marks import mark_dead, mark_expired_entries
 from storage_engine.segment.iopool import SyncSchedule
 from storage_engine.segment.meta import SegmentMeta
@@ -222,20 +223,32 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         """The view's segments with their expired figures at the clock's now."""
         metas: list[SegmentMeta] = view.metas()
         now, ttl_ms = self.clock.now_ms(), self.policy.ttl_ms
-
-        def rows(first: int, last: int) -> Iterator[ProfileRow]:
-            dead = set(self.index.store.dead_offsets(self.index.prefix, first, last + 1))
-            with self.reading() as current:
-                for r in self.iter_records(current, first):
-                    if r.offset > last:
-                        break
-                    yield r.timestamp, r.expire_at, encoded_size(r), r.offset in dead
-
         infos = [
-            m.to_info(self.namespace, self.shard, self.figures.figures(m.facts(), ttl_ms, now, rows)) for m in metas
+            m.to_info(self.namespace, self.shard, self.figures.figures(m.facts(), ttl_ms, now, self._profile_rows))
+            for m in metas
         ]
         self.figures.retain(m.base_offset for m in metas)
         return infos
+
+    def _profile_rows(self, first: int, last: int) -> Iterator[ProfileRow]:
+        """The figures' view of the stored records ``first..last`` (:mod:`storage_engine.figures`)."""
+        dead = set(self.index.store.dead_offsets(self.index.prefix, first, last + 1))
+        with self.reading() as current:
+            for r in self.iter_records(current, first):
+                if r.offset > last:
+                    break
+                yield r.timestamp, r.expire_at, encoded_size(r), r.offset in dead
+
+    def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
+        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.due`)."""
+        _, active = self.view.due_layout()
+        facts = active.facts()
+        return expired_roll_due(
+            policy,
+            facts.record_count,
+            active.created_at,
+            lambda n: self.figures.expired_by(facts, policy.ttl_ms, now, self._profile_rows, n),
+        )
 
     # -- lifecycle: what each store implements ---------------------------------------------
     @abc.abstractmethod
@@ -275,6 +288,14 @@ class ShardBase(RecordCompactionReads, abc.ABC):
     def pending_file_bytes(self) -> int:
         """Bytes of deleted files waiting for removal (stores without files have none)."""
         return 0
+
+    def due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> tuple[int, int]:
+        """``(files, bytes)`` :meth:`remove_due_files` would remove now (stores without files have none)."""
+        return 0, 0
+
+    def drop_files(self, bases: Collection[int], delay_ms: int) -> tuple[int, int]:
+        """What a drop of ``bases`` would do to files: none removed, none pending (stores without files)."""
+        return 0, 0
 
     def _verify_storage(self, view: Any) -> tuple[int, list[str]]:
         """Store-specific checks (the sparse offset index of segment files)."""

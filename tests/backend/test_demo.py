@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 from backend import demo
@@ -14,20 +15,27 @@ from storage_engine.client import NodeClient
 
 def test_the_demo_fills_every_namespace_with_expiring_data_and_a_backlog(registered_node, node):
     for name, shards in DEMO_NAMESPACES:
-        create_namespace(name=name, shards=shards)
+        create_namespace(name=name, shards=shards, policy=demo.POLICIES.get(name))
     now = int(time.time() * 1000)
     with NodeClient(node.url, node.token) as client:
         producer = demo.DemoProducer(client, lambda: now, ensure_subscription)
         for _ in range(3):
             producer.tick()
         stats = {name: [client.shard_stats(name, s) for s in range(shards)] for name, shards in DEMO_NAMESPACES}
+        segments = {name: [client.list_segments(name, s) for s in range(shards)] for name, shards in DEMO_NAMESPACES}
         backlog = client.backlog(*demo.SUBSCRIPTION)
     for name, shards in stats.items():
         stored = sum(s["record_count"] for s in shards)
-        assert stored >= demo.BACKFILL_RECORDS, name  # the backfill landed, then the ticks
-    # The backfill spans 30 minutes and sensor readings live 2: most are already expired.
-    sensors = stats["sensor-readings"]
-    assert sum(s["expired_records"] for s in sensors) > sum(s["record_count"] for s in sensors) / 2
+        # The backfill landed (a stream with a TTL: one step a second over its TTL), then the ticks.
+        ttl_s = demo.TTLS.get(name, 10**9) // 1000
+        steps = min(demo.BACKFILL_RECORDS, ttl_s)
+        assert stored >= steps * len(demo.STREAMS[name](random.Random(1), now, now)), name
+        # Nothing arrives expired (the backfill spans at most a stream's TTL): only what expired on the node's
+        # clock in the seconds since (the oldest backfilled record expires 1 ms after the producer's now).
+        assert sum(s["expired_records"] for s in shards) < 0.05 * stored, name
+    # Short TTLs come with short segments (make up's policies): they go whole at their deadlines.
+    assert Namespace.objects.get(name="sensor-readings").policy_overrides == demo.POLICIES["sensor-readings"]
+    assert max(len(client_segments) for client_segments in segments["sensor-readings"]) > 10
     assert sum(s["expired_records"] for s in stats["payments.events"]) == 0  # no TTL there
     # The subscription exists in the control plane (the console lists it) and keeps a small backlog.
     assert Namespace.objects.get(name="orders").subscriptions.filter(name="billing").exists()

@@ -137,7 +137,8 @@ def test_every_record_past_its_deadline_seals_a_young_segment(lc_adapter: Storag
 def test_a_record_that_never_expires_keeps_a_young_segment_active(
     lc_adapter: StorageAdapter, clock: ManualClock
 ) -> None:
-    ns = make_ns(lc_adapter)
+    # The deadline rule alone: 5 of 6 expired would pass the expired-share rule (test_expired_share_roll.py).
+    ns = make_ns(lc_adapter, segment_expired_roll_ratio=None)
     now = clock.now_ms()
     lc_adapter.append(ns, 0, [NewRecord(b"x", expire_at=now + 10)] * 5 + [NewRecord(b"forever")])
     clock.advance(DAY_MS)

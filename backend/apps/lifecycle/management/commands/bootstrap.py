@@ -13,11 +13,12 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from backend import demo
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.services import create_namespace
 from backend.apps.nodes.services import ensure_default_node
 
-DEMO_NAMESPACES = [("orders", 4), ("payments.events", 2), ("sensor-readings", 4), ("user-profiles", 2)]
+DEMO_NAMESPACES = demo.NAMESPACES
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         if options["demo"]:
             for name, shards in DEMO_NAMESPACES:
                 if not Namespace.objects.filter(name=name).exists():
-                    ns = create_namespace(name=name, shards=shards)
+                    ns = create_namespace(name=name, shards=shards, policy=demo.POLICIES.get(name))
                     self.stdout.write(f"demo namespace {ns.name}: {ns.sync_state}")
 
     def _ensure_admin(self) -> None:
