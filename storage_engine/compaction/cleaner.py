@@ -169,6 +169,7 @@ class LogCleaner:
         before = sum(seg.size_bytes for seg in segments)
         totals.bytes_before += before
         removed_sim: dict[int, OffsetBits] = {}  # dry run: what earlier rounds removed, per segment
+        kept_sim: dict[int, int] = {}  # dry run: the records a segment would keep after its last rewrite
         first_dirty, end = rng.first_dirty, rng.first_uncleanable
         cleanable = list(rng.segments)
         rounds = 0
@@ -189,7 +190,7 @@ class LogCleaner:
                 if seg.base_offset in skipped:
                     continue
                 if dry_run:
-                    self._simulate(s, seg, rule, policy, now, removed_sim, totals)
+                    self._simulate(s, seg, rule, policy, now, removed_sim, kept_sim, totals)
                     continue
                 if not self._rt.reclaim_bucket.take(seg.size_bytes) and not manual:
                     totals.more = True
@@ -229,6 +230,11 @@ class LogCleaner:
             for base, gone in removed_sim.items():
                 totals.records_removed += len(gone)
                 reclaimed += reclaimable_bytes(s, by_base[base], gone)
+                # As the real rewrite counts it: a segment left with no record goes whole, else it is rewritten.
+                if kept_sim[base]:
+                    totals.segments_rewritten += 1
+                else:
+                    totals.segments_deleted += 1
             totals.bytes_reclaimed += reclaimed
             totals.bytes_after += before - reclaimed
         else:
@@ -302,10 +308,11 @@ class LogCleaner:
         policy: NamespacePolicy,
         now: int,
         removed_sim: dict[int, OffsetBits],
+        kept_sim: dict[int, int],
         totals: CompactionTotals,
     ) -> None:
         """A dry run's rewrite of ``seg``: what the adapter would remove (expired records and
-        what ``rule`` says), added to ``removed_sim``."""
+        what ``rule`` says), added to ``removed_sim``, and the records it would keep in ``kept_sim``."""
         gone = removed_sim.get(seg.base_offset)
         ttl_ms = policy.ttl_ms
         kept = removed = 0
@@ -325,6 +332,7 @@ class LogCleaner:
         if removed:
             totals.records_written += kept
             removed_sim[seg.base_offset] = new
+            kept_sim[seg.base_offset] = kept
 
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:
         t0 = time.perf_counter()

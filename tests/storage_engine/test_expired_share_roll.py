@@ -216,3 +216,18 @@ def test_node_wide_dry_runs_count_the_roll_as_the_real_runs_do(lc_adapter: Stora
     real = lc_adapter.reclaim(None)
     assert counts(dry, lc_adapter) == counts(real, lc_adapter)
     assert (real.rolled, real.segments_rewritten, real.records_removed) == (2, 2, 14)
+
+
+# -- compaction's dry run counts segments as the real run does -----------------------------------------
+def test_the_compaction_dry_run_counts_the_segments_the_real_run_deletes_and_rewrites(
+    lc_adapter: StorageAdapter, clock: ManualClock
+) -> None:
+    ns = make_ns(lc_adapter, cleanup_policy="compact", segment_bytes=1024, segment_expired_roll_ratio=None)
+    for round_ in range(6):
+        lc_adapter.append(ns, 0, [NewRecord(b"v%d-%d" % (round_, i) * 20, key=b"k%d" % i) for i in range(10)])
+    clock.advance(1)
+    names = ("records_removed", "segments_deleted", "segments_rewritten", "records_written")
+    dry = lc_adapter.compact(ns, dry_run=True)
+    real = lc_adapter.compact(ns)
+    assert real.segments_deleted + real.segments_rewritten > 0
+    assert [getattr(dry, n) for n in names] == [getattr(real, n) for n in names]
