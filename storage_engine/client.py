@@ -124,29 +124,49 @@ class NodeClient:
         self._call("DELETE", f"/v1/namespaces/{name}", idempotent=True)
 
     # -- data -----------------------------------------------------------------------
-    def _records_payload(self, records: Sequence[NewRecord], idempotency_key: str | None) -> dict[str, Any]:
-        """Request arguments for a produce: the body (binary framing or JSON) and its headers."""
+    def _records_payload(
+        self, records: Sequence[NewRecord], idempotency_key: str | None, ttl_ms: int | None
+    ) -> dict[str, Any]:
+        """Request arguments for a produce: the body (binary framing or JSON) and its headers. A
+        ``ttl_ms`` travels as it is, in JSON (the binary batch has no field for it): the node turns
+        it into ``expire_at`` on its own clock (:func:`storage_engine.wire.new_record_from_json`)."""
         headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
-        if self.binary:
+        if self.binary and ttl_ms is None:
             headers["Content-Type"] = MEDIA_TYPE
             return {"content": encode_produce(records), "headers": headers}
-        return {"json": {"records": [new_record_to_json(r) for r in records]}, "headers": headers}
+        return {"json": {"records": [new_record_to_json(r, ttl_ms) for r in records]}, "headers": headers}
 
     def append(
-        self, namespace: str, shard: int, records: Sequence[NewRecord], idempotency_key: str | None = None
+        self,
+        namespace: str,
+        shard: int,
+        records: Sequence[NewRecord],
+        idempotency_key: str | None = None,
+        *,
+        ttl_ms: int | None = None,
     ) -> AppendResult:
         """Append a batch to one shard. Retried on connection errors under an idempotency key
-        (generated when not given), so a retry never writes twice."""
+        (generated when not given), so a retry never writes twice. ``ttl_ms``: every record expires
+        this long after the node receives the batch, by the node's clock (records then carry no
+        ``expire_at``)."""
         path = f"/v1/namespaces/{namespace}/shards/{shard}/records"
-        answer = self._call("POST", path, idempotent=True, **self._records_payload(records, idempotency_key)).json()
+        payload = self._records_payload(records, idempotency_key, ttl_ms)
+        answer = self._call("POST", path, idempotent=True, **payload).json()
         return AppendResult(answer["base_offset"], answer["count"])
 
     def produce(
-        self, namespace: str, records: Sequence[NewRecord], idempotency_key: str | None = None
+        self,
+        namespace: str,
+        records: Sequence[NewRecord],
+        idempotency_key: str | None = None,
+        *,
+        ttl_ms: int | None = None,
     ) -> list[tuple[int, int]]:
-        """Append records placed by key hash (keyless ones round-robin); returns (shard, offset) per record."""
+        """Append records placed by key hash (keyless ones round-robin); returns (shard, offset) per
+        record. ``ttl_ms`` as for :meth:`append`."""
         path = f"/v1/namespaces/{namespace}/records"
-        answer = self._call("POST", path, idempotent=True, **self._records_payload(records, idempotency_key)).json()
+        payload = self._records_payload(records, idempotency_key, ttl_ms)
+        answer = self._call("POST", path, idempotent=True, **payload).json()
         return [(p["shard"], p["offset"]) for p in answer["records"]]
 
     def read(

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from storage_engine.bounds import MAX_INT64, bound_text, finite_number, int_ok
+from storage_engine.bounds import MAX_INT64, MIN_INT64, finite_number, int_ok, int_rule, range_rule, unit_of
 from storage_engine.errors import PolicyValidationError
 from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
 
@@ -176,17 +176,16 @@ def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) ->
         return
     # Numbers: a bool is not one; NaN and ±Infinity compare false with every bound (they would
     # pass) and a stored one breaks every later JSON answer; past 64 bits nothing can store it.
+    # The texts (bounds in digits, the unit from the field's name) are storage_engine.bounds'.
+    low, high = _BOUNDS.get(name, (None, None))
     if expected is int and not int_ok(value):
-        errors[name] = "must be an integer from -2^63 to 2^63-1"
+        errors[name] = int_rule(MIN_INT64 if low is None else int(low), MAX_INT64 if high is None else int(high), name)
         return
     if not finite_number(value):
-        errors[name] = "must be a finite number"
+        errors[name] = "must be a finite number" + (" from 0 to 1" if unit_of(name) == "ratio" else "")
         return
-    low, high = _BOUNDS.get(name, (None, None))
-    if low is not None and value < low:
-        errors[name] = f"must be ≥ {bound_text(low)}"
-    elif value > (high if high is not None else MAX_INT64):
-        errors[name] = f"must be ≤ {bound_text(high if high is not None else MAX_INT64)}"
+    if (low is not None and value < low) or value > (high if high is not None else MAX_INT64):
+        errors[name] = range_rule(name, low, high)
 
 
 _HOUR = re.compile(r"[0-9]{1,2}")  # ASCII: str.isdigit() takes "²", which int() then refuses

@@ -36,7 +36,7 @@ RECORD_OVERHEAD_BYTES = 32
 def check_int(value: object, field: str, minimum: int = 0, maximum: int = MAX_INT64) -> int:
     """``value`` as an integer within ``minimum..maximum`` or :class:`InvalidArgumentError` naming ``field``."""
     if not int_ok(value, minimum, maximum):
-        raise InvalidArgumentError(field, int_rule(minimum, maximum))
+        raise InvalidArgumentError(field, int_rule(minimum, maximum, field))
     return value
 
 
@@ -49,7 +49,7 @@ _DECIMAL = re.compile(r"-?[0-9]{1,19}")
 def int_from_text(text: str, field: str, minimum: int = 0, maximum: int = MAX_INT64) -> int:
     """A decimal integer written in ASCII digits (a query or path parameter), within bounds."""
     if not _DECIMAL.fullmatch(text):
-        raise InvalidArgumentError(field, f"{int_rule(minimum, maximum)}, written in ASCII digits")
+        raise InvalidArgumentError(field, f"{int_rule(minimum, maximum, field)}, written in ASCII digits")
     return check_int(int(text), field, minimum, maximum)
 
 
@@ -167,7 +167,7 @@ def record_size(record: NewRecord | Record) -> int:
 
 def _check_timestamp(value: object, field: str, index: int) -> None:
     if not int_ok(value, 0, MAX_TIMESTAMP_MS):
-        raise InvalidRecordError(field, f"{int_rule(0, MAX_TIMESTAMP_MS)} (milliseconds)", index)
+        raise InvalidRecordError(field, int_rule(0, MAX_TIMESTAMP_MS, field), index)
 
 
 def _check_tags_and_headers(r: NewRecord, i: int) -> None:

@@ -20,6 +20,7 @@ from storage_engine.api import (
     SegmentTier,
     ShardStats,
 )
+from storage_engine.bounds import MAX_TTL_MS, int_ok, int_rule
 from storage_engine.policy import NamespacePolicy, namespace_policy_from
 
 # error class → HTTP status (the node's contract, see docs/node-api.md)
@@ -189,7 +190,11 @@ RECORD_FIELDS = {"key", "key_text", "value", "value_text", "timestamp", "tags", 
 
 
 def new_record_from_json(body: Any, index: int, now_ms: int) -> NewRecord:
-    """Parse one produced record; ``ttl_ms`` is shorthand for ``expire_at = now + ttl_ms``."""
+    """Parse one produced record; ``ttl_ms`` is shorthand for ``expire_at = now + ttl_ms``.
+
+    This is the one place a relative TTL becomes a deadline, with ``now_ms`` from the node's clock:
+    a client (the control plane's produce included) sends ``ttl_ms`` as it was given
+    (:func:`new_record_to_json`), never a deadline computed on its own clock."""
     if not isinstance(body, dict):
         raise errors.InvalidRecordError("record", "must be a JSON object", index)
     unknown = sorted(set(body) - RECORD_FIELDS)
@@ -210,8 +215,8 @@ def new_record_from_json(body: Any, index: int, now_ms: int) -> NewRecord:
     if ttl_ms is not None:
         if expire_at is not None:
             raise errors.InvalidRecordError("ttl_ms", "give expire_at or ttl_ms, not both", index)
-        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 1:
-            raise errors.InvalidRecordError("ttl_ms", "must be an integer ≥ 1", index)
+        if not int_ok(ttl_ms, 1, MAX_TTL_MS):
+            raise errors.InvalidRecordError("ttl_ms", int_rule(1, MAX_TTL_MS, "ttl_ms"), index)
         expire_at = now_ms + ttl_ms
     return NewRecord(
         value=_bytes_field(body, "value", index),
@@ -223,7 +228,12 @@ def new_record_from_json(body: Any, index: int, now_ms: int) -> NewRecord:
     )
 
 
-def new_record_to_json(record: NewRecord) -> dict[str, Any]:
+def new_record_to_json(record: NewRecord, ttl_ms: int | None = None) -> dict[str, Any]:
+    """A record to produce as the node reads it (:func:`new_record_from_json`); ``ttl_ms``: it expires
+    this long after the node receives it, on the node's clock (a record has its ``expire_at`` or
+    a ``ttl_ms``, not both)."""
+    if ttl_ms is not None and record.expire_at is not None:
+        raise ValueError("give a record expire_at or ttl_ms, not both")
     body: dict[str, Any] = {"key": _b64(record.key), "value": _b64(record.value)}
     if record.timestamp is not None:
         body["timestamp"] = record.timestamp
@@ -233,6 +243,8 @@ def new_record_to_json(record: NewRecord) -> dict[str, Any]:
         body["headers"] = {k: _b64(v) for k, v in record.headers}
     if record.expire_at is not None:
         body["expire_at"] = record.expire_at
+    if ttl_ms is not None:
+        body["ttl_ms"] = ttl_ms
     return body
 
 

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
+import uvicorn
 
 from backend.apps.audit.models import AuditEntry
+from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.services import DEFAULT_NODE_NAME
+from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
+from storage_engine.clock import ManualClock
+from storage_engine.config import Durability, EngineConfig
+from storage_engine.node.app import build_app
 from storage_engine.placement import shard_for_key
+from tests.support.processes import free_port, wait_until
 
 
 @pytest.fixture
@@ -193,3 +203,57 @@ def test_produce_needs_an_operator_and_a_key_where_compaction_does(api_as, event
     response = admin.post(url, {"value": "keyless"}, format="json")
     assert response.status_code == 400 and "compact" in response.json()["errors"]["key"][0]
     assert not AuditEntry.objects.filter(action="message.produce").exists()
+
+
+NODE_NOW = 1_600_000_000_000  # the node's clock: years away from this process's wall clock
+
+
+@pytest.fixture
+def node_on_its_own_clock(db, settings, tmp_path):
+    """A node (the real app and engine, over HTTP) whose injected clock stands at NODE_NOW, registered
+    as the default node: the control plane's clock and the node's differ by years."""
+    clock = ManualClock(NODE_NOW)
+    config = EngineConfig(data_dir=tmp_path / "data", durability=Durability.NONE, lifecycle_worker=False)
+    app = build_app(open_engine(config, clock=clock), token="t", clock=clock)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started or not thread.is_alive(), 20, "the in-process node")
+    url = f"http://127.0.0.1:{port}"
+    settings.NODE_URL, settings.NODE_TOKEN = url, "t"
+    StorageNode.objects.create(name=DEFAULT_NODE_NAME, url=url, token="t")
+    yield url
+    server.should_exit = True  # the app's lifespan closes the engine
+    thread.join(20)
+
+
+def test_a_ttl_becomes_expire_at_on_the_nodes_clock(api_as, node_on_its_own_clock):
+    admin = api_as("admin")
+    assert admin.post("/api/namespaces/", {"name": "clocked", "shards": 2}, format="json").status_code == 201
+    url = "/api/namespaces/clocked/messages"
+    # The node places it (one node hosts every shard) and a chosen shard: both produce paths.
+    placed = admin.post(url, {"value": "placed", "ttl_ms": 60_000}, format="json").json()
+    chosen = admin.post(url, {"value": "chosen", "ttl_ms": 5_000, "shard": 1}, format="json").json()
+    with NodeClient(node_on_its_own_clock, "t") as client:
+        first = client.read("clocked", placed["shard"], placed["offset"], max_records=1).records[0]
+        second = client.read("clocked", 1, chosen["offset"], max_records=1).records[0]
+    assert (first.timestamp, first.expire_at) == (NODE_NOW, NODE_NOW + 60_000)
+    assert (second.timestamp, second.expire_at) == (NODE_NOW, NODE_NOW + 5_000)
+    assert AuditEntry.objects.filter(action="message.produce").latest("id").after["ttl_ms"] == 5_000
+
+
+@pytest.mark.parametrize("offset", ["99999999999999999999", "9223372036854775808", "-1", "1.0", "1e3", " 7", "٣"])
+def test_an_offset_out_of_64_bits_or_not_in_digits_is_refused_with_its_range(api_as, events, offset):
+    response = api_as("viewer").get("/api/namespaces/events/messages", {"shard": 0, "offset": offset})
+    assert response.status_code == 400, response.content
+    [rule] = response.json()["errors"]["offset"]
+    assert "an integer from 0 to 9223372036854775807" in rule
+
+
+def test_a_64_bit_offset_reaches_the_node_digit_for_digit(api_as, events):
+    # Past 2^53 a float (a JS number) would turn it into 9007199254740992.
+    response = api_as("viewer").get("/api/namespaces/events/messages", {"shard": 0, "offset": "9007199254740993"})
+    assert response.status_code == 416 and response.json()["offset"] == 9_007_199_254_740_993
+    late = api_as("viewer").get("/api/namespaces/events/messages", {"shard": 0, "time": "99999999999999999999"})
+    assert late.status_code == 400 and "ms since the epoch" in late.json()["errors"]["time"][0]

@@ -7,8 +7,10 @@ from dataclasses import fields
 
 import pytest
 
+from storage_engine.bounds import unit_of
 from storage_engine.errors import PolicyValidationError
 from storage_engine.policy import (
+    FIELDS,
     NAMESPACE_FIELDS,
     NODE_FIELDS,
     NamespacePolicy,
@@ -53,7 +55,7 @@ def test_every_field_is_described():
         ({"disk_clean_forcibly_ratio": 0.95}, "disk_clean_forcibly_ratio", "≤ disk_warning_ratio"),
         ({"disk_warning_ratio": 1.0}, "disk_warning_ratio", "< 1"),
         ({"delete_when": "4am"}, "delete_when", "list of hours"),
-        ({"delete_batch_max": 0}, "delete_batch_max", "≥ 1"),
+        ({"delete_batch_max": 0}, "delete_batch_max", "must be from 1 to 100000"),
         ({"clean_forcibly_enabled": "yes"}, "clean_forcibly_enabled", "true or false"),
         ({"bogus": 1}, "bogus", "unknown field"),
     ],
@@ -74,11 +76,11 @@ def test_ratios_may_be_equal():
         ({"retention_bytes": 100, "backlog_quota_bytes": 100}, "retention_bytes", "exceed the backlog quota"),
         ({"cleanup_policy": "purge"}, "cleanup_policy", "one of"),
         ({"backlog_quota_policy": "drop"}, "backlog_quota_policy", "one of"),
-        ({"segment_bytes": 10}, "segment_bytes", "≥ 1024"),
-        ({"ttl_ms": 0}, "ttl_ms", "≥ 1"),
+        ({"segment_bytes": 10}, "segment_bytes", "must be from 1024 to 17179869184 bytes"),
+        ({"ttl_ms": 0}, "ttl_ms", "must be at least 1 ms"),
         ({"ttl_ms": 1.5}, "ttl_ms", "integer"),
         ({"segment_ms": None}, "segment_ms", "null is not allowed"),
-        ({"reclaim_dead_ratio": -0.1}, "reclaim_dead_ratio", "≥ 0"),
+        ({"reclaim_dead_ratio": -0.1}, "reclaim_dead_ratio", "must be a ratio from 0 to 1"),
     ],
 )
 def test_namespace_rules_name_the_field(values, field, rule):
@@ -143,8 +145,33 @@ NUMERIC = [
 def test_nan_and_infinity_are_refused_in_every_numeric_field(build, field, value):
     """NaN compares false with every bound, so it used to pass, be stored, and break every later answer."""
     floating = field in NAMESPACE_FLOATS or field in NODE_FLOATS
-    rule = "must be a finite number" if floating else "must be an integer from -2^63 to 2^63-1"
-    assert errors_of(build, {field: value}) == {field: rule}
+    [rule] = errors_of(build, {field: value}).values()
+    assert rule.startswith("must be a finite number" if floating else "must be an integer from ")
+    assert "^" not in rule  # the bounds in digits, as an operator types them
+    if unit_of(field) not in ("", "ratio"):
+        assert rule.endswith(f" {unit_of(field)}"), rule
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("ttl_ms", 0, "must be at least 1 ms"),
+        ("ttl_ms", 1.5, "must be an integer from 1 to 9223372036854775807 ms"),
+        ("retention_bytes", 1 << 63, "must be an integer from 1 to 9223372036854775807 bytes"),
+        ("backlog_hold_timeout_ms", 600_001, "must be from 0 to 600000 ms"),
+        ("reclaim_dead_ratio", 1.5, "must be a ratio from 0 to 1"),
+        ("scan_batch_size", 0, "must be from 1 to 1000000"),
+    ],
+)
+def test_number_rules_state_their_bounds_in_digits_and_their_unit(field, value, rule):
+    assert errors_of(namespace_policy_from, {field: value}) == {field: rule}
+
+
+def test_the_unit_read_from_a_fields_name_is_the_one_it_is_described_with():
+    """One helper (storage_engine.bounds.unit_of) words every unit; it agrees with every field's description."""
+    described = {name: info.unit for name, info in FIELDS.items() if info.unit in ("ms", "bytes", "ratio")}
+    assert len(described) > 25
+    assert {name: unit_of(name).split(" ")[0] for name in described} == described
 
 
 @pytest.mark.parametrize(("build", "field"), NUMERIC, ids=[f for _, f in NUMERIC])

@@ -4,8 +4,31 @@ from rest_framework import serializers
 
 from backend.apps.core.serializers import NodeRefusalSerializer as NodeRefusalSerializer  # the views' 413/429/507
 from backend.apps.core.serializers import ProblemSerializer, StrictSerializer
+from storage_engine.bounds import MAX_INT64, MAX_TTL_MS
+from storage_engine.errors import InvalidArgumentError
+from storage_engine.validation import int_from_text
 
-MAX_TTL_MS = (1 << 62) // 1000  # far beyond any deadline; now + ttl stays within 64 bits
+
+class Int64TextField(serializers.CharField):
+    """A 64-bit figure a person types (an offset, a time), sent as a decimal string: a JavaScript
+    number keeps only 53 bits, so 99999999999999999999 or 9007199254740993 would arrive as another
+    number. Read with the engine's rule (ASCII digits, bounds named in the message), never through a
+    float."""
+
+    def __init__(self, *, min_value: int = 0, max_value: int = MAX_INT64, **kwargs: Any) -> None:
+        self.min_value, self.max_value = min_value, max_value
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, (str, int)):
+            raise serializers.ValidationError("must be a decimal string")
+        try:
+            return int_from_text(str(data), self.field_name, self.min_value, self.max_value)
+        except InvalidArgumentError as exc:
+            raise serializers.ValidationError(exc.rule) from None
+
+    def to_representation(self, value: Any) -> str:
+        return str(value)
 
 
 class BrowseInputSerializer(serializers.Serializer):
@@ -15,9 +38,9 @@ class BrowseInputSerializer(serializers.Serializer):
         help_text="the shard to read; without it a key is looked up in its own shard first "
         "(then the others) and a time searches every shard",
     )
-    offset = serializers.IntegerField(min_value=0, required=False, help_text="start at this offset of the shard")
-    time = serializers.IntegerField(
-        min_value=0, required=False, help_text="epoch ms: start at the first record at or after it"
+    offset = Int64TextField(required=False, help_text="start at this offset of the shard (decimal digits)")
+    time = Int64TextField(
+        required=False, help_text="epoch ms (decimal digits): start at the first record at or after it"
     )
     key = serializers.CharField(required=False, max_length=1000, help_text="the latest record with this key (UTF-8)")
     tag = serializers.CharField(required=False, max_length=255, help_text="only records carrying this tag")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from backend.apps.audit import services as audit
@@ -33,22 +32,22 @@ def produce(
     shards`` for a keyed record, else round-robin. When one node hosts every shard the
     node's own keyed produce route places it (the same rule); otherwise the control
     plane picks the shard and sends the record to the node hosting it, since a node
-    does not know which of the namespace's shards live elsewhere. ``ttl_ms`` becomes an
-    explicit ``expire_at`` from this clock (the node's clock on one machine).
+    does not know which of the namespace's shards live elsewhere. ``ttl_ms`` goes to the node as
+    it is: the node makes it ``expire_at`` on its own clock (one conversion, in
+    :func:`storage_engine.wire.new_record_from_json`), never this process's clock.
     """
     record = NewRecord(
         value=None if value is None else value.encode(),
         key=None if key is None else key.encode(),
         tags=tuple(tags or ()),
         headers=tuple((name, text.encode()) for name, text in (headers or {}).items()),
-        expire_at=None if ttl_ms is None else int(time.time() * 1000) + ttl_ms,
     )
     placed = hosting_nodes(namespace)
     try:
         if shard is None and len(placed) == 1:
             node = placed[0][0]
             with client_for(node) as client:
-                [(shard, offset)] = client.produce(namespace.name, [record])
+                [(shard, offset)] = client.produce(namespace.name, [record], ttl_ms=ttl_ms)
         else:
             if shard is None:
                 shard = (
@@ -58,7 +57,7 @@ def produce(
                 )
             node = node_for_shard(namespace, shard)
             with client_for(node) as client:
-                offset = client.append(namespace.name, shard, [record]).base_offset
+                offset = client.append(namespace.name, shard, [record], ttl_ms=ttl_ms).base_offset
     except InvalidArgumentError as exc:  # the node names the record's field: records[0].key → key
         raise InvalidArgumentError(exc.field.removeprefix(_RECORD_FIELD), exc.rule) from None
     audit.record(
