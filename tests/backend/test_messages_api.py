@@ -195,6 +195,21 @@ def test_produce_refusals_name_the_field(api_as, events, message, field):
     assert response.status_code == 400 and field in response.json()["errors"], response.content
 
 
+@pytest.mark.parametrize(
+    ("ttl_ms", "rule"),
+    [
+        (0, "must be at least 1 ms"),
+        (1 << 62, "must be at most 4611686018427387 ms"),
+        ("soon", "must be an integer from 1 to 4611686018427387 ms"),
+    ],
+)
+def test_a_bad_ttl_is_refused_with_its_unit(api_as, events, ttl_ms, rule):
+    response = api_as("operator").post(
+        "/api/namespaces/events/messages", {"value": "v", "ttl_ms": ttl_ms}, format="json"
+    )
+    assert response.status_code == 400 and response.json()["errors"]["ttl_ms"] == [rule]
+
+
 def test_produce_needs_an_operator_and_a_key_where_compaction_does(api_as, events):
     url = "/api/namespaces/events/messages"
     assert api_as("viewer").post(url, {"value": "v"}, format="json").status_code == 403

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from backend.apps.core.serializers import NodeRefusalSerializer as NodeRefusalSerializer  # the views' 413/429/507
 from backend.apps.core.serializers import ProblemSerializer, StrictSerializer
-from storage_engine.bounds import MAX_INT64, MAX_TTL_MS
+from storage_engine.bounds import MAX_INT64, MAX_TTL_MS, int_rule, range_rule
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.validation import int_from_text
 
@@ -29,6 +29,18 @@ class Int64TextField(serializers.CharField):
 
     def to_representation(self, value: Any) -> str:
         return str(value)
+
+
+def bounded_int(field: str, minimum: int, maximum: int, **kwargs: Any) -> serializers.IntegerField:
+    """An integer field refused in the engine's words (:mod:`storage_engine.bounds`): its numbers and the
+    unit its name carries (``ttl_ms``: "must be at least 1 ms"), not DRF's unit-less defaults."""
+    messages = {
+        "invalid": int_rule(minimum, maximum, field),
+        "max_string_length": int_rule(minimum, maximum, field),
+        "min_value": range_rule(field, minimum, None),
+        "max_value": range_rule(field, None, maximum),
+    }
+    return serializers.IntegerField(min_value=minimum, max_value=maximum, error_messages=messages, **kwargs)
 
 
 class BrowseInputSerializer(serializers.Serializer):
@@ -122,8 +134,8 @@ class ProduceInputSerializer(StrictSerializer):
         required=False,
         default=dict,
     )
-    ttl_ms = serializers.IntegerField(
-        min_value=1, max_value=MAX_TTL_MS, required=False, allow_null=True, help_text="expires this long after now"
+    ttl_ms = bounded_int(
+        "ttl_ms", 1, MAX_TTL_MS, required=False, allow_null=True, help_text="expires this long after the node has it"
     )
     shard = serializers.IntegerField(
         min_value=0, required=False, allow_null=True, help_text="a chosen shard; default: by key, keyless round-robin"
