@@ -2,6 +2,7 @@
 
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { setAlertRuleEnabled, testAlertChannel } from "./client";
+import { samePlaceholder } from "../lib/messages";
 import {
   ackAlert,
   cancelRun,
@@ -361,7 +362,7 @@ export function useMessages(name: string, q: MessageQuery | null) {
     queryKey: queryKeys.messages(name, q ?? {}),
     queryFn: ({ signal }) => browseMessages(name, q!, signal),
     enabled: !!name && q !== null,
-    placeholderData: keepPreviousData,
+    placeholderData: samePlaceholder(name),
     staleTime: 30_000,
   });
 }

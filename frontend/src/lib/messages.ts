@@ -8,7 +8,13 @@ export type BrowseMode = "offset" | "time" | "key" | "tag";
 /** The shard select's value for "every shard" (by key or by time only). */
 export const ALL_SHARDS = "all";
 
+/** A small count (shard, page size) as a number. */
 const digits = (v: string | null) => (v !== null && /^\d+$/.test(v) ? Number(v) : undefined);
+/**
+ * A 64-bit figure (offset, epoch ms) kept as its decimal text: a JS number holds 53 bits, so
+ * 99999999999999999999 or 9007199254740993 would become another number. The API reads the text.
+ */
+const decimal = (v: string | null) => (v !== null && /^\d+$/.test(v) ? v : undefined);
 
 /** The browse query described by URL params, or null with the reason when incomplete. */
 export function messageQueryFromSearch(search: URLSearchParams): { query: MessageQuery | null; problem?: string } {
@@ -18,8 +24,8 @@ export function messageQueryFromSearch(search: URLSearchParams): { query: Messag
   if (shardText !== null && shard === undefined) return { query: null, problem: "Choose a shard." };
   const q: MessageQuery = {};
   if (shard !== undefined) q.shard = shard;
-  const offset = digits(search.get("offset"));
-  const time = digits(search.get("time"));
+  const offset = decimal(search.get("offset"));
+  const time = decimal(search.get("time"));
   const key = search.get("key");
   const tag = search.get("tag");
   const positions = search.get("positions");
@@ -80,4 +86,18 @@ export function jumpSearch(search: URLSearchParams, offset: number): URLSearchPa
   for (const k of ["time", "positions", "key", "tag"]) next.delete(k);
   next.set("offset", String(offset));
   return next;
+}
+
+/**
+ * The message browser's placeholder while a new page loads: the previous page only when it is of the
+ * same namespace (paging on), never another namespace's records under the new name.
+ */
+export function samePlaceholder(namespace: string) {
+  return <T>(previous: T | undefined, previousQuery?: { queryKey: readonly unknown[] }): T | undefined =>
+    previousQuery?.queryKey[1] === namespace ? previous : undefined;
+}
+
+/** The URL of a fresh browse of `namespace`: nothing of the last namespace's position carries over. */
+export function namespaceSearch(namespace: string): URLSearchParams {
+  return new URLSearchParams(namespace ? { namespace } : {});
 }

@@ -13,6 +13,7 @@ import {
   hasNextPage,
   jumpSearch,
   messageQueryFromSearch,
+  namespaceSearch,
   nextPageSearch,
   outOfRangeMessage,
   outOfRangeOf,
@@ -59,6 +60,11 @@ export default function MessagesPage() {
   useEffect(() => {
     if (urlOffset !== null) setForm((f) => (f.offset === urlOffset ? f : { ...f, offset: urlOffset, mode: modeOf(search) }));
   }, [urlOffset]);
+  // Another namespace in the URL (a link, Back): the form follows it, and the history is of the last one.
+  useEffect(() => {
+    setForm((f) => (f.namespace === namespace ? f : { ...f, namespace, shard: "0" }));
+    setHistory([]);
+  }, [namespace]);
   const display = search.get("display") === "hex" ? "hex" : "text";
   const shardCount = namespaces.data?.items.find((n) => n.name === form.namespace)?.shards;
 
@@ -91,6 +97,13 @@ export default function MessagesPage() {
     setFormError(null);
     setHistory([]);
     setSearch(next);
+  };
+
+  // Another namespace starts afresh: the last one's records, position and pages go, never shown under the new name.
+  const chooseNamespace = (name: string) => {
+    setForm((f) => ({ ...f, namespace: name, shard: "0" }));
+    setFormError(null);
+    setSearch(namespaceSearch(name));
   };
 
   const setDisplay = (d: "text" | "hex") => {
@@ -131,7 +144,7 @@ export default function MessagesPage() {
           <select
             id="msg-namespace"
             value={form.namespace}
-            onChange={(e) => setForm((f) => ({ ...f, namespace: e.target.value }))}
+            onChange={(e) => chooseNamespace(e.target.value)}
             data-testid="messages-namespace"
           >
             <option value="">choose…</option>

@@ -129,3 +129,69 @@ describe("messages: every shard", () => {
     expect((await screen.findByTestId("messages-form-error")).textContent).toMatch(/by key or by time/);
   });
 });
+
+describe("messages: another namespace", () => {
+  const events = namespace("events");
+  /** A handler whose answer waits until the test releases it. */
+  const held = () => {
+    let release: (r: Response) => void = () => undefined;
+    const answer = new Promise<Response>((resolve) => (release = resolve));
+    return { handler: () => answer, release };
+  };
+
+  it("never shows the last namespace's records under the new name", async () => {
+    const pending = held();
+    const fetch = mockFetch({
+      "GET /api/auth/me": viewer,
+      "GET /api/namespaces/": page([ns, events]),
+      "GET /api/namespaces/orders/messages": { records: [record(0, 0, 1_000, "from-orders")], next_offset: 1, next_positions: null, shards: [0] },
+      "GET /api/namespaces/events/messages": pending.handler,
+    });
+    renderApp("/messages?namespace=orders&shard=0&offset=0");
+    expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-orders");
+    // Choosing another namespace drops the last one's page at once…
+    fireEvent.change(screen.getByTestId("messages-namespace"), { target: { value: "events" } });
+    await waitFor(() => expect(screen.queryByTestId("messages-table")).toBeNull());
+    // …and while the new one loads, nothing of the old one stands in for it.
+    fireEvent.submit(screen.getByTestId("messages-form"));
+    await waitFor(() => expect(callsTo(fetch, "GET", "/api/namespaces/events/messages")).toHaveLength(1));
+    expect(screen.queryByText(/from-orders/)).toBeNull();
+    expect(screen.getByText("Reading messages…")).toBeTruthy();
+    pending.release(jsonResponse({ records: [record(0, 0, 2_000, "from-events")], next_offset: 1, next_positions: null, shards: [0] }));
+    expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-events");
+  });
+
+  it("follows a link to another namespace: the form and the records change together", async () => {
+    const pending = held();
+    mockFetch({
+      "GET /api/auth/me": viewer,
+      "GET /api/namespaces/": page([ns, events]),
+      "GET /api/namespaces/orders/messages": { records: [record(0, 0, 1_000, "from-orders")], next_offset: 1, next_positions: null, shards: [0] },
+      "GET /api/namespaces/events/messages": pending.handler,
+    });
+    const { router } = renderApp("/messages?namespace=orders&shard=0&offset=0");
+    expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-orders");
+    await router.navigate("/messages?namespace=events&shard=0&offset=0");
+    await waitFor(() => expect((screen.getByTestId("messages-namespace") as HTMLSelectElement).value).toBe("events"));
+    expect(screen.queryByText(/from-orders/)).toBeNull();
+    pending.release(jsonResponse({ records: [record(0, 0, 2_000, "from-events")], next_offset: 1, next_positions: null, shards: [0] }));
+    expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-events");
+  });
+});
+
+describe("messages: 64-bit offsets", () => {
+  it.each(["99999999999999999999", "9007199254740993"])("sends the offset %s as typed, digit for digit", async (typed) => {
+    const fetch = mockFetch({
+      "GET /api/auth/me": viewer,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/namespaces/orders/messages": { records: [], next_offset: null, next_positions: null, shards: [0] },
+    });
+    renderApp("/messages?namespace=orders");
+    await screen.findByText("every shard");
+    fireEvent.change(screen.getByTestId("messages-shard"), { target: { value: "0" } });
+    fireEvent.change(screen.getByTestId("messages-offset"), { target: { value: typed } });
+    fireEvent.submit(screen.getByTestId("messages-form"));
+    await waitFor(() => expect(callsTo(fetch, "GET", "/api/namespaces/orders/messages")).toHaveLength(1));
+    expect(query(callsTo(fetch, "GET", "/api/namespaces/orders/messages")[0]!).get("offset")).toBe(typed);
+  });
+});
