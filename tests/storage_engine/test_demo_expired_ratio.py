@@ -22,7 +22,7 @@ from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.errors import UnknownNamespaceError
 from storage_engine.placement import RoundRobin, shard_for_key
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policy import namespace_policy_from
 from tests.storage_engine.conftest import OpenAdapter
 
 HOUR_S = 3_600
@@ -69,7 +69,7 @@ def test_an_hour_of_the_demo_keeps_the_expired_ratio_under_5_percent(
 ) -> None:
     adapter = open_adapter(lifecycle_worker=False, disk_capacity_bytes=1 << 40)
     for name, shards in demo.NAMESPACES:
-        adapter.create_namespace(name, shards, NamespacePolicy(**demo.POLICIES.get(name, {})))
+        adapter.create_namespace(name, shards, namespace_policy_from(demo.POLICIES.get(name, {})))
     producer = demo.DemoProducer(EngineProducer(adapter), clock.now_ms, no_subscription)  # type: ignore[arg-type]
     start = clock.now_ms()
     next_tick = start
