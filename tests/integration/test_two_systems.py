@@ -68,7 +68,7 @@ def test_two_systems_run_side_by_side_and_one_stops_alone(tmp_path: Path):
         a, b = systems
         for system in systems:
             check_alive(system)
-        assert not list(home.rglob("*.ctl")) and not list(xdg.rglob("*.ctl"))
+        assert [*home.rglob("*"), *xdg.rglob("*")] == []  # nothing per user: all of it is per system
         assert not any(runtime_files(a)[k] == runtime_files(b)[k] for k in runtime_files(a))
         kept = {name: path.stat().st_ino for name, path in runtime_files(a).items()}
 
