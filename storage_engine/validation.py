@@ -21,8 +21,19 @@ from storage_engine.policy import NamespacePolicy, validate_namespace_policy
 
 T = TypeVar("T")
 
+# The name rule of namespaces and subscriptions, in one place: the regex, the words every refusal says, and
+# the facts the console's hint is built from (frontend/src/lib/nameRule.json is a copy of name_rule_facts(),
+# checked equal by a test).
+NAME_CHARS = "A-Za-z0-9._-"
+NAME_MAX_LENGTH = 200
+RESERVED_NAMES = (".", "..")  # a directory's own names: a namespace is a directory of the data dir
+NAME_RULE = (
+    f"must be 1-{NAME_MAX_LENGTH} characters of ASCII letters, digits, '.', '_' or '-', "
+    f"other than {' and '.join(repr(n) for n in RESERVED_NAMES)}"
+)
+NAME_EXAMPLES = ("orders", "sensor-readings", "billing.v2", "eu_west-1")
 # Anchored with \Z, not "$" (which lets a trailing "\n" in): the control plane's RegexField searches with it.
-NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}\Z")
+NAMESPACE_NAME = re.compile(rf"^[{NAME_CHARS}]{{1,{NAME_MAX_LENGTH}}}\Z")
 MAX_SHARDS = 1024
 MAX_TAGS = 64
 MAX_TAG_BYTES = 255
@@ -142,11 +153,20 @@ def check_tag(tag: object) -> str:
 
 
 def validate_namespace_name(name: object) -> str:
-    if not isinstance(name, str) or not NAMESPACE_NAME.fullmatch(name):
-        raise InvalidArgumentError("name", "must be 1-200 characters of letters, digits, '.', '_' or '-'")
-    if name in {".", ".."}:
-        raise InvalidArgumentError("name", "must not be '.' or '..'")
+    if not isinstance(name, str) or not NAMESPACE_NAME.fullmatch(name) or name in RESERVED_NAMES:
+        raise InvalidArgumentError("name", NAME_RULE)
     return name
+
+
+def name_rule_facts() -> dict[str, object]:
+    """The name rule as the console builds its hint and its check from it (``nameRule.json``)."""
+    return {
+        "chars": NAME_CHARS,
+        "max_length": NAME_MAX_LENGTH,
+        "reserved": list(RESERVED_NAMES),
+        "rule": NAME_RULE,
+        "examples": list(NAME_EXAMPLES),
+    }
 
 
 def validate_shard_count(shards: object) -> int:

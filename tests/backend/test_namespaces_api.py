@@ -55,7 +55,9 @@ def test_csrf_is_enforced_for_session_writes(db, api_as, registered_node):
 @pytest.mark.parametrize(
     ("payload", "field", "words"),
     [
-        ({"name": "bad name!", "shards": 1}, "name", "letters, digits"),
+        ({"name": "bad name!", "shards": 1}, "name", "ASCII letters, digits"),
+        ({"name": "..", "shards": 1}, "name", "other than"),
+        ({"name": "x" * 201, "shards": 1}, "name", "1-200 characters"),
         ({"name": "", "shards": 1}, "name", ""),
         ({"name": "ok", "shards": 0}, "shards", "greater than or equal to 1"),
         ({"name": "ok", "shards": 5000}, "shards", "less than or equal to 1024"),

@@ -5,18 +5,28 @@ from backend.apps.core.serializers import PolicyOverridesField, PolicyValueField
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import shard_nodes
 from backend.apps.nodes.models import StorageNode
-from storage_engine.validation import MAX_SHARDS, NAMESPACE_NAME
+from storage_engine.validation import MAX_SHARDS, NAME_MAX_LENGTH, NAME_RULE, NAMESPACE_NAME, RESERVED_NAMES
+
+
+class NameField(serializers.RegexField):
+    """A namespace or subscription name: the engine's rule (storage_engine.validation), refused in its words."""
+
+    def __init__(self, **kwargs: object) -> None:
+        messages = {"invalid": NAME_RULE, "max_length": NAME_RULE}
+        super().__init__(NAMESPACE_NAME, max_length=NAME_MAX_LENGTH, error_messages=messages, **kwargs)
+
+    def to_internal_value(self, data: object) -> str:
+        value = super().to_internal_value(data)
+        if value in RESERVED_NAMES:
+            self.fail("invalid")
+        return value
 
 
 class NamespaceInputSerializer(StrictSerializer):
     # `policy_overrides` is what the API answers with; on create the overrides are given as `policy`.
     unknown_field_hints = {"policy_overrides": "policy"}
 
-    name = serializers.RegexField(
-        NAMESPACE_NAME,
-        max_length=200,
-        error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
-    )
+    name = NameField()
     shards = serializers.IntegerField(min_value=1, max_value=MAX_SHARDS, default=1)
     policy = serializers.DictField(
         child=PolicyValueField(allow_null=True),  # null: no limit (an infinite TTL or retention), as a PATCH sets
@@ -83,11 +93,7 @@ class NamespaceOutputSerializer(serializers.ModelSerializer):
 
 
 class SubscriptionInputSerializer(StrictSerializer):
-    name = serializers.RegexField(
-        NAMESPACE_NAME,
-        max_length=200,
-        error_messages={"invalid": "must be 1-200 characters of letters, digits, '.', '_' or '-'"},
-    )
+    name = NameField()
     initial = serializers.ChoiceField(choices=["earliest", "latest"], default="earliest")
 
 

@@ -6,6 +6,7 @@ import type { Health, NamespaceListRow, User } from "../api/types";
 import { namespaceRow } from "../test/fixtures";
 import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
+import { NAME_HINT } from "../lib/names";
 const operator: User = { username: "olga", role: "operator" };
 const admin: User = { username: "ada", role: "admin" };
 const viewer: User = { username: "vic", role: "viewer" };
@@ -224,6 +225,7 @@ describe("namespaces", () => {
   it("validates before posting", async () => {
     const fetch = mockFetch({ "GET /api/auth/me": admin, "GET /api/namespaces/": { next: null, previous: null, results: [] } });
     renderApp("/namespaces");
+    expect(await screen.findByText(NAME_HINT)).toBeTruthy(); // the engine's rule, not words of its own
     fireEvent.change(await screen.findByTestId("create-namespace-name"), { target: { value: "bad name!" } });
     fireEvent.change(screen.getByTestId("create-namespace-shards"), { target: { value: "0" } });
     fireEvent.click(screen.getByTestId("create-namespace-submit"));

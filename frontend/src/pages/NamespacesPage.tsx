@@ -18,11 +18,11 @@ import {
   tryParseDuration,
 } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
+import { NAME_HINT, nameProblem } from "../lib/names";
 import { placedOn, SPREAD, spreadPlacement } from "../lib/placement";
 import { nextSort, sortRows, type SortState } from "../lib/table";
 
 // Mirrors storage_engine/validation.py; the server remains the authority.
-const NAME_RE = /^[A-Za-z0-9._-]{1,200}$/;
 const MAX_SHARDS = 1024;
 
 export function NamespacesPage() {
@@ -243,9 +243,8 @@ function validate(name: string, shards: string, policy: CreatePolicyText): Field
     const parsed = tryParseDuration(text);
     if (!parsed.ok) errors[field] = [parsed.error];
   }
-  if (!name) errors.name = ["Enter a name."];
-  else if (!NAME_RE.test(name)) errors.name = ["Use 1-200 letters, digits, '.', '_' or '-'."];
-  else if (name === "." || name === "..") errors.name = ["The name cannot be '.' or '..'."];
+  const nameError = nameProblem(name);
+  if (nameError) errors.name = [nameError];
   const n = Number(shards);
   if (!shards.trim()) errors.shards = ["Enter a shard count."];
   else if (!Number.isInteger(n) || n < 1 || n > MAX_SHARDS) errors.shards = [`Use a whole number from 1 to ${MAX_SHARDS}.`];
@@ -333,7 +332,7 @@ function CreateNamespaceForm() {
             data-testid="create-namespace-name"
             {...fieldProps("name")}
           />
-          <FieldMessage id="create-ns-name" errors={fieldErrors.name} hint="Letters, digits, '.', '_' or '-'." />
+          <FieldMessage id="create-ns-name" errors={fieldErrors.name} hint={NAME_HINT} />
         </div>
         <div className="field field-narrow">
           <label htmlFor="create-ns-shards">Shards</label>
