@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 from storage_engine.policy import NamespacePolicy
 
@@ -280,6 +281,14 @@ class LifecycleResult:
 
     A dry run (``dry_run=True``) reports every one of these figures as what the real call, repeated
     while ``more``, would then report, summed (DESIGN §3 "Dry runs").
+
+    ``namespaces_changed``: the namespaces the call changed (a dry run: would change), sorted, so a
+    node-wide sweep says whom its counts belong to. A namespace changed when one of
+    :attr:`CHANGE_COUNTS` is above 0 for it (records expired or removed, segments deleted, rewritten or
+    moved between tiers, files removed, cursors moved; scanning and rolling alone change nothing). A call
+    on one namespace names it by itself (``__post_init__``); the node-wide expiry scan, the sweeps over
+    every namespace and the deadline-driven sweeps collect the names of theirs. Node-wide file cleaning,
+    offload and recall leave it empty.
     """
 
     operation: str
@@ -312,6 +321,30 @@ class LifecycleResult:
     bytes_recalled: int = 0
     cursors_moved: int = 0
     messages_acknowledged: int = 0
+    namespaces_changed: tuple[str, ...] = ()
+
+    CHANGE_COUNTS: ClassVar[tuple[str, ...]] = (
+        "expired_records",
+        "index_entries_deleted",
+        "segments_deleted",
+        "segments_rewritten",
+        "records_removed",
+        "bytes_reclaimed",
+        "files_removed",
+        "forced_deletes",
+        "segments_offloaded",
+        "local_copies_dropped",
+        "segments_recalled",
+        "cursors_moved",
+    )
+
+    def __post_init__(self) -> None:
+        # One shape whatever the caller passed (a set of a sweep, a JSON list of a node's answer), and a call on
+        # one namespace names it when it changed it, so only node-wide sweeps collect names themselves.
+        changed = set(self.namespaces_changed)
+        if self.namespace is not None and any(getattr(self, name) for name in self.CHANGE_COUNTS):
+            changed.add(self.namespace)
+        object.__setattr__(self, "namespaces_changed", tuple(sorted(changed)))
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

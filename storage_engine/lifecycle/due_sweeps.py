@@ -124,21 +124,23 @@ class DueSweeps:
             return work, len(whole)
 
         with self._rt.ops, ThreadPoolExecutor(DUE_DROP_THREADS, thread_name_prefix="due-drop") as pool:
-            chosen: list[tuple[NamespacePolicy, LifecycleShard]] = []
+            chosen: list[tuple[str, NamespacePolicy, LifecycleShard]] = []
             for name, policy, s in due:
                 if not peak_ok:
                     if name not in urgent:
                         urgent[name] = self._rt.urgent(policy, self._rt.source.lifecycle_namespace(name)[1])
                     if not urgent[name]:
                         continue
-                chosen.append((policy, s))
+                chosen.append((name, policy, s))
             for i in range(0, len(chosen), DUE_DROP_THREADS):
                 if budget <= 0:
                     more = True
                     break
                 chunk = chosen[i : i + DUE_DROP_THREADS]
-                for (_, s), (work, _) in zip(chunk, pool.map(lambda job: drop(*job), chunk), strict=True):
+                for (name, _, s), (work, _) in zip(chunk, pool.map(lambda job: drop(*job[1:]), chunk), strict=True):
                     sum_work(totals, work)
+                    if work.segments_deleted or work.segments_rewritten or work.files_removed:
+                        totals.setdefault("namespaces_changed", set()).add(name)
                     budget -= work.segments_deleted + work.segments_rewritten
                     self._rt.counters.add_many(
                         {

@@ -78,7 +78,9 @@ class TTLScanner:
         by_index = {(name, index): s for name, (_, shards_of) in targets.items() for index, s in shards_of.items()}
         if dry_run:
             self._rt.seal_idle(((p, shards_of.values()) for p, shards_of in targets.values()), now, totals, dry_run)
-            sum_work(totals, would_expire(self._count_due(namespace, shard, now, by_index, scanned)))
+            changed: set[str] = set()
+            sum_work(totals, would_expire(self._count_due(namespace, shard, now, by_index, scanned, changed)))
+            totals["namespaces_changed"] = changed
             return self._rt.result("expire_scan", namespace, shard, t0, **{**totals, "scanned": scanned[0]})
         slices = Slices(self._rt.foreground)
         seen = 0
@@ -145,9 +147,10 @@ class TTLScanner:
         now: int,
         shards: Collection[tuple[str, int]],
         scanned: list[int],
+        changed: set[str],
     ) -> int:
         """How many TTL-index entries of ``shards`` are due at ``now`` (a dry run's scan: the
-        same walk, sliced the same way, with no cap and nothing deleted)."""
+        same walk, sliced the same way, with no cap and nothing deleted); their namespaces go in ``changed``."""
         slices = Slices(self._rt.foreground)
         due = 0
         for seen, entry in enumerate(self._rt.source.ttl_candidates(namespace, shard, now, scanned), 1):
@@ -155,6 +158,7 @@ class TTLScanner:
                 slices.check()
             if (entry.namespace, entry.shard) in shards:
                 due += 1
+                changed.add(entry.namespace)
         return due
 
     def _targets(self, now: int, manual: bool) -> dict[str, tuple[NamespacePolicy, dict[int, LifecycleShard]]]:
@@ -197,5 +201,7 @@ class TTLScanner:
                 i += n
                 work.scanned = 0
                 sum_work(totals, work)
+                if work.expired_records or work.index_entries_deleted:  # a node-wide scan names whom it changed
+                    totals.setdefault("namespaces_changed", set()).add(index[0])
                 slices.check()
         return True

@@ -20,9 +20,12 @@ NamespaceStep = Callable[[str, int | None], LifecycleResult]
 
 
 def add_results(totals: dict[str, Any], result: LifecycleResult, extra: Sequence[str] = ()) -> None:
-    """Add one step's counts (:data:`~storage_engine.api.LIFECYCLE_COUNTS`, and ``extra``) to ``totals``."""
+    """Add one step's counts (:data:`~storage_engine.api.LIFECYCLE_COUNTS`, and ``extra``) to ``totals``, and the
+    namespaces it changed to ``totals["namespaces_changed"]`` (a set)."""
     for key in (*LIFECYCLE_COUNTS, *extra):
         totals[key] = totals.get(key, 0) + getattr(result, key)
+    if result.namespaces_changed:
+        totals.setdefault("namespaces_changed", set()).update(result.namespaces_changed)
 
 
 class NodeSweep:
