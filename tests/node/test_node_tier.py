@@ -88,7 +88,8 @@ def test_offload_of_a_namespace_without_remote_storage_is_skipped_and_bad_argume
     with NodeClient(tiered_node.url, tiered_node.token) as client:
         client.create_namespace("plain", 1)
         assert client.lifecycle_step("plain", "offload").skipped == "policy"
-        for query, field in (("dry_run=true", "dry_run"), ("manual=true", "manual"), ("limit=0", "limit")):
+        assert client.lifecycle_step("plain", "offload", dry_run=True).skipped == "policy"  # offered (issue 26)
+        for query, field in (("manual=true", "manual"), ("limit=0", "limit")):
             response = httpx.post(
                 f"{client.base_url}/v1/namespaces/plain/lifecycle/offload?{query}", headers=client._http.headers
             )
