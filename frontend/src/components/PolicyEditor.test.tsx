@@ -96,6 +96,21 @@ describe("PolicyEditor", () => {
     expect(screen.queryByTestId("policy-error-min_compaction_lag_ms")).toBeNull();
   });
 
+  it("a refused save shows its error, never the last save's success beside it", async () => {
+    let calls = 0;
+    const onSave = vi.fn<Save>(async () => {
+      if (calls++ > 0) throw new ApiError(400, GENERIC_FIELD_MESSAGE, { ttl_ms: ["must be at least 1 ms"] });
+    });
+    setup({ onSave });
+    fireEvent.change(screen.getByTestId("policy-field-ttl_ms"), { target: { value: "2h" } });
+    fireEvent.click(screen.getByTestId("policy-save"));
+    expect((await screen.findByTestId("policy-saved")).textContent).toBe("Saved 1 change.");
+    fireEvent.change(screen.getByTestId("policy-field-ttl_ms"), { target: { value: "3h" } });
+    fireEvent.click(screen.getByTestId("policy-save"));
+    expect((await screen.findByTestId("policy-error-ttl_ms")).textContent).toBe("must be at least 1 ms");
+    expect(screen.queryByTestId("policy-saved")).toBeNull();
+  });
+
   it("shows server errors for unknown fields and details at form level", async () => {
     const onSave = vi.fn<Save>(async () => {
       throw new ApiError(400, GENERIC_FIELD_MESSAGE, { bogus: ["unknown field"] });

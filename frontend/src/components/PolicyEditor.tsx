@@ -86,6 +86,7 @@ export function PolicyEditor({ view, scopeKind, canEdit, onSave }: PolicyEditorP
   };
 
   const save = async () => {
+    setSaved(null); // a new save's outcome replaces the last one's, success or error
     if (diff.changes.length === 0 || Object.keys(diff.errors).length > 0) return;
     setSaving(true);
     setSaveError(null);

@@ -25,6 +25,7 @@ export function ProduceMessagePanel({ name, shards }: { name: string; shards: nu
 
   const onSubmit = (e: FormEvent) => {
     e.preventDefault();
+    produce.reset(); // the last record's "Stored on…" never stands beside this attempt's errors
     const { body, errors } = produceRequest(form);
     setProblems(errors);
     if (!body) return;

@@ -189,6 +189,7 @@ function AddNodeForm() {
 
   const onSubmit = (e: FormEvent) => {
     e.preventDefault();
+    create.reset(); // the last "Added node" never stands beside this attempt's errors
     const errs: Record<string, string[]> = {};
     if (!form.name.trim()) errs.name = ["Enter a name."];
     if (!/^https?:\/\/\S+$/.test(form.url.trim())) errs.url = ["Enter the node's base URL, e.g. http://node-1:9000."];

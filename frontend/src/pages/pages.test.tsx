@@ -768,3 +768,21 @@ describe("nodes", () => {
     expect(screen.queryByTestId("add-node-name")).toBeNull();
   });
 });
+
+describe("forms: the last outcome goes with a new submit", () => {
+  it("an added node's success line never stands beside the next attempt's errors", async () => {
+    mockFetch({
+      "GET /api/auth/me": admin,
+      "GET /api/nodes/": [],
+      "POST /api/nodes/": (_url: string, init: RequestInit) => jsonResponse(storageNode(JSON.parse(String(init.body)).name), 201),
+    });
+    renderApp("/nodes");
+    fireEvent.change(await screen.findByTestId("add-node-name"), { target: { value: "node-2" } });
+    fireEvent.change(screen.getByTestId("add-node-url"), { target: { value: "http://node-2:7070" } });
+    fireEvent.click(screen.getByTestId("add-node-submit"));
+    expect((await screen.findByTestId("add-node-success")).textContent).toContain("node-2");
+    fireEvent.click(screen.getByTestId("add-node-submit")); // the form is empty again: refused before sending
+    expect(await screen.findByText("Enter a name.")).toBeTruthy();
+    expect(screen.queryByTestId("add-node-success")).toBeNull();
+  });
+});

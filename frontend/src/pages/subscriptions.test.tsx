@@ -217,6 +217,34 @@ describe("produce tab", () => {
     expect(callsTo(fetch, "POST", "/api/namespaces/orders/messages")).toHaveLength(0);
   });
 
+  it("a new attempt's errors never stand beside the last record's success", async () => {
+    let posts = 0;
+    mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/messages": () =>
+          ++posts < 3 ? jsonResponse({ shard: 0, offset: 6 + posts, node: "node-1" }, 201) : jsonResponse({ ttl_ms: ["must be at least 1 ms"] }, 400),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=produce");
+    fireEvent.change(await screen.findByTestId("produce-value"), { target: { value: "hello" } });
+    fireEvent.click(screen.getByTestId("produce-submit"));
+    expect((await screen.findByTestId("produce-result")).textContent).toContain("offset 7");
+    // Refused in the form: the success goes with it.
+    fireEvent.change(screen.getByTestId("produce-ttl"), { target: { value: "soon" } });
+    fireEvent.click(screen.getByTestId("produce-submit"));
+    expect(await screen.findByTestId("produce-error-ttl_ms")).toBeTruthy();
+    expect(screen.queryByTestId("produce-result")).toBeNull();
+    // Succeeds again, then refused by the server: the error replaces the success.
+    fireEvent.change(screen.getByTestId("produce-ttl"), { target: { value: "" } });
+    fireEvent.click(screen.getByTestId("produce-submit"));
+    expect((await screen.findByTestId("produce-result")).textContent).toContain("offset 8");
+    expect(screen.queryByTestId("produce-error-ttl_ms")).toBeNull();
+    fireEvent.change(screen.getByTestId("produce-ttl"), { target: { value: "1h" } });
+    fireEvent.click(screen.getByTestId("produce-submit"));
+    expect((await screen.findByTestId("produce-error-ttl_ms")).textContent).toBe("must be at least 1 ms");
+    expect(screen.queryByTestId("produce-result")).toBeNull();
+  });
+
   it("viewers get no form", async () => {
     mockFetch(routes(viewer));
     renderApp("/namespaces/orders?tab=produce");
