@@ -211,6 +211,9 @@ BEAT_HEARTBEAT_STALE_S = env_int("BEAT_HEARTBEAT_STALE_S", 60, minimum=1)
 # Seconds between metric collections and between alert evaluations (the e2e test shortens both).
 METRICS_INTERVAL_S = env_int("METRICS_INTERVAL_S", 15, minimum=1)
 ALERTS_EVAL_INTERVAL_S = env_int("ALERTS_EVAL_INTERVAL_S", 60, minimum=1)
+# The run history: scheduled sweeps of one kind on one target fold into one row per window of this many seconds
+# (windows start at multiples of it since the epoch, UTC: 3600 gives 10:00–10:59), see runs.services.fold_sweep.
+RUN_FOLD_WINDOW_S = env_int("RUN_FOLD_WINDOW_S", 3600, minimum=1)
 
 SPARK_MASTER = env("SPARK_MASTER", "local[*]")
 LAKE_PATH = env("LAKE_PATH", str(VAR_DIR / "lake"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -25,7 +26,7 @@ from backend.apps.metrics.selectors import FORECAST_MIN_HISTORY_S
 from backend.apps.metrics.services import collect, write_points
 from backend.apps.namespaces.models import Namespace, ShardPlacement
 from backend.apps.nodes.models import StorageNode
-from backend.apps.runs.models import TaskRun
+from backend.apps.runs.models import RunChange, TaskRun
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 
@@ -167,18 +168,25 @@ def test_figures_catch_up_with_one_collection_and_changed_shards_sync_first(api_
 
 
 def test_last_scan_and_compaction_count_node_wide_sweeps(api_as, db):
+    """The last scan and compaction are the latest runs of the kind that changed the namespace (issue 26): a
+    node-wide sweep that did (the node names the namespaces it changed), not one that found nothing there."""
     here = StorageNode.objects.create(name="here", url="http://127.0.0.1:9")
     elsewhere = StorageNode.objects.create(name="elsewhere", url="http://127.0.0.1:9")
     ns = Namespace.objects.create(name="swept", node=here, shards=1, sync_state="synced")
     ShardPlacement.objects.create(namespace=ns, shard=0, node=here)
     t = timezone.now().replace(microsecond=0)
-    TaskRun.objects.create(kind="expiry_scan", node=here, state="succeeded", finished_at=t - timedelta(hours=2))
-    TaskRun.objects.create(
-        kind="expiry_scan", namespace=ns, node=here, state="succeeded", finished_at=t - timedelta(hours=3)
-    )
-    TaskRun.objects.create(kind="expiry_scan", node=elsewhere, state="succeeded", finished_at=t)  # hosts nothing here
-    TaskRun.objects.create(kind="expiry_scan", node=here, state="failed", finished_at=t)
-    TaskRun.objects.create(kind="compaction", node=here, state="succeeded", finished_at=t - timedelta(minutes=5))
+
+    def run(kind: str, finished: Any, changed: bool, **target: Any) -> None:
+        made = TaskRun.objects.create(kind=kind, state="succeeded", finished_at=finished, **target)
+        if changed:
+            RunChange.objects.create(run=made, namespace=ns, changed_at=finished)
+
+    run("expiry_scan", t - timedelta(hours=2), True, node=here)  # the node-wide sweep that expired records here
+    run("expiry_scan", t - timedelta(hours=3), True, namespace=ns, node=here)
+    run("expiry_scan", t - timedelta(hours=1), False, node=here)  # swept it later, found nothing: not the last
+    run("expiry_scan", t, False, node=elsewhere)  # hosts nothing here
+    run("compaction", t - timedelta(minutes=5), True, namespace=ns, node=here)
+    run("compaction", t, False, namespace=ns, node=here)  # removed nothing
     viewer = api_as("viewer")
     summary = viewer.get("/api/namespaces/swept/summary").json()
     row = viewer.get("/api/namespaces/").json()["results"][0]

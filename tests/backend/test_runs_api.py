@@ -1,8 +1,15 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
 from backend.apps.audit.models import AuditEntry
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
 from backend.apps.runs import services
-from backend.apps.runs.models import State, TaskRun
+from backend.apps.runs.models import RunChange, State, TaskRun
 
 
 def test_runs_list_filters_and_progress(api_as, db):
@@ -61,10 +68,25 @@ def test_datetime_filters_take_any_valid_offset_and_refuse_unrepresentable_ones(
     assert viewer.get("/api/audit/?until=3626-11-16T12:03:50-19:22").status_code == 200
 
 
-def _finished(kind: str, *, schedule: str = "", state: str = State.SUCCEEDED, **counts: int) -> TaskRun:
-    run = services.mark_running(services.create_run(kind=kind, schedule=schedule))
-    services.record_step(run, {"scanned": 0, "expired_records": 0, **counts})
-    services.finish(run, state, "boom" if state == State.FAILED else "")
+def _finished(
+    kind: str,
+    *,
+    schedule: str = "",
+    state: str = State.SUCCEEDED,
+    at: datetime | None = None,
+    changed: tuple[str, ...] = (),
+    params: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    node: StorageNode | None = None,
+    **counts: int,
+) -> TaskRun:
+    """A run through its whole life on the injected clock: created and started at ``at``, one step, finished a
+    second later."""
+    at = at or timezone.now()
+    run = services.create_run(kind=kind, schedule=schedule, now=at, params=params or {}, dry_run=dry_run, node=node)
+    services.mark_running(run, now=at)
+    services.record_step(run, {"scanned": 0, "expired_records": 0, **counts}, changed=changed, now=at)
+    services.finish(run, state, "boom" if state == State.FAILED else "", now=at + timedelta(seconds=1))
     return run
 
 
@@ -84,25 +106,101 @@ def test_manual_runs_are_found_among_scheduled_ones(api_as, db):
     assert viewer.get(f"/api/runs/{manual.pk}/").json()["id"] == manual.pk  # a run links to itself
 
 
-def test_scheduled_runs_that_did_nothing_keep_only_the_latest(api_as, db):
-    first = _finished("expiry_scan", schedule="sweep")
-    second = _finished("expiry_scan", schedule="sweep")
-    assert not TaskRun.objects.filter(pk=first.pk).exists()  # folded into the latest
-    third = _finished("expiry_scan", schedule="sweep")
-    kept = TaskRun.objects.get(kind="expiry_scan", schedule="sweep", params__noop=True)
-    assert kept.pk == third.pk and kept.params["noop_runs"] == 3
-    assert kept.params["noop_since"] == TaskRun._meta.get_field("created_at").value_from_object(first).isoformat()
-    assert not TaskRun.objects.filter(pk=second.pk).exists()
-    worked = _finished("expiry_scan", schedule="sweep", expired_records=7)
-    failed = _finished("expiry_scan", schedule="sweep", state=State.FAILED)
-    manual = _finished("expiry_scan")  # did nothing, but someone asked for it
-    other_kind = _finished("retention", schedule="sweep")
-    after = _finished("expiry_scan", schedule="sweep")
-    left = set(TaskRun.objects.values_list("pk", flat=True))
-    assert left == {worked.pk, failed.pk, manual.pk, other_kind.pk, after.pk}
-    assert TaskRun.objects.get(pk=after.pk).params["noop_runs"] == 4  # the no-op runs since the first
-    listed = api_as("viewer").get("/api/runs/?origin=scheduled&kind=expiry_scan").json()["results"]
-    assert [r["id"] for r in listed] == [after.pk, failed.pk, worked.pk]
+T0 = datetime(2026, 5, 1, 10, 0, 5, tzinfo=UTC)
+
+
+def test_scheduled_sweeps_fold_into_one_row_per_kind_target_and_window(api_as, db, settings):
+    settings.RUN_FOLD_WINDOW_S = 3600
+    viewer = api_as("viewer")
+    first = _finished("expiry_scan", schedule="sweep", at=T0)  # did nothing: the window's row, idle
+    assert TaskRun.objects.get(pk=first.pk).idle
+    assert viewer.get("/api/runs/").json()["results"] == []  # a sweep that did nothing is no row of its own
+    second = _finished("expiry_scan", schedule="sweep", at=T0 + timedelta(seconds=1))
+    assert not TaskRun.objects.filter(pk=second.pk).exists()  # folded into the window's row
+    _finished("expiry_scan", schedule="sweep", at=T0 + timedelta(minutes=30), expired_records=7, scanned=9)
+    _finished("expiry_scan", schedule="sweep", at=T0 + timedelta(minutes=40), expired_records=5)
+    row = TaskRun.objects.get(pk=first.pk)
+    assert (row.sweeps, row.steps, row.idle) == (4, 4, False)
+    assert row.counts == {"scanned": 9, "expired_records": 12}
+    assert (row.started_at, row.finished_at) == (T0, T0 + timedelta(minutes=40, seconds=1))
+    # Never folded: a failure, a manual action (started by hand, or asked for by a schedule's caller), a dry run.
+    failed = _finished("expiry_scan", schedule="sweep", state=State.FAILED, at=T0 + timedelta(minutes=41))
+    manual = _finished("expiry_scan", at=T0 + timedelta(minutes=42))
+    asked = _finished("expiry_scan", schedule="sweep", params={"manual": True}, at=T0 + timedelta(minutes=43))
+    dry = _finished("expiry_scan", schedule="sweep", dry_run=True, at=T0 + timedelta(minutes=44), expired_records=3)
+    other_kind = _finished("retention", schedule="sweep", at=T0 + timedelta(minutes=45), segments_deleted=1)
+    next_hour = _finished("expiry_scan", schedule="sweep", at=T0 + timedelta(hours=1), expired_records=1)
+    kept = {first.pk, failed.pk, manual.pk, asked.pk, dry.pk, other_kind.pk, next_hour.pk}
+    assert set(TaskRun.objects.values_list("pk", flat=True)) == kept
+    assert TaskRun.objects.get(pk=next_hour.pk).window_start == datetime(2026, 5, 1, 11, tzinfo=UTC)
+    listed = viewer.get("/api/runs/?origin=scheduled&kind=expiry_scan").json()["results"]
+    assert [r["id"] for r in listed] == [next_hour.pk, dry.pk, asked.pk, failed.pk, first.pk]
+    shown = listed[-1]
+    assert (shown["sweeps"], shown["window_start"], shown["window_end"]) == (
+        4,
+        "2026-05-01T10:00:00Z",
+        "2026-05-01T11:00:00Z",
+    )
+    assert shown["summary"]["records"] == 12 and shown["idle"] is False
+    assert [r["sweeps"] for r in listed[:-1]] == [1, 1, 1, 1]
+    assert listed[1]["window_start"] is None  # the dry run is a run of its own
+
+
+def test_idle_windows_are_listed_when_asked_for(api_as, db, settings):
+    settings.RUN_FOLD_WINDOW_S = 60
+    for second in range(0, 180, 10):  # three one-minute windows of sweeps that did nothing
+        _finished("reclaim", schedule="sweep", at=T0 + timedelta(seconds=second))
+    viewer = api_as("viewer")
+    assert viewer.get("/api/runs/").json()["results"] == []
+    idle = viewer.get("/api/runs/?idle=true").json()["results"]
+    assert [r["sweeps"] for r in idle] == [6, 6, 6]  # 10:00:05–10:00:55, 10:01:05–…, 10:02:05–…
+    assert [r["window_start"][11:19] for r in idle] == ["10:02:00", "10:01:00", "10:00:00"]
+    assert {r["idle"] for r in idle} == {True}
+    assert viewer.get("/api/runs/?idle=false").json()["results"] == []
+    assert viewer.get("/api/runs/?idle=maybe").status_code == 400
+    assert viewer.get(f"/api/runs/{idle[0]['id']}/").json()["idle"] is True  # an idle row still opens by its id
+
+
+def test_the_namespace_filter_lists_node_wide_sweeps_that_changed_it(api_as, db):
+    node = StorageNode.objects.create(name="n1", url="http://127.0.0.1:9", token="t")
+    orders = Namespace.objects.create(name="orders", node=node)
+    Namespace.objects.create(name="audit", node=node)
+    on_orders = _finished("compaction", at=T0, changed=("orders",), records_removed=3)  # as the node names it
+    TaskRun.objects.filter(pk=on_orders.pk).update(namespace=orders)
+    sweep = _finished("expiry_scan", schedule="s", node=node, at=T0, changed=("orders", "gone"), expired_records=4)
+    n2 = StorageNode.objects.create(name="n2", url="http://127.0.0.1:9", token="t")
+    elsewhere = _finished("expiry_scan", schedule="s", node=n2, at=T0, changed=("audit",), expired_records=1)
+    viewer = api_as("viewer")
+    listed = viewer.get("/api/runs/?namespace=orders").json()["results"]
+    assert {r["id"] for r in listed} == {on_orders.pk, sweep.pk}
+    by_id = {r["id"]: r for r in listed}
+    assert by_id[sweep.pk]["namespaces_changed"] == ["orders"]  # a name the control plane does not know is left
+    assert by_id[on_orders.pk]["namespaces_changed"] == ["orders"]
+    assert viewer.get("/api/runs/?namespace=audit").json()["results"][0]["id"] == elsewhere.pk
+    dry = _finished("expiry_scan", at=T0, dry_run=True, changed=("orders",), expired_records=4)
+    assert not RunChange.objects.filter(run_id=dry.pk).exists()  # a dry run changed nothing
+
+
+def test_limit_and_page_size_are_honoured_and_checked(api_as, db):
+    for _ in range(3):
+        services.create_run(kind="retention")
+    viewer = api_as("viewer")
+    page = viewer.get("/api/runs/?limit=2").json()
+    assert len(page["results"]) == 2 and "limit=2" in page["next"]
+    assert len(viewer.get(page["next"]).json()["results"]) == 1
+    assert len(viewer.get("/api/runs/?page_size=1").json()["results"]) == 1
+    assert len(viewer.get("/api/runs/?limit=1000").json()["results"]) == 3
+    for bad in ("0", "-1", "1001", "abc", "2.5", ""):
+        response = viewer.get(f"/api/runs/?limit={bad}")
+        assert response.status_code == 400, bad
+        assert response.json()["errors"] == {"limit": ["must be an integer from 1 to 1000"]}
+    response = viewer.get("/api/runs/?page_size=0")
+    assert response.status_code == 400 and response.json()["errors"] == {
+        "page_size": ["must be an integer from 1 to 1000"]
+    }
+    response = viewer.get("/api/runs/?limit=2&page_size=2")
+    assert response.status_code == 400 and "not both" in response.json()["errors"]["limit"][0]
+    assert viewer.get("/api/audit/?limit=0").status_code == 400  # every list reads it the same way
 
 
 def test_a_dry_runs_summary_is_computed_by_the_server_from_its_counts(api_as, db):

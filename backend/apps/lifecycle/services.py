@@ -237,7 +237,12 @@ def run_step(run_id: int) -> StepOutcome:
                 more = False
             else:
                 counted = (*COUNTED, *COUNTED_BY_KIND.get(run.kind, ()))
-                runs.record_step(run, {k: getattr(result, k) for k in counted}, result.bytes_reclaimed)
+                runs.record_step(
+                    run,
+                    {k: getattr(result, k) for k in counted},
+                    result.bytes_reclaimed,
+                    changed=result.namespaces_changed,  # whom the step changed: a sweep's namespaces too
+                )
                 if run.kind == Kind.OFFLOAD and (result.segments_offloaded or result.local_copies_dropped):
                     _tiers_moved(run, node)
                 if run.kind == Kind.RECALL and result.segments_recalled and not run.dry_run:

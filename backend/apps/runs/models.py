@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Kind(models.TextChoices):
@@ -53,9 +54,15 @@ class TaskRun(models.Model):
     schedule = models.CharField(max_length=200, blank=True)  # the periodic task that started it, if any
     celery_task_id = models.CharField(max_length=255, blank=True)
     cancel_requested = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)  # not auto_now_add: the services pass their clock
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Scheduled sweeps fold into one row per kind, target and window (``services.fold_sweep``): the row's window
+    # (``None``: a run of its own), how many sweeps it stands for (1 for any other run), and whether none of them
+    # did anything (such a row is left out of the list unless asked for).
+    window_start = models.DateTimeField(null=True, blank=True)
+    sweeps = models.PositiveIntegerField(default=1)
+    idle = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -63,7 +70,26 @@ class TaskRun(models.Model):
             models.Index(fields=["state", "-created_at"]),
             models.Index(fields=["kind", "-created_at"]),
             models.Index(fields=["namespace", "kind", "state", "-finished_at"]),
+            models.Index(fields=["kind", "window_start"]),
         ]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.state})"
+
+
+class RunChange(models.Model):
+    """A namespace a run changed — records expired or removed, segments deleted, rewritten or moved between
+    tiers, cursors moved (the node's ``LifecycleResult.namespaces_changed``) — and when it last did. A node-wide
+    sweep names the namespaces it worked on this way: their Tasks tab lists it, and their "last scan" and "last
+    compaction" are the latest such change by a run of that kind (``selectors.last_change_at``)."""
+
+    run = models.ForeignKey(TaskRun, on_delete=models.CASCADE, related_name="changes")
+    namespace = models.ForeignKey("namespaces.Namespace", on_delete=models.CASCADE, related_name="run_changes")
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "namespace"], name="one_change_per_run_and_namespace")]
+        indexes = [models.Index(fields=["namespace", "-changed_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} changed namespace {self.namespace_id} at {self.changed_at.isoformat()}"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.conf import settings
+from django.db.models import Max, OuterRef, QuerySet, Subquery
 
-from backend.apps.runs.models import Kind, State, TaskRun
+from backend.apps.runs.models import Kind, RunChange, State, TaskRun
 
 
 @dataclass(frozen=True)
@@ -43,30 +44,32 @@ def run_summary(run: TaskRun) -> RunSummary:
     )
 
 
+def fold_window() -> timedelta:
+    """How long a folded row's window is (``RUN_FOLD_WINDOW_S``; see ``services.fold_sweep``)."""
+    return timedelta(seconds=int(settings.RUN_FOLD_WINDOW_S))
+
+
 def run_list() -> QuerySet[TaskRun]:
-    return TaskRun.objects.select_related("namespace", "node", "started_by")
+    return TaskRun.objects.select_related("namespace", "node", "started_by").prefetch_related("changes__namespace")
 
 
-def _runs_covering(namespace: Any, kind: str) -> QuerySet[TaskRun]:
-    """Successful runs of ``kind`` that covered the namespace (a model or an ``OuterRef``): runs on the
-    namespace (or one of its shards), and node-wide runs (a sweep, a manual node action) on a node hosting
-    one of its shards, which go over every namespace there. Dry runs changed nothing: they never count."""
-    node_wide = Q(namespace__isnull=True, node__shard_placements__namespace=namespace)
-    runs = TaskRun.objects.filter(Q(namespace=namespace) | node_wide, kind=kind, state=State.SUCCEEDED, dry_run=False)
-    return runs.filter(finished_at__isnull=False)
+def _changes_by(namespace: Any, kind: str) -> QuerySet[RunChange]:
+    """When runs of ``kind`` changed the namespace (a model or an ``OuterRef``): runs on it (or one of its shards)
+    and node-wide runs (a sweep, a manual node action) that the node says changed it (``RunChange``). A run that
+    changed nothing there (every count 0 for it) and a dry run (it changes nothing) are not among them."""
+    return RunChange.objects.filter(namespace=namespace, run__kind=kind, run__dry_run=False)
 
 
 def last_finished(kind: str) -> Subquery:
-    """A subquery: when the last successful run of ``kind`` covering the namespace finished (see
-    :func:`last_run_at`)."""
-    return Subquery(_runs_covering(OuterRef("pk"), kind).order_by("-finished_at").values("finished_at")[:1])
+    """A subquery: when a run of ``kind`` last changed the namespace (see :func:`last_run_at`)."""
+    return Subquery(_changes_by(OuterRef("pk"), kind).order_by("-changed_at").values("changed_at")[:1])
 
 
 def last_run_at(namespace: Any, kind: str) -> Any:
-    """When the last successful run of ``kind`` covering the namespace finished: one on the namespace, or a
-    node-wide one (e.g. the scheduled expiry-scan sweep) on a node hosting it; ``None`` if none did."""
-    runs = _runs_covering(namespace, kind).order_by("-finished_at")
-    return runs.values_list("finished_at", flat=True).first()
+    """When a run of ``kind`` last changed the namespace — its last scan that expired records, its last compaction
+    that removed or rewrote something — one on the namespace or a node-wide sweep of a node hosting it (its
+    step that changed it); ``None`` if none did. A run that found nothing to do is not the last scan."""
+    return _changes_by(namespace, kind).order_by("-changed_at").values_list("changed_at", flat=True).first()
 
 
 def run_durations(now: datetime, kinds: list[str] | None = None) -> dict[tuple[str, str, str], float]:

@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backend.apps.runs.models import TaskRun
-from backend.apps.runs.selectors import run_summary
+from backend.apps.runs.selectors import fold_window, run_summary
 
 ORIGINS = ("manual", "scheduled")
 
@@ -39,10 +39,37 @@ class TaskRunOutputSerializer(serializers.ModelSerializer):
     counts = RunCountsField(read_only=True)
     params = RunParamsField(read_only=True)
     summary = serializers.SerializerMethodField(help_text=SUMMARY_HELP)
+    sweeps = serializers.IntegerField(
+        read_only=True,
+        help_text="how many scheduled sweeps this row stands for (folded into one row per kind, target and window; "
+        "steps, counts and bytes are their sums); 1 for any other run",
+    )
+    window_start = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="a folded row's window: its start (null: a run of its own)"
+    )
+    window_end = serializers.SerializerMethodField(help_text="a folded row's window: its end (exclusive)")
+    idle = serializers.BooleanField(
+        read_only=True, help_text="a folded row whose sweeps all did nothing (listed only with ?idle=true)"
+    )
+    namespaces_changed = serializers.SerializerMethodField(
+        help_text="the namespaces the run changed (records expired or removed, segments deleted, rewritten or moved "
+        "between tiers, cursors moved), as the node reported them; a node-wide sweep names every namespace it "
+        "worked on; empty for a dry run"
+    )
 
     @extend_schema_field(serializers.ChoiceField(choices=ORIGINS))
     def get_origin(self, run: TaskRun) -> str:
         return "scheduled" if run.schedule else "manual"
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_window_end(self, run: TaskRun) -> str | None:
+        if run.window_start is None:
+            return None
+        return serializers.DateTimeField().to_representation(run.window_start + fold_window())
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_namespaces_changed(self, run: TaskRun) -> list[str]:
+        return sorted(change.namespace.name for change in run.changes.all())
 
     @extend_schema_field(RunSummarySerializer)
     def get_summary(self, run: TaskRun) -> dict[str, int]:
@@ -62,6 +89,11 @@ class TaskRunOutputSerializer(serializers.ModelSerializer):
             "counts",
             "bytes_reclaimed",
             "summary",
+            "sweeps",
+            "window_start",
+            "window_end",
+            "idle",
+            "namespaces_changed",
             "dry_run",
             "params",
             "error",
