@@ -29,31 +29,41 @@ function useScopedActions<S extends Scope>(
   return { actions, byKind: new Map(actions.map((a) => [a.kind, a])), error };
 }
 
-function DryRunReport({ run }: { run: TaskRun }) {
+/**
+ * What a finished run did, or a dry run would do: the server's `run.summary` (one definition of what a run
+ * affected), never recomputed here. A real run reports its counts the way its dry run does.
+ */
+function RunReport({ run }: { run: TaskRun }) {
+  const dry = run.dry_run;
+  const id = dry ? "dry-run" : "run"; // test ids: dry-run-report / run-report, …-records, …-segments, …-bytes
+  const name = dry ? "Dry run" : "Run";
   if (run.state !== "succeeded") {
     return run.state === "failed" || run.state === "cancelled" ? (
-      <p className="error-text small">Dry run {run.state}{run.error ? `: ${run.error}` : ""}.</p>
+      <p className="error-text small">
+        {name} {run.state}
+        {run.error ? `: ${run.error}` : ""}.
+      </p>
     ) : (
-      <p className="muted small">Dry run in progress…</p>
+      <p className="muted small">{name} in progress…</p>
     );
   }
-  // The figures are the server's (`run.summary`, one definition of what a run affected), never recomputed here.
   const { records, segments, bytes } = run.summary;
+  const figure = (what: string, text: string) => <strong data-testid={`${id}-${what}`}>{text}</strong>;
   if (run.kind === "recall") {
-    // A recall moves segments back to local disk: it frees nothing, it would take this much room.
+    // A recall moves segments back to local disk: it frees nothing, it takes this much room.
     return (
-      <p className="small" data-testid="dry-run-report">
-        Dry run: it would recall <strong data-testid="dry-run-segments">{formatCount(segments)}</strong>{" "}
-        segments (<strong data-testid="dry-run-bytes">{formatBytes(bytes)}</strong> of local disk) from the
-        object store. Nothing was changed.
+      <p className="small" data-testid={`${id}-report`}>
+        {dry ? "Dry run: it would recall " : "Done: it recalled "}
+        {figure("segments", formatCount(segments))} segments ({figure("bytes", formatBytes(bytes))} of local disk) from
+        the object store.{dry ? " Nothing was changed." : ""}
       </p>
     );
   }
   return (
-    <p className="small" data-testid="dry-run-report">
-      Dry run: it would affect <strong data-testid="dry-run-records">{formatCount(records)}</strong> records
-      {" "}and <strong data-testid="dry-run-segments">{formatCount(segments)}</strong> segments, and free{" "}
-      <strong data-testid="dry-run-bytes">{formatBytes(bytes)}</strong>. Nothing was changed.
+    <p className="small" data-testid={`${id}-report`}>
+      {dry ? "Dry run: it would affect " : "Done: it affected "}
+      {figure("records", formatCount(records))} records and {figure("segments", formatCount(segments))} segments,
+      and {dry ? "free" : "freed"} {figure("bytes", formatBytes(bytes))}.{dry ? " Nothing was changed." : ""}
     </p>
   );
 }
@@ -70,7 +80,7 @@ function StartedRun({ run: started }: { run: TaskRun }) {
       ({runKindLabel(run.kind)}
       {run.dry_run ? ", dry run" : ""}) — state <span data-testid="action-run-state">{run.state}</span>.{" "}
       <Link to={`/tasks?run=${run.id}`}>Follow it on Tasks</Link>.
-      {run.dry_run && <DryRunReport run={run} />}
+      <RunReport run={run} />
     </div>
   );
 }

@@ -245,6 +245,35 @@ describe("namespace detail", () => {
     expect(screen.getByTestId("dry-run-bytes").textContent).toBe("3 MiB");
   });
 
+  it("a real run reports its counts as its dry run does: the server's summary, once it has finished", async () => {
+    const started = { ...taskRun(83), kind: "retention" };
+    const finished = {
+      ...started,
+      state: "succeeded",
+      counts: { segments_deleted: 4, records_removed: 2_000, expired_records: 0 },
+      bytes_reclaimed: 1024,
+      summary: { records: 2_500, segments: 4, bytes: 7 * 1024 ** 2 }, // not the counts added up: the server's figures
+    };
+    let polls = 0;
+    mockFetch(
+      routes(operator, {
+        "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202),
+        "GET /api/runs/83/": () => jsonResponse(polls++ === 0 ? { ...started, state: "running" } : finished),
+      }),
+    );
+    renderApp("/namespaces/orders?tab=actions");
+    fireEvent.click(await screen.findByTestId("action-retention"));
+    fireEvent.change(await screen.findByTestId("confirm-input"), { target: { value: "orders" } });
+    fireEvent.click(screen.getByTestId("confirm-submit"));
+    const report = await screen.findByTestId("run-report", {}, { timeout: 5_000 });
+    expect(report.textContent).toMatch(/^Done: it affected/);
+    expect(screen.getByTestId("run-records").textContent).toBe("2,500");
+    expect(screen.getByTestId("run-segments").textContent).toBe("4");
+    expect(screen.getByTestId("run-bytes").textContent).toBe("7 MiB");
+    expect(report.textContent).not.toContain("Nothing was changed");
+    expect(screen.queryByTestId("dry-run-report")).toBeNull();
+  });
+
   it("offload (tiered storage) is in the Actions menu and starts at once; it offers no dry run", async () => {
     const started = { ...taskRun(90), kind: "offload" };
     const fetch = mockFetch(routes(operator, { "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202) }));
