@@ -440,12 +440,13 @@ export function useAlertStatus(options: Polling = {}) {
 export function useMetricSeries(
   series: MetricSeriesName,
   range: MetricRange,
-  options: { namespace?: string; node?: string; refetchInterval?: number | false } = {},
+  options: { namespace?: string; node?: string; refetchInterval?: number | false; enabled?: boolean } = {},
 ) {
-  const { namespace, node, refetchInterval } = options;
+  const { namespace, node, refetchInterval, enabled } = options;
   return useQuery({
     queryKey: queryKeys.metricSeries(series, range, { namespace, node }),
     queryFn: ({ signal }) => getMetricSeries({ series, range, namespace, node }, signal),
+    enabled: enabled ?? true,
     refetchInterval: refetchInterval ?? false,
     refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,

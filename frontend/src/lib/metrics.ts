@@ -14,6 +14,31 @@ export const RANGE_MS: Record<MetricRange, number> = {
   "7d": 7 * 24 * HOUR_MS,
   "30d": 30 * 24 * HOUR_MS,
 };
+/** The range the Overview opens on when there is nothing to go by. */
+export const DEFAULT_RANGE: MetricRange = "24h";
+/** The series whose samples tell the Overview where data is: one line per node, every collection writes it. */
+export const RANGE_PROBE_SERIES: MetricSeriesName = "disk_used_ratio";
+
+/**
+ * The range the Overview opens on, from the times of the samples there are (``now``: when they were fetched):
+ * the smallest preset that holds every sample, up to the usual 24 h; when the last 24 h hold none (a system
+ * stopped for days), the smallest that reaches the newest sample. No samples at all: the usual 24 h.
+ */
+export function openingRange(times: number[], now: number): MetricRange {
+  if (times.length === 0) return DEFAULT_RANGE;
+  const oldest = Math.min(...times);
+  const newest = Math.max(...times);
+  const holds = (r: MetricRange, t: number) => now - RANGE_MS[r] <= t;
+  const usual = RANGES.filter((r) => RANGE_MS[r] <= RANGE_MS[DEFAULT_RANGE]);
+  if (holds(DEFAULT_RANGE, newest)) return usual.find((r) => holds(r, oldest)) ?? DEFAULT_RANGE;
+  return RANGES.find((r) => holds(r, newest)) ?? DEFAULT_RANGE;
+}
+
+/** Every sample time of a series, over all its lines. */
+export function sampleTimes(data: MetricSeries): number[] {
+  return data.lines.flatMap((l) => l.points.map((p) => p[0]));
+}
+
 /** The server forecasts disk use 24 h ahead; charts show at most this much of it. */
 export const FORECAST_MAX_HORIZON_MS = 24 * HOUR_MS;
 

@@ -1,7 +1,15 @@
 import { lazy, Suspense, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { errorMessage, isNotFound, pageUrl } from "../api/client";
-import { HEALTH_REFRESH_MS, METRICS_REFRESH_MS, useAlertStatus, useCursorPage, useHealth, useMetricsSummary } from "../api/queries";
+import {
+  HEALTH_REFRESH_MS,
+  METRICS_REFRESH_MS,
+  useAlertStatus,
+  useCursorPage,
+  useHealth,
+  useMetricSeries,
+  useMetricsSummary,
+} from "../api/queries";
 import type { Alert, AlertStatus, Health, HealthComponent, MetricRange } from "../api/types";
 import { DiskBar } from "../components/Disk";
 import { NodeHealthBadge } from "../components/NodeHealth";
@@ -17,10 +25,22 @@ import {
   toDate,
 } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
-import { RANGES } from "../lib/metrics";
+import { DEFAULT_RANGE, openingRange, RANGE_PROBE_SERIES, RANGES, sampleTimes } from "../lib/metrics";
 
 // ECharts arrives with this chunk, after the cards.
 const OverviewCharts = lazy(() => import("../components/OverviewCharts"));
+
+/**
+ * The charts' range: the URL's (``?range=``), else the one the samples there are call for (openingRange), so the
+ * Overview never opens on an empty range while older data exists. ``null`` while that is being found out.
+ */
+function useChartRange(search: URLSearchParams): MetricRange | null {
+  const chosen = RANGES.find((r) => r === search.get("range"));
+  const probe = useMetricSeries(RANGE_PROBE_SERIES, "30d", { enabled: chosen === undefined });
+  if (chosen) return chosen;
+  if (probe.data) return openingRange(sampleTimes(probe.data), probe.dataUpdatedAt || Date.now());
+  return probe.isError ? DEFAULT_RANGE : null;
+}
 
 /** Auto-refresh choices for metrics and alerts (``?refresh=<seconds>``); 30 s unless chosen. */
 const REFRESH_CHOICES_MS = [5_000, 15_000, 30_000, 60_000, 300_000];
@@ -260,7 +280,7 @@ function MetricsSection({
   refreshMs: number;
   refetchInterval: number | false;
 }) {
-  const range = (RANGES.find((r) => r === search.get("range")) ?? "24h") as MetricRange;
+  const range = useChartRange(search);
   const setParam = (key: string, value: string) => {
     const next = new URLSearchParams(search);
     next.set(key, value);
@@ -363,7 +383,11 @@ function MetricsSection({
       {!unavailable && (
         <div className="section">
           <Suspense fallback={<LoadingState label="Loading charts…" />}>
-            <OverviewCharts range={range} refetchInterval={refetchInterval} summary={summary.data} />
+            {range ? (
+              <OverviewCharts range={range} refetchInterval={refetchInterval} summary={summary.data} />
+            ) : (
+              <LoadingState label="Finding the range with data…" />
+            )}
           </Suspense>
         </div>
       )}
