@@ -190,7 +190,7 @@ def fold_sweep(sweep: TaskRun, changes: Mapping[int, datetime]) -> None:
             sweep.window_start, sweep.idle = window, idle
             if sweep.pk is None:
                 sweep.save()
-                _add_changes(sweep.pk, changes)
+                _add_changes(sweep.id, changes)
             else:
                 sweep.save(update_fields=["window_start", "idle"])
             return
@@ -232,13 +232,14 @@ def _fold_idle(sweep: TaskRun, window: datetime) -> bool:
     ops = connection.ops
     q = ops.quote_name
     table = q(TaskRun._meta.db_table)
-    where, params = [], []
+    where: list[str] = []
+    params: list[Any] = []
     target = {"kind": sweep.kind, "namespace_id": sweep.namespace_id, "node_id": sweep.node_id, "shard": sweep.shard}
     for column, value in target.items():
         where.append(f"{q(column)} IS NULL" if value is None else f"{q(column)} = %s")
         params.extend(() if value is None else (value,))
     where += [f"{q('window_start')} = %s", f"{q('state')} = %s"]
-    params += [ops.adapt_datetimefield_value(window), State.SUCCEEDED.value]
+    params += [ops.adapt_datetimefield_value(window), str(State.SUCCEEDED)]
     if sweep.pk is not None:
         where.append(f"{q('id')} <> %s")
         params.append(sweep.pk)

@@ -11,6 +11,7 @@ import { canOperate } from "../auth/roles";
 import { formatBytes, formatCount, formatDateTime, formatDuration, formatRelativeTime, toDate } from "../lib/format";
 import { useNow } from "../lib/hooks";
 import { CursorPager } from "./CursorPager";
+import { ChangedNamespaces, FoldedSweeps } from "./RunFold";
 import { Badge, EmptyState, ErrorState, LoadingState, ProgressBar } from "./States";
 
 const STATE_TONE: Record<RunState, "ok" | "warn" | "fail" | "neutral"> = {
@@ -52,13 +53,6 @@ export function runDuration(run: Pick<TaskRun, "started_at" | "finished_at">, no
   if (!start) return null;
   const end = toDate(run.finished_at)?.getTime() ?? now;
   return Math.max(0, end - start.getTime());
-}
-
-/** How many no-op scheduled runs a kept run stands for, and since when (see the README, "Task runs"). */
-export function noopFolded(run: Pick<TaskRun, "params">): { runs: number; since: string | null } | null {
-  if (run.params?.noop !== true) return null;
-  const runs = Number(run.params.noop_runs ?? 1);
-  return { runs: Number.isFinite(runs) ? runs : 1, since: typeof run.params.noop_since === "string" ? run.params.noop_since : null };
 }
 
 /** Where a run opens: on the Tasks page the same filters with `run=<id>`, elsewhere `/tasks?run=<id>`. */
@@ -151,7 +145,6 @@ export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: nu
             const active = isActiveRun(run);
             const dur = runDuration(run, now);
             const marked = highlight === run.id;
-            const noop = noopFolded(run);
             return (
               <tr
                 key={run.id}
@@ -174,18 +167,13 @@ export function RunsTable({ runs, highlight }: { runs: TaskRun[]; highlight?: nu
                   <div className="muted small">
                     {run.started_by ? `by ${run.started_by}` : run.schedule ? `schedule ${run.schedule}` : "system"}
                   </div>
-                  {noop && (
-                    <div className="muted small" data-testid={`run-noop-${run.id}`}>
-                      nothing to do
-                      {noop.runs > 1 ? ` · latest of ${formatCount(noop.runs)} such runs` : ""}
-                      {noop.since && noop.runs > 1 ? ` since ${formatRelativeTime(noop.since, now)}` : ""}
-                    </div>
-                  )}
+                  <FoldedSweeps run={run} />
                 </th>
                 <td>
                   {run.namespace && <div className="mono">{run.namespace}{run.shard != null ? ` / shard ${run.shard}` : ""}</div>}
                   {run.node && <div className="muted small">node {run.node}</div>}
                   {!run.namespace && !run.node && <span className="muted">cluster</span>}
+                  <ChangedNamespaces run={run} />
                 </td>
                 <td>
                   <Badge tone={STATE_TONE[run.state] ?? "neutral"} testId={`run-state-${run.id}`}>

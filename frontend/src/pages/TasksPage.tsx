@@ -6,13 +6,14 @@ import type { TaskRun } from "../api/types";
 import { canOperate } from "../auth/roles";
 import { NamespaceActions, NodeActions } from "../components/Actions";
 import { Field } from "../components/Field";
-import { formatRunCount, noopFolded, RUN_KIND_LABELS, runDuration, runKindLabel, RunsList } from "../components/Runs";
+import { ChangedNamespaces, FoldedSweeps } from "../components/RunFold";
+import { formatRunCount, RUN_KIND_LABELS, runDuration, runKindLabel, RunsList } from "../components/Runs";
 import { SparkJobPanel } from "../components/SparkJobs";
 import { Badge, ErrorState, LoadingState, ProgressBar } from "../components/States";
 import { formatBytes, formatCount, formatDateTime, formatDuration } from "../lib/format";
 import { useNow, usePageTitle } from "../lib/hooks";
 
-const FILTER_KEYS = ["kind", "state", "namespace", "node", "active", "origin"] as const;
+const FILTER_KEYS = ["kind", "state", "namespace", "node", "active", "origin", "idle"] as const;
 /** Quick views: manual runs are not buried under scheduled ones. */
 const VIEWS = [
   { id: "all", label: "All", params: {} },
@@ -83,7 +84,10 @@ export default function TasksPage() {
             </button>
           ))}
         </div>
-        <span className="muted small">Scheduled runs that found nothing to do are folded: only the latest of each kind and target is kept.</span>
+        <span className="muted small" data-testid="runs-fold-hint">
+          Scheduled sweeps are folded into one row per kind, target and time window (an hour unless configured), their counts summed;
+          windows in which they found nothing to do are hidden unless you show them.
+        </span>
       </div>
       <div className="filters" role="search" aria-label="Run filters">
         <Field id="runs-origin" label="Started by">
@@ -138,6 +142,12 @@ export default function TasksPage() {
             ))}
           </select>
         </Field>
+        <Field id="runs-idle" label="Idle sweeps">
+          <select id="runs-idle" value={search.get("idle") ?? ""} onChange={(e) => setFilter("idle", e.target.value)} data-testid="runs-filter-idle">
+            <option value="">hidden</option>
+            <option value="true">shown</option>
+          </select>
+        </Field>
         <Field id="runs-active" label="Activity">
           <select id="runs-active" value={search.get("active") ?? ""} onChange={(e) => setFilter("active", e.target.value)} data-testid="runs-filter-active">
             <option value="">all</option>
@@ -167,7 +177,7 @@ function RunDetail({ id, onClose }: { id: number; onClose: () => void }) {
   else if (run.isError && !run.data) {
     body = isNotFound(run.error) ? (
       <p className="muted">
-        Run #{id} does not exist (any more): a scheduled run that found nothing to do is replaced by the next such run.
+        Run #{id} does not exist (any more): a scheduled sweep is folded into the row of its kind, target and time window when it finishes.
       </p>
     ) : (
       <ErrorState title={`Could not load run #${id}`} error={run.error} onRetry={() => void run.refetch()} />
@@ -176,7 +186,6 @@ function RunDetail({ id, onClose }: { id: number; onClose: () => void }) {
     const r = run.data!;
     const active = isActiveRun(r);
     const dur = runDuration(r, now);
-    const noop = noopFolded(r);
     body = (
       <>
         <p>
@@ -201,12 +210,8 @@ function RunDetail({ id, onClose }: { id: number; onClose: () => void }) {
             {r.error}
           </p>
         )}
-        {noop && (
-          <p className="muted small">
-            Nothing to do{noop.runs > 1 ? `: the latest of ${formatCount(noop.runs)} such scheduled runs` : ""}
-            {noop.since && noop.runs > 1 ? ` since ${formatDateTime(noop.since)}` : ""}.
-          </p>
-        )}
+        <FoldedSweeps run={r} />
+        <ChangedNamespaces run={r} />
         <dl className="kv small" data-testid="run-detail-counts">
           <dt>Queued</dt>
           <dd>{formatDateTime(r.created_at)}</dd>

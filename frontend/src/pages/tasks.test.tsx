@@ -25,11 +25,12 @@ describe("tasks: manual runs are not buried", () => {
       "GET /api/namespaces/": page([ns]),
       "GET /api/nodes/": [],
       "GET /api/runs/": page([
-        taskRun(3, { schedule: "sweep", started_by: null, origin: "scheduled", state: "succeeded", params: { noop: true, noop_runs: 12, noop_since: "2024-05-01T10:00:00Z" } }),
+        taskRun(3, { kind: "expiry_scan", namespace: null, node: "node-1", schedule: "sweep", started_by: null, origin: "scheduled", state: "succeeded", sweeps: 12, window_start: "2024-05-01T10:00:00Z", window_end: "2024-05-01T11:00:00Z", namespaces_changed: ["orders"] }),
       ]),
     });
     renderApp("/tasks?namespace=orders");
-    expect((await screen.findByTestId("run-noop-3")).textContent).toContain("latest of 12 such runs");
+    expect((await screen.findByTestId("run-folded-3")).textContent).toMatch(/^12 sweeps, \d\d:00–\d\d:59$/);
+    expect(screen.getByTestId("run-changed-3").textContent).toBe("changed orders");
     expect(screen.getByTestId("runs-view-all").getAttribute("aria-pressed")).toBe("true");
     fireEvent.click(screen.getByTestId("runs-view-manual"));
     await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?namespace=orders&origin=manual"));
@@ -38,6 +39,55 @@ describe("tasks: manual runs are not buried", () => {
     await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?state=failed&namespace=orders"));
     fireEvent.change(screen.getByTestId("runs-filter-origin"), { target: { value: "scheduled" } });
     await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?state=failed&namespace=orders&origin=scheduled"));
+  });
+});
+
+describe("tasks: sweeps that found nothing are hidden unless asked for", () => {
+  it("the idle filter asks the API for them and the row says so", async () => {
+    const idle = taskRun(5, { kind: "reclaim", namespace: null, node: "node-1", schedule: "sweep", origin: "scheduled", state: "succeeded", sweeps: 3600, idle: true, window_start: "2024-05-01T10:00:00Z", window_end: "2024-05-01T11:00:00Z" });
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/": page([ns]),
+      "GET /api/nodes/": [],
+      "GET /api/runs/": (url: string) => jsonResponse(page(url.includes("idle=true") ? [idle] : [])),
+    });
+    renderApp("/tasks");
+    expect(await screen.findByText("No runs match")).toBeTruthy();
+    expect(screen.getByTestId("runs-fold-hint").textContent).toContain("found nothing to do are hidden");
+    fireEvent.change(screen.getByTestId("runs-filter-idle"), { target: { value: "true" } });
+    await waitFor(() => expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?idle=true"));
+    expect((await screen.findByTestId("run-folded-5")).textContent).toMatch(/^3,600 sweeps, .* · nothing to do$/);
+  });
+});
+
+describe("the namespace's runs tab", () => {
+  it("lists the node-wide sweeps that changed it, with their summed counts", async () => {
+    const sweep = taskRun(9, {
+      kind: "expiry_scan",
+      namespace: null,
+      node: "node-1",
+      schedule: "lifecycle: expiry_scan of node node-1",
+      started_by: null,
+      origin: "scheduled",
+      state: "succeeded",
+      steps: 42,
+      sweeps: 42,
+      counts: { scanned: 120, expired_records: 96 },
+      window_start: "2024-05-01T10:00:00Z",
+      window_end: "2024-05-01T11:00:00Z",
+      namespaces_changed: ["audit", "orders"],
+    });
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/namespaces/orders/": ns,
+      "GET /api/runs/": page([sweep]),
+    });
+    renderApp("/namespaces/orders?tab=runs");
+    expect((await screen.findByTestId("run-folded-9")).textContent).toMatch(/^42 sweeps, /);
+    expect(runsUrls(fetch).at(-1)).toBe("/api/runs/?namespace=orders");
+    expect(screen.getByTestId("run-changed-9").textContent).toBe("changed audit, orders");
+    expect(screen.getByTestId("run-counts-9").textContent).toContain("expired records 96");
+    expect(within(screen.getByTestId("run-changed-9")).getByText("audit").getAttribute("href")).toBe("/namespaces/audit");
   });
 });
 

@@ -45,63 +45,66 @@ def forwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('namespaces', '0004_shardplacement'),
-        ('nodes', '0003_storagenode_policy_sync'),
-        ('runs', '0003_recall_kind'),
+        ("namespaces", "0004_shardplacement"),
+        ("nodes", "0003_storagenode_policy_sync"),
+        ("runs", "0003_recall_kind"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunChange',
+            name="RunChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('changed_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("changed_at", models.DateTimeField()),
             ],
         ),
         migrations.AddField(
-            model_name='taskrun',
-            name='idle',
+            model_name="taskrun",
+            name="idle",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='taskrun',
-            name='sweeps',
+            model_name="taskrun",
+            name="sweeps",
             field=models.PositiveIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='taskrun',
-            name='window_start',
+            model_name="taskrun",
+            name="window_start",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='taskrun',
-            name='created_at',
+            model_name="taskrun",
+            name="created_at",
             field=models.DateTimeField(default=django.utils.timezone.now),
         ),
         migrations.AddIndex(
-            model_name='taskrun',
-            index=models.Index(fields=['kind', 'window_start'], name='runs_taskru_kind_c195e1_idx'),
+            model_name="taskrun",
+            index=models.Index(fields=["kind", "window_start"], name="runs_taskru_kind_c195e1_idx"),
         ),
         migrations.AddField(
-            model_name='runchange',
-            name='namespace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='run_changes', to='namespaces.namespace'),
+            model_name="runchange",
+            name="namespace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="run_changes", to="namespaces.namespace"
+            ),
         ),
         migrations.AddField(
-            model_name='runchange',
-            name='run',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='changes', to='runs.taskrun'),
+            model_name="runchange",
+            name="run",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="changes", to="runs.taskrun"
+            ),
         ),
         migrations.AddIndex(
-            model_name='runchange',
-            index=models.Index(fields=['namespace', '-changed_at'], name='runs_runcha_namespa_3f6091_idx'),
+            model_name="runchange",
+            index=models.Index(fields=["namespace", "-changed_at"], name="runs_runcha_namespa_3f6091_idx"),
         ),
         migrations.AddConstraint(
-            model_name='runchange',
-            constraint=models.UniqueConstraint(fields=('run', 'namespace'), name='one_change_per_run_and_namespace'),
+            model_name="runchange",
+            constraint=models.UniqueConstraint(fields=("run", "namespace"), name="one_change_per_run_and_namespace"),
         ),
         migrations.RunPython(forwards, migrations.RunPython.noop),
     ]
