@@ -116,15 +116,15 @@ describe("messages query", () => {
     expect(q("namespace=orders").problem).toMatch(/shard/);
   });
   it("reads offset, time, key and tag modes", () => {
-    expect(q("namespace=o&shard=1&offset=10").query).toEqual({ shard: 1, offset: 10, limit: 50, display: "text" });
+    expect(q("namespace=o&shard=1&offset=10").query).toEqual({ shard: 1, offset: "10", limit: 50, display: "text" });
     expect(q("namespace=o&shard=0&time=1714564800000&limit=500&display=hex").query).toEqual({
       shard: 0,
-      time: 1714564800000,
+      time: "1714564800000", // 64-bit figures stay decimal text: a JS number loses digits past 2^53
       limit: 200,
       display: "hex",
     });
     expect(q("namespace=o&shard=0&key=k1&time=5").query).toEqual({ shard: 0, key: "k1", limit: 50, display: "text" });
-    expect(q("namespace=o&shard=0&tag=t&offset=7").query).toEqual({ shard: 0, tag: "t", offset: 7, limit: 50, display: "text" });
+    expect(q("namespace=o&shard=0&tag=t&offset=7").query).toEqual({ shard: 0, tag: "t", offset: "7", limit: 50, display: "text" });
   });
   it("the next page starts at next_offset and drops the time", () => {
     const next = nextPageSearch(new URLSearchParams("namespace=o&shard=0&time=5&tag=t"), { next_offset: 42, next_positions: null });
@@ -135,7 +135,7 @@ describe("messages query", () => {
   it("without a shard: a key (its own shard first, or every shard) or a time, paged by positions", () => {
     expect(q("namespace=o&key=k1").query).toEqual({ key: "k1", limit: 50, display: "text" });
     expect(q("namespace=o&key=k1&all_shards=true").query).toEqual({ key: "k1", all_shards: true, limit: 50, display: "text" });
-    expect(q("namespace=o&time=5").query).toEqual({ time: 5, limit: 50, display: "text" });
+    expect(q("namespace=o&time=5").query).toEqual({ time: "5", limit: 50, display: "text" });
     expect(q("namespace=o&offset=5").problem).toMatch(/key or by time/);
     expect(q("namespace=o&tag=t").problem).toMatch(/shard/);
     expect(q("namespace=o&shard=x&time=5").problem).toMatch(/shard/);

@@ -361,7 +361,7 @@ function ShownValue({ v, testId }: { v: Shown | null; testId?: string }) {
 }
 
 function MessagesTable({ records, showShard }: { records: MessageRecord[]; showShard: boolean }) {
-  const now = useNow(30_000);
+  const now = useNow();
   // Across shards offsets repeat: the row's id names its shard too.
   const rowId = (r: MessageRecord) => (showShard ? `${r.shard}-${r.offset}` : String(r.offset));
   return (
