@@ -248,13 +248,20 @@ class LifecycleResult:
     - ``expired_records``: records newly marked dead (layer 2 and read checks);
     - ``index_entries_deleted``: key, tag and TTL index entries deleted;
     - ``segments_deleted`` / ``segments_rewritten``: whole segments dropped /
-      rewritten without their dead records; ``records_removed`` and
-      ``bytes_reclaimed`` are what left the store through either;
+      rewritten without their dead records; ``records_removed`` the records
+      that left the store through either;
+    - ``bytes_reclaimed``: the bytes the call actually freed, for every call
+      that deletes (retention, reclamation, file cleaning, the deadline-driven
+      sweeps): what its drops and rewrites took out of the store, minus what
+      is still on disk as ``.deleted`` files (``file_delete_delay_ms``, or held
+      by a reader), plus the ``.deleted`` files of earlier calls it removed
+      (a file's bytes count as freed by the call that removes it, once);
+      stores without files free what they drop at once;
+      ``pending_delete_bytes``: the bytes of the ``.deleted`` files of the
+      shards the call worked on (the node's, for file cleaning) still on disk
+      after it (:func:`storage_engine.work.count_freed`; a dry run: what the
+      real call would leave);
     - ``files_removed``: ``.deleted`` files removed for good by this call;
-    - file cleaning (``clean_files``) only: ``bytes_reclaimed`` is the bytes the
-      run actually freed (files removed, or dropped from a store without
-      files), and ``pending_delete_bytes`` the bytes of ``.deleted`` files
-      still on disk after it (held by a reader, or waiting for their delay);
     - ``forced_deletes``: segments deleted by disk pressure although not expired;
     - ``rolled``: active segments sealed by this call, so that what they hold
       could be treated as sealed: an idle one (see the lifecycle calls of

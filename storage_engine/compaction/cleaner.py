@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from storage_engine.api import COMPACTION_COUNTS, CompactionEstimate, LifecycleResult, SegmentInfo, SegmentState
+from storage_engine.bounds import MAX_INT64, int_ok, int_rule
 from storage_engine.cleaning import in_off_peak
 from storage_engine.codec import ATTR_EXPIRE
 from storage_engine.compaction.checkpoint import load_state, save_state
@@ -71,12 +72,9 @@ class LogCleaner:
         """The key-map budget of a call: as given (never enlarged), or the node's."""
         if map_budget_bytes is None:
             return self._rt.node_policy.compaction_map_budget_bytes  # validated ≥ the minimum with the policy
-        if isinstance(map_budget_bytes, bool) or not isinstance(map_budget_bytes, int):
-            raise InvalidArgumentError("map_budget_bytes", "must be an integer")
-        if map_budget_bytes < MIN_MAP_BUDGET_BYTES:
-            raise InvalidArgumentError(
-                "map_budget_bytes", f"must be ≥ {MIN_MAP_BUDGET_BYTES} (the smallest key map: one key and its bitmap)"
-            )
+        if not int_ok(map_budget_bytes, MIN_MAP_BUDGET_BYTES):
+            rule = int_rule(MIN_MAP_BUDGET_BYTES, MAX_INT64, "map_budget_bytes")
+            raise InvalidArgumentError("map_budget_bytes", f"{rule} (the smallest key map: one key and its bitmap)")
         return map_budget_bytes
 
     def compact(

@@ -38,7 +38,7 @@ from storage_engine.cleaning import (
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.shards import LifecycleShard
 from storage_engine.policy import NodePolicy
-from storage_engine.work import ShardWork, after_freeing, sum_work, would_drop
+from storage_engine.work import DryFiles, ShardWork, after_freeing, count_freed, sum_work, would_drop
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,10 @@ class FileCleaner:
             if not dry_run:
                 self._rt.remove_files(everything, now, totals)
             status = self._rt.disk.check()
+            if dry_run:  # the real run removed the files due now first: they are freed, no longer pending
+                dry = DryFiles.start(everything, now, node, status.pending_delete_bytes)
+                totals["files_removed"] = dry.removed
+                status = after_freeing(status, status.pending_delete_bytes - dry.pending, node, pending=dry.pending)
             if purge_pending_first(status):
                 # What retention or reclamation already deleted goes first, whatever its delay: it
                 # may be all the disk needs, and no live segment is touched for bytes already free.
@@ -239,18 +243,13 @@ class FileCleaner:
             totals[name] = totals.get(name, 0) + getattr(result, name)
 
     def _count_freed(self, totals: dict[str, Any], pending_before: int, dry: DiskStatus | None = None) -> None:
-        """Make a cleaner run's ``bytes_reclaimed`` the bytes it freed, and report what is pending.
+        """Make a cleaner run's ``bytes_reclaimed`` the bytes it freed, and report what is pending, as every
+        deleting step does (:func:`storage_engine.work.count_freed`), over the whole node.
 
-        Dropping a segment counts its bytes as reclaimed, but a file a reader still holds
-        only becomes pending; removing files deleted earlier frees bytes no drop of this run
-        counted. So: freed = dropped + (pending before − pending after). Stores without
-        files never have pending bytes: what they drop counts as freed (RocksDB hands the
-        space back when it compacts the dropped range). A dry run passes the disk it would
-        leave (``dry``): its drops free at once and its purge frees what was pending.
-        """
+        A dry run passes the disk it would leave (``dry``): the files due now and its purge free
+        what was pending, its drops free at once."""
         pending_after = self._rt.source.pending_delete_bytes() if dry is None else dry.pending_delete_bytes
-        totals["bytes_reclaimed"] = totals.get("bytes_reclaimed", 0) + pending_before - pending_after
-        totals["pending_delete_bytes"] = pending_after
+        count_freed(totals, pending_before, pending_after)
 
 
 class _Chain:

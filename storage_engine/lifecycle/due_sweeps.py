@@ -26,7 +26,7 @@ from storage_engine.lifecycle.scanner import TTLScanner
 from storage_engine.lifecycle.shards import LifecycleShard
 from storage_engine.lifecycle.sweeps import add_results
 from storage_engine.policy import NamespacePolicy
-from storage_engine.work import ShardWork, sum_work
+from storage_engine.work import ShardWork, freed, pending_bytes, sum_work
 
 DUE_DROP_THREADS = 8  # shards whose due segments a deadline-driven reclaim drops at once (sweep_due)
 
@@ -90,7 +90,7 @@ class DueSweeps:
                     result = self._retention.apply_retention(name, s.shard)
                 except UnknownNamespaceError:
                     continue
-                add_results(totals, result)
+                add_results(totals, result, ("pending_delete_bytes",))
             return self._rt.result(operation, None, None, t0, **totals)
         budget = SWEEP_RECLAIM_SEGMENTS if limit is None else limit
         more = False
@@ -99,6 +99,7 @@ class DueSweeps:
         def drop(policy: NamespacePolicy, s: LifecycleShard) -> tuple[ShardWork, int]:
             local: dict[str, Any] = {}
             work = ShardWork()
+            before = s.pending_file_bytes()
             self._rt.remove_files([s], now, local)
             segments = self._rt.step_segments(s, policy, now, local)
             whole = [
@@ -121,6 +122,7 @@ class DueSweeps:
                     work.add(s.rewrite_segment(seg.base_offset, now))
             work.rolled += local.get("rolled", 0)
             work.files_removed += local.get("files_removed", 0)
+            work.bytes_reclaimed = freed(work.bytes_reclaimed, before, s.pending_file_bytes())  # as count_freed
             return work, len(whole)
 
         with self._rt.ops, ThreadPoolExecutor(DUE_DROP_THREADS, thread_name_prefix="due-drop") as pool:
@@ -155,5 +157,6 @@ class DueSweeps:
                             self._rt.range_compactions.after_delete(s)
                         finally:
                             self._rt.range_compactions.sweeping = False
+            totals["pending_delete_bytes"] = pending_bytes(s for _, _, s in chosen)
         self._rt.compact_deferred()
         return self._rt.result(operation, None, None, t0, more=more, **totals)

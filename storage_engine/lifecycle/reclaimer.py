@@ -7,6 +7,9 @@ segment budget per call (``DEFAULT_RECLAIM_SEGMENTS``; a node-wide sweep shares
 ``SWEEP_RECLAIM_SEGMENTS`` over every namespace). A segment in the object store is rewritten under
 a new generation (:mod:`storage_engine.tier.rewrite`); when the store fails, that rewrite fails
 cleanly, the others go on, and the call raises the store's error at the end.
+
+``bytes_reclaimed`` is the bytes a step freed and ``pending_delete_bytes`` those of dropped segments'
+files still on disk as ``.deleted`` (:func:`storage_engine.work.count_freed`), in a dry run too.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
 from storage_engine.policy import NamespacePolicy
 from storage_engine.tier.store import TierError
-from storage_engine.work import sum_work, would_drop, would_rewrite
+from storage_engine.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop, would_rewrite
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,7 @@ class Reclaimer:
                 None if dry_run else SWEEP_RECLAIM_SEGMENTS if limit is None else limit,
                 lambda result: result.segments_deleted + result.segments_rewritten,
                 dry_run=dry_run,
+                counts=("pending_delete_bytes",),
             )
         t0 = time.perf_counter()
         policy, shards = self._rt.select(namespace, shard)
@@ -62,7 +66,10 @@ class Reclaimer:
         totals: dict[str, Any] = {}
         more = False
         failure: TierError | None = None
+        delay = self._rt.node_policy.file_delete_delay_ms
         with self._rt.ops:
+            before = pending_bytes(shards)
+            dry = DryFiles.start(shards, now, self._rt.node_policy, before)
             if not dry_run:
                 self._rt.remove_files(shards, now, totals)
             for s in shards:
@@ -73,6 +80,7 @@ class Reclaimer:
                 if dry_run:  # the whole backlog, with no budget or pacing
                     dropped = set(whole)
                     sum_work(totals, would_drop([seg for seg in sealed if seg.base_offset in dropped]))
+                    dry.drop(s, dropped, delay)
                     for seg in sealed:
                         if seg.base_offset not in dropped and self.worth_rewriting(seg, policy):
                             sum_work(totals, would_rewrite(seg))
@@ -81,7 +89,7 @@ class Reclaimer:
                     whole, more = whole[:budget], True
                 touched = False
                 if whole:
-                    work = s.drop_segments(whole, now, self._rt.node_policy.file_delete_delay_ms)
+                    work = s.drop_segments(whole, now, delay)
                     sum_work(totals, work)
                     budget -= work.segments_deleted
                     touched = True
@@ -123,6 +131,10 @@ class Reclaimer:
                     )
             if not dry_run:
                 self._rt.remove_files(shards, now, totals)
+            if dry_run:
+                dry.finish(totals, before)
+            else:
+                count_freed(totals, before, pending_bytes(shards))
         if failure is not None:  # after everything else was done (as an offload step does)
             raise failure
         start = shards[0].stats().log_start_offset if shard is not None else None

@@ -26,7 +26,7 @@ from storage_engine.pacing import Foreground, TokenBucket
 from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
 from storage_engine.retention import RetentionPlan
 from storage_engine.rolling import idle_segment_due, sealed_view
-from storage_engine.validation import select_shards
+from storage_engine.validation import check_int, select_shards
 from storage_engine.work import sum_work
 
 SWEEP_COMPACT_INTERVAL_MS = 60_000  # a sweep asks RocksDB to compact a shard's dropped ranges at most this often
@@ -177,8 +177,8 @@ class LifecycleRuntime:
 
     @staticmethod
     def check_limit(limit: int | None, field: str = "limit") -> None:
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise InvalidArgumentError(field, "must be an integer ≥ 1")
+        if limit is not None:
+            check_int(limit, field, 1)  # the rule in storage_engine.bounds' words: its numbers, no "≥ 1"
 
     @staticmethod
     def result(operation: str, namespace: str | None, shard: int | None, t0: float, **values: Any) -> LifecycleResult:

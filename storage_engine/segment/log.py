@@ -317,6 +317,18 @@ class ShardLog(ShardBase):
         """:meth:`RetiredFiles.pending_bytes <storage_engine.segment.retired.RetiredFiles.pending_bytes>`."""
         return self.retired.pending_bytes()
 
+    def due_files(self, now: int, node: NodePolicy, *, purge: bool = False) -> tuple[int, int]:
+        """:meth:`RetiredFiles.due <storage_engine.segment.retired.RetiredFiles.due>`."""
+        return self.retired.due(now, node, purge=purge)
+
+    def drop_files(self, bases: Collection[int], delay_ms: int) -> tuple[int, int]:
+        """What a drop of segments ``bases`` now would do to their local files (a dry run's): ``(files
+        removed at once, bytes left on disk as .deleted files)``, by :meth:`RetiredFiles.stays_pending`."""
+        wanted = set(bases)
+        files = [seg for seg in list(self._segments) if seg.base_offset in wanted and seg.local]
+        kept = [seg.size for seg in files if self.retired.stays_pending(seg, delay_ms)]
+        return len(files) - len(kept), sum(kept)
+
     def roll_empty(self, now: int) -> bool:
         with self.write_lock:
             self.check_usable()

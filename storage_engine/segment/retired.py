@@ -23,6 +23,11 @@ dropped because the object store holds the segment
 Pending files count towards the disk's used bytes (:meth:`RetiredFiles.pending_bytes`). A crash or
 a close forgets the pending list; opening the shard removes every ``.deleted`` file left
 (:mod:`storage_engine.segment.recovery`).
+
+A lifecycle step's ``bytes_reclaimed`` counts a file's bytes when the file is removed, not when it
+is renamed (:func:`storage_engine.work.count_freed`); a dry run asks the same rules what a real
+step would remove now (:meth:`RetiredFiles.due`) and what it would leave pending
+(:meth:`RetiredFiles.stays_pending`).
 """
 
 from __future__ import annotations
@@ -57,12 +62,18 @@ class RetiredFiles:
             fsync_dir(segments[0].path.parent)
         for seg in segments:
             size = seg.size
-            if delay_ms <= 0 and seg.remove():
+            if not self.stays_pending(seg, delay_ms) and seg.remove():
                 work.files_removed += 1
                 work.files_removed_bytes += size
             else:
                 with self._lock:
                     self._pending.append((seg, now, delay_ms))
+
+    @staticmethod
+    def stays_pending(seg: Segment, delay_ms: int) -> bool:
+        """Whether retiring ``seg`` now with ``delay_ms`` leaves its file on disk as ``.deleted``:
+        there is a delay, or a reader holds it."""
+        return delay_ms > 0 or seg.refs > 0
 
     def remove_due(self, now: int, node: NodePolicy, *, purge: bool = False) -> ShardWork:
         """Remove ``.deleted`` files whose delay has passed (with ``purge``: every one, the
@@ -73,13 +84,13 @@ class RetiredFiles:
         with self._lock:
             keep: list[tuple[Segment, int, int]] = []
             for seg, at, delay in self._pending:
-                if not (purge or now - at >= delay):
+                if not self._due(at, delay, now, purge):
                     keep.append((seg, at, delay))
                     continue
                 size = seg.size
                 if seg.remove():
                     pass
-                elif now - at >= node.destroy_forcibly_after_ms:
+                elif self._forced(at, now, node):
                     seg.remove(force=True)
                     self._counters.add("segments_destroyed_forcibly_total")
                     log.warning("%s: removed %s although a reader still holds it", self._route, seg.path.name)
@@ -90,6 +101,25 @@ class RetiredFiles:
                 work.files_removed_bytes += size
             self._pending = keep
         return work
+
+    def due(self, now: int, node: NodePolicy, *, purge: bool = False) -> tuple[int, int]:
+        """``(files, bytes)`` :meth:`remove_due` would remove now, by the same rules (a dry run's)."""
+        with self._lock:
+            sizes = [
+                seg.size
+                for seg, at, delay in self._pending
+                if self._due(at, delay, now, purge) and (seg.refs == 0 or self._forced(at, now, node))
+            ]
+        return len(sizes), sum(sizes)
+
+    @staticmethod
+    def _due(at: int, delay: int, now: int, purge: bool) -> bool:
+        return purge or now - at >= delay
+
+    @staticmethod
+    def _forced(at: int, now: int, node: NodePolicy) -> bool:
+        """Held by a reader too long: removed anyway."""
+        return now - at >= node.destroy_forcibly_after_ms
 
     def pending_bytes(self) -> int:
         """Bytes of ``.deleted`` files not yet removed (part of the disk's used bytes)."""

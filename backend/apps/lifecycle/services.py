@@ -247,6 +247,11 @@ def run_step(run_id: int) -> StepOutcome:
                     _tiers_moved(run, node)
                 if run.kind == Kind.RECALL and result.segments_recalled and not run.dry_run:
                     _tiers_moved(run, node)
+                if result.pending_delete_bytes or "pending_delete_bytes" in run.params:
+                    # A level, not a count: the bytes still on disk as .deleted files after this node's last step.
+                    pending = {**run.params.get("pending_delete_bytes", {}), node.name: result.pending_delete_bytes}
+                    run.params = {**run.params, "pending_delete_bytes": pending}
+                    TaskRun.objects.filter(pk=run.pk).update(params=run.params)
                 if result.skipped:
                     run.params = {
                         **run.params,

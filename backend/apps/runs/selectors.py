@@ -19,6 +19,7 @@ class RunSummary:
     records: int
     segments: int
     bytes: int
+    pending_bytes: int = 0
 
 
 def run_summary(run: TaskRun) -> RunSummary:
@@ -41,7 +42,16 @@ def run_summary(run: TaskRun) -> RunSummary:
         records=count("expired_records", "records_removed"),
         segments=count("segments_deleted", "segments_rewritten"),
         bytes=run.bytes_reclaimed,
+        pending_bytes=pending_bytes(run),
     )
+
+
+def pending_bytes(run: TaskRun) -> int:
+    """Bytes the run's deletions left on disk as ``.deleted`` files (not freed yet: ``file_delete_delay_ms``, or a
+    reader holding them; storage_engine.work.count_freed): what each node reported after its last step, summed
+    over the run's nodes. A later run (or the file cleaner) that removes them counts them freed then."""
+    levels = (run.params or {}).get("pending_delete_bytes") or {}
+    return sum(int(v or 0) for v in levels.values()) if isinstance(levels, dict) else 0
 
 
 def fold_window() -> timedelta:

@@ -28,7 +28,14 @@ SUMMARY_HELP = (
 class RunSummarySerializer(serializers.Serializer):
     records = serializers.IntegerField(read_only=True, help_text="records expired or removed (0 for a recall)")
     segments = serializers.IntegerField(read_only=True, help_text="segments deleted or rewritten; a recall: recalled")
-    bytes = serializers.IntegerField(read_only=True, help_text="bytes reclaimed; a recall: bytes recalled")
+    bytes = serializers.IntegerField(
+        read_only=True, help_text="bytes freed (files removed, not only renamed .deleted); a recall: bytes recalled"
+    )
+    pending_bytes = serializers.IntegerField(
+        read_only=True,
+        help_text="bytes the run deleted that are still on disk as .deleted files (file_delete_delay_ms, or a reader "
+        "holding them), after each node's last step; freed later by the step that removes them",
+    )
 
 
 class TaskRunOutputSerializer(serializers.ModelSerializer):

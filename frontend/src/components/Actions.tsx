@@ -47,7 +47,7 @@ function RunReport({ run }: { run: TaskRun }) {
       <p className="muted small">{name} in progress…</p>
     );
   }
-  const { records, segments, bytes } = run.summary;
+  const { records, segments, bytes, pending_bytes: pending } = run.summary;
   const figure = (what: string, text: string) => <strong data-testid={`${id}-${what}`}>{text}</strong>;
   if (run.kind === "recall") {
     // A recall moves segments back to local disk: it frees nothing, it takes this much room.
@@ -63,7 +63,14 @@ function RunReport({ run }: { run: TaskRun }) {
     <p className="small" data-testid={`${id}-report`}>
       {dry ? "Dry run: it would affect " : "Done: it affected "}
       {figure("records", formatCount(records))} records and {figure("segments", formatCount(segments))} segments,
-      and {dry ? "free" : "freed"} {figure("bytes", formatBytes(bytes))}.{dry ? " Nothing was changed." : ""}
+      and {dry ? "free" : "freed"} {figure("bytes", formatBytes(bytes))}
+      {pending > 0 && (
+        <>
+          {" "}
+          ({figure("pending", formatBytes(pending))} {dry ? "would wait" : "waiting"} on disk for deletion)
+        </>
+      )}
+      .{dry ? " Nothing was changed." : ""}
     </p>
   );
 }

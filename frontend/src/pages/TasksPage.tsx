@@ -229,8 +229,12 @@ function RunDetail({ id, onClose }: { id: number; onClose: () => void }) {
               <dd>{formatRunCount(k, v)}</dd>
             </div>
           ))}
-          <dt>Reclaimed</dt>
-          <dd>{formatBytes(r.bytes_reclaimed)}</dd>
+          <dt title="bytes actually freed: files removed, not only renamed .deleted">Freed</dt>
+          <dd data-testid="run-detail-freed">{formatBytes(r.bytes_reclaimed)}</dd>
+          <dt title="deleted, still on disk as .deleted files (file_delete_delay_ms, or a reader holds them)">
+            Pending deletion
+          </dt>
+          <dd data-testid="run-detail-pending">{formatBytes(r.summary.pending_bytes)}</dd>
         </dl>
         {active && canOperate(user) && (
           <button

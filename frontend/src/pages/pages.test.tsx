@@ -200,7 +200,7 @@ describe("namespace detail", () => {
       state: "succeeded",
       counts: { segments_deleted: 3, records_removed: 1200, expired_records: 0 },
       bytes_reclaimed: 5 * 1024 ** 2,
-      summary: { records: 1200, segments: 3, bytes: 5 * 1024 ** 2 },
+      summary: { records: 1200, segments: 3, bytes: 5 * 1024 ** 2, pending_bytes: 2 * 1024 ** 2 },
     };
     const fetch = mockFetch(
       routes(operator, {
@@ -216,6 +216,8 @@ describe("namespace detail", () => {
     expect(screen.getByTestId("dry-run-records").textContent).toBe("1,200");
     expect(screen.getByTestId("dry-run-segments").textContent).toBe("3");
     expect(screen.getByTestId("dry-run-bytes").textContent).toBe("5 MiB");
+    // Freed now and left on disk as .deleted files (file_delete_delay_ms) are two figures, both the server's.
+    expect(screen.getByTestId("dry-run-pending").textContent).toBe("2 MiB");
     expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/actions")[0]!)).toEqual({ action: "retention", dry_run: true });
   });
 

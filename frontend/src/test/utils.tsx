@@ -75,7 +75,7 @@ export const taskRun = (id: number, extra: Partial<TaskRun> = {}): TaskRun => ({
   steps: 0,
   counts: {},
   bytes_reclaimed: 0,
-  summary: { records: 0, segments: 0, bytes: 0 },
+  summary: { records: 0, segments: 0, bytes: 0, pending_bytes: 0 },
   sweeps: 1,
   window_start: null,
   window_end: null,
