@@ -155,8 +155,8 @@ def update_shard_status(namespace: Any, shard: int, stats: dict[str, Any]) -> bo
     A metrics collection or another sync may create the shard's row between this one's look and its insert
     (the first sync at start-up races them): the insert then fails on ``shard_status_unique`` inside its own
     savepoint, and the row that won is updated instead."""
-    values = _status_values(stats, STATUS_FIELDS)
     row = ShardStatus.objects.filter(namespace=namespace, shard=shard).first()
+    values = _status_values(stats, STATUS_FIELDS)
     if row is None:
         try:
             with transaction.atomic():
