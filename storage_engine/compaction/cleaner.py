@@ -427,6 +427,8 @@ class LogCleaner:
         merged: dict[str, Any] = dict(sealed)
         for r in results:
             add_results(merged, r, COMPACTION_COUNTS)
+        if dry_run:  # a dry compaction sees sealed the segments counted above (a real one finds them sealed)
+            merged["rolled"] = sealed.get("rolled", 0)
         one = len(chosen) == 1
         return self._rt.result(
             "compact_dirtiest",

@@ -13,9 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from storage_engine.api import LifecycleResult, SegmentInfo
+from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
 from storage_engine.counters import Counters
@@ -210,13 +211,17 @@ class LifecycleRuntime:
         expired, old or dirty data in its active segment forever (DESIGN §3 "Idle shards").
         ``roll_empty`` keeps the end offset and never seals an empty segment. The check reads
         metadata the step lists anyway; only a seal lists again. A dry run sees the segment
-        sealed without sealing it (:func:`~storage_engine.rolling.sealed_view`).
+        sealed without sealing it (:func:`~storage_engine.rolling.sealed_view`), followed by the
+        empty active segment the seal would open (:func:`with_empty_active`), so every rule that
+        looks at the active segment (retention's roll, the rules passing over the last segment)
+        decides as it will on the real step's listing.
         """
         segments = s.lifecycle_segments()
         if dry_run:
             seen = sealed_view(segments, policy, now)
             if seen and seen[-1] is not segments[-1]:
                 totals["rolled"] = totals.get("rolled", 0) + 1
+                return with_empty_active(seen, now)
             return seen
         if segments and idle_segment_due(segments[-1], policy, now) and s.roll_empty(now):
             totals["rolled"] = totals.get("rolled", 0) + 1
@@ -251,3 +256,32 @@ class LifecycleRuntime:
         """Compact the shards a sweep deferred whose interval has passed (:class:`RangeCompactions`)."""
         with self.ops:
             self.range_compactions.run_due()
+
+
+def with_empty_active(segments: list[SegmentInfo], now: int) -> list[SegmentInfo]:
+    """``segments`` (the last one just seen sealed) followed by the empty active segment a roll at
+    ``now`` opens after it, as the stores list one: no records or bytes, ``last_offset`` -1
+    (:class:`SegmentInfo`), deadline 0 (nothing in it outlives anything)."""
+    last = segments[-1]
+    empty = replace(
+        last,
+        base_offset=last.last_offset + 1,
+        last_offset=-1,
+        record_count=0,
+        live_count=0,
+        size_bytes=0,
+        min_timestamp=None,
+        max_timestamp=None,
+        max_expire_at=None,
+        has_unbounded=False,
+        state=SegmentState.ACTIVE,
+        expired_records=0,
+        expired_bytes=0,
+        deadline=0,
+        min_expire_at=None,
+        first_timestamp=None,
+        tier=SegmentTier.LOCAL,
+        created_at=now,
+        modified_at=now,
+    )
+    return [*segments, empty]

@@ -34,9 +34,9 @@ therefore never deletes anything locally (only BOTH segments lose their local co
 of local data never touch it.
 
 A dry run (:meth:`Offloader.dry_run`) touches neither the store nor the shards: it sees an idle
-active segment sealed (:func:`~storage_engine.rolling.sealed_view`), counts every candidate as
-uploaded (its size: what an upload sends and ``bytes_offloaded`` counts) with no ``limit``,
-bandwidth or backoff, and then the local copies step 6 would drop once they are all BOTH: what
+active segment sealed (``LifecycleRuntime.step_segments``), counts every candidate as uploaded
+(its size: what an upload sends and ``bytes_offloaded`` counts) with no ``limit``, bandwidth or
+backoff, and then the local copies step 6 would drop once they are all BOTH: what
 the real steps, repeated while ``more``, report in sum.
 """
 
@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
+from storage_engine.api import LifecycleResult, SegmentTier
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.pacing import TokenBucket
 from storage_engine.policy import NamespacePolicy
@@ -199,7 +199,7 @@ class Offloader:
                 for s in select_shards(name, shards, shard):
                     if not isinstance(s.tier, ShardTier):
                         continue
-                    segments = _as_rolled(rt.step_segments(s, policy, now, totals, dry_run=True))
+                    segments = rt.step_segments(s, policy, now, totals, dry_run=True)
                     totals["scanned"] = totals.get("scanned", 0) + len(segments)
                     uploaded = {seg.base_offset for seg in offload_candidates(segments)}
                     after = [
@@ -249,33 +249,3 @@ class Offloader:
                 totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
                 totals["bytes_offloaded"] = totals.get("bytes_offloaded", 0) + outcome
         return failure
-
-
-def _as_rolled(segments: list[SegmentInfo]) -> list[SegmentInfo]:
-    """A dry run's view of a shard whose idle active segment it sees sealed (``sealed_view``), with
-    the empty active segment the real roll appends after it, so the rules that pass over the last
-    (active) segment treat the sealed one as the real step would."""
-    if not segments or segments[-1].state is not SegmentState.SEALED:
-        return segments
-    last = segments[-1]
-    base = last.last_offset + 1
-    empty = replace(
-        last,
-        base_offset=base,
-        last_offset=-1,
-        record_count=0,
-        live_count=0,
-        size_bytes=0,
-        min_timestamp=None,
-        max_timestamp=None,
-        max_expire_at=None,
-        has_unbounded=False,
-        state=SegmentState.ACTIVE,
-        expired_records=0,
-        expired_bytes=0,
-        deadline=None,
-        min_expire_at=None,
-        first_timestamp=None,
-        tier=SegmentTier.LOCAL,
-    )
-    return [*segments, empty]
