@@ -112,7 +112,7 @@ def test_arguments_an_operation_would_ignore_are_refused(client):
         ("/v1/namespaces/args/lifecycle/retention?manual=true", "manual"),
         ("/v1/namespaces/args/lifecycle/backlog-quota?shard=0", "shard"),
         ("/v1/node/lifecycle/clean-files?limit=3", "limit"),
-        ("/v1/node/lifecycle/subscription-ttl?dry_run=true", "dry_run"),
+        ("/v1/node/lifecycle/disk-check?dry_run=true", "dry_run"),
         ("/v1/namespaces/args/lifecycle/reclaim?sharrd=0", "sharrd"),
         ("/v1/node/lifecycle/explode", "operation"),
     ):
