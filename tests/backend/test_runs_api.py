@@ -217,7 +217,7 @@ def test_a_dry_runs_summary_is_computed_by_the_server_from_its_counts(api_as, db
     viewer = api_as("viewer")
     shown = viewer.get(f"/api/runs/{run.pk}/").json()
     assert shown["dry_run"] is True
-    assert shown["summary"] == {"records": 1207, "segments": 4, "bytes": 5120}
+    assert shown["summary"] == {"records": 1207, "segments": 4, "bytes": 5120, "pending_bytes": 0}
     listed = viewer.get("/api/runs/?kind=retention").json()["results"]
     assert listed[0]["summary"] == shown["summary"]  # the list says the same
 
@@ -232,7 +232,7 @@ def test_a_recall_runs_summary_is_what_it_would_bring_back(api_as, db):
     services.record_step(run, {"segments_recalled": 1, "bytes_recalled": 1024})
     services.finish(run, State.SUCCEEDED)
     summary = api_as("viewer").get(f"/api/runs/{run.pk}/").json()["summary"]
-    assert summary == {"records": 0, "segments": 5, "bytes": 2 * 1024**2 + 1024}
+    assert summary == {"records": 0, "segments": 5, "bytes": 2 * 1024**2 + 1024, "pending_bytes": 0}
 
 
 def test_a_run_with_no_counts_yet_sums_to_zero(api_as, db):
@@ -242,4 +242,5 @@ def test_a_run_with_no_counts_yet_sums_to_zero(api_as, db):
             "records": 0,
             "segments": 0,
             "bytes": 0,
+            "pending_bytes": 0,
         }

@@ -195,6 +195,7 @@ def test_a_recall_run_brings_segments_back_counts_them_and_syncs_the_catalog(
         "records": 0,  # a recall removes nothing: it would bring back this many segments and bytes
         "segments": dropped,
         "bytes": dry.counts["bytes_recalled"],
+        "pending_bytes": 0,
     }
     with NodeClient(node.url, node.token) as client:
         assert "remote" in {s.tier.value for n in (0, 1) for s in client.list_segments("cold", n)}
