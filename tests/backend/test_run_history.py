@@ -21,7 +21,7 @@ from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs import services as runs
 from backend.apps.runs.models import RunChange, State, TaskRun
-from backend.apps.runs.selectors import last_run_at
+from backend.apps.runs.selectors import last_run_at, run_durations
 from storage_engine.api import LifecycleResult, NewRecord
 from storage_engine.client import NodeClient
 
@@ -124,6 +124,9 @@ def test_a_day_of_one_second_sweeps_stays_bounded_and_truthful(db, settings):
         assert row.started_at >= row.window_start and row.finished_at < row.window_start + timedelta(hours=1, seconds=1)
         assert row.sweeps == 3600
     assert +summed == +expected and expected["expired_records"] > 0
+    # How long a sweep takes (the scan-duration gauge) is a sweep's, not its window's hour.
+    durations = run_durations(START + timedelta(days=1), ["expiry_scan"])
+    assert durations[("expiry_scan", "", "n1")] == STEP_TIME.total_seconds()
     assert sweeps_with_work > 1000
     # Each namespace's last scan is when the last sweep that expired some of its records did so, and the run
     # it names is the window's row holding that sweep; the namespace no sweep changed has none.

@@ -8,7 +8,7 @@ from django.utils import timezone
 from backend.apps.audit.models import AuditEntry
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
-from backend.apps.runs import services
+from backend.apps.runs import selectors, services
 from backend.apps.runs.models import RunChange, State, TaskRun
 
 
@@ -123,6 +123,9 @@ def test_scheduled_sweeps_fold_into_one_row_per_kind_target_and_window(api_as, d
     assert (row.sweeps, row.steps, row.idle) == (4, 4, False)
     assert row.counts == {"scanned": 9, "expired_records": 12}
     assert (row.started_at, row.finished_at) == (T0, T0 + timedelta(minutes=40, seconds=1))
+    # The row spans 40 minutes; the duration gauges take its latest sweep's own second.
+    assert row.last_sweep_s == 1.0
+    assert selectors.run_durations(T0 + timedelta(minutes=50), ["expiry_scan"]) == {("expiry_scan", "", ""): 1.0}
     # Never folded: a failure, a manual action (started by hand, or asked for by a schedule's caller), a dry run.
     failed = _finished("expiry_scan", schedule="sweep", state=State.FAILED, at=T0 + timedelta(minutes=41))
     manual = _finished("expiry_scan", at=T0 + timedelta(minutes=42))

@@ -63,6 +63,8 @@ class TaskRun(models.Model):
     window_start = models.DateTimeField(null=True, blank=True)
     sweeps = models.PositiveIntegerField(default=1)
     idle = models.BooleanField(default=False)
+    # A folded row's start and finish span its window: how long its latest sweep took, for the duration gauges.
+    last_sweep_s = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -83,7 +83,8 @@ def last_run_at(namespace: Any, kind: str) -> Any:
 
 
 def run_durations(now: datetime, kinds: list[str] | None = None) -> dict[tuple[str, str, str], float]:
-    """(kind, namespace, node) → the running run's time so far, else the last successful run's duration.
+    """(kind, namespace, node) → the running run's time so far, else the last successful run's duration (of a
+    row of folded sweeps: its latest sweep's).
 
     A run on a namespace (or one of its shards) is the namespace's, whatever nodes it went through; a run with
     no namespace is its node's (the node-wide sweeps); Spark jobs name neither."""
@@ -105,9 +106,13 @@ def run_durations(now: datetime, kinds: list[str] | None = None) -> dict[tuple[s
         target = key(row["kind"], row["namespace__name"], row["node__name"])
         last[target] = max(last.get(target, row["finished"]), row["finished"])
     if last:
-        rows = succeeded.filter(finished_at__in=set(last.values())).values_list(*fields, "started_at", "finished_at")
-        for kind, namespace, node, started, finished in rows:
+        rows = succeeded.filter(finished_at__in=set(last.values())).values_list(
+            *fields, "started_at", "finished_at", "last_sweep_s"
+        )
+        for kind, namespace, node, started, finished, last_sweep_s in rows:
             target = key(kind, namespace, node)
             if target not in out and last.get(target) == finished:
-                out[target] = max(0.0, (finished - started).total_seconds())
+                # A row of folded sweeps spans its window: its latest sweep's own duration is the run's.
+                took = last_sweep_s if last_sweep_s is not None else (finished - started).total_seconds()
+                out[target] = max(0.0, took)
     return out

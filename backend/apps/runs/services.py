@@ -187,12 +187,12 @@ def fold_sweep(sweep: TaskRun, changes: Mapping[int, datetime]) -> None:
             rows = rows.exclude(pk=sweep.pk)
         row = rows.select_for_update().order_by("pk").first()
         if row is None:  # the window's first sweep: its row
-            sweep.window_start, sweep.idle = window, idle
+            sweep.window_start, sweep.idle, sweep.last_sweep_s = window, idle, (finished - start).total_seconds()
             if sweep.pk is None:
                 sweep.save()
                 _add_changes(sweep.id, changes)
             else:
-                sweep.save(update_fields=["window_start", "idle"])
+                sweep.save(update_fields=["window_start", "idle", "last_sweep_s"])
             return
         counts = dict(row.counts)
         for key, value in (sweep.counts or {}).items():
@@ -206,6 +206,8 @@ def fold_sweep(sweep: TaskRun, changes: Mapping[int, datetime]) -> None:
         row.steps += sweep.steps
         row.bytes_reclaimed += sweep.bytes_reclaimed
         row.started_at = min(row.started_at or start, start)
+        if row.finished_at is None or finished >= row.finished_at:
+            row.last_sweep_s = (finished - start).total_seconds()
         row.finished_at = max(row.finished_at or finished, finished)
         row.idle = row.idle and idle
         row.save(
@@ -218,6 +220,7 @@ def fold_sweep(sweep: TaskRun, changes: Mapping[int, datetime]) -> None:
                 "started_at",
                 "finished_at",
                 "idle",
+                "last_sweep_s",
             ]
         )
         _add_changes(row.pk, changes)
@@ -245,15 +248,21 @@ def _fold_idle(sweep: TaskRun, window: datetime) -> bool:
         params.append(sweep.pk)
     start = ops.adapt_datetimefield_value(sweep.started_at or sweep.created_at)
     finished = ops.adapt_datetimefield_value(sweep.finished_at or sweep.started_at or sweep.created_at)
-    sweeps, steps, started_at, finished_at = (q(c) for c in ("sweeps", "steps", "started_at", "finished_at"))
+    took = (sweep.finished_at or sweep.started_at or sweep.created_at) - (sweep.started_at or sweep.created_at)
+    sweeps, steps, started_at, finished_at, last = (
+        q(c) for c in ("sweeps", "steps", "started_at", "finished_at", "last_sweep_s")
+    )
+    # Every right-hand side reads the row as it was (SQL), so the latest sweep's duration is judged first.
     sql = (
         f"UPDATE {table} SET {sweeps} = {sweeps} + %s, {steps} = {steps} + %s, "
         f"{started_at} = CASE WHEN {started_at} IS NULL OR {started_at} > %s THEN %s ELSE {started_at} END, "
+        f"{last} = CASE WHEN {finished_at} IS NULL OR {finished_at} <= %s THEN %s ELSE {last} END, "
         f"{finished_at} = CASE WHEN {finished_at} IS NULL OR {finished_at} < %s THEN %s ELSE {finished_at} END "
         f"WHERE {q('id')} = (SELECT {q('id')} FROM {table} WHERE {' AND '.join(where)} ORDER BY {q('id')} LIMIT 1)"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [sweep.sweeps, sweep.steps, start, start, finished, finished, *params])
+        values = [sweep.sweeps, sweep.steps, start, start, finished, took.total_seconds(), finished, finished]
+        cursor.execute(sql, [*values, *params])
         return bool(cursor.rowcount)
 
 
