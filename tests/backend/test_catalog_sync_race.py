@@ -123,7 +123,7 @@ def test_a_sync_that_loses_the_insert_race_for_segments_updates_the_rows(filled,
     with NodeClient(node.url, node.token) as client:
         segments = client.list_segments("orders", 0)
     assert len(segments) > 2
-    gate, errors = Gate(), []
+    gate, errors = Gate(), list[BaseException]()
     loser = in_thread(lambda: catalog.sync_shard(filled, 0, GatedSegments(segments, gate)), errors)
     # Both look (no rows yet); the winner inserts and commits first, then the loser inserts the same segments.
     winner = in_thread(lambda: catalog.sync_shard(filled, 0, LookedSegments(segments, gate)), errors, gate.other_done)
@@ -138,7 +138,7 @@ def test_a_sync_that_loses_the_insert_race_for_segments_updates_the_rows(filled,
 def test_a_shard_status_create_that_loses_to_a_collection_updates_the_row(filled, node):
     with NodeClient(node.url, node.token) as client:
         stats = client.shard_stats("orders", 0)
-    gate, errors = Gate(), []
+    gate, errors = Gate(), list[BaseException]()
     sync = in_thread(lambda: catalog.update_shard_status(filled, 0, GatedStats(stats, gate)), errors)
     figures = {("orders", 0): {**stats, "backlog_messages": 0, "backlog_live_messages": 0, "backlog_bytes": 0}}
     collect = in_thread(
@@ -165,7 +165,7 @@ def test_first_syncs_and_collections_at_once_never_fail(filled, node):
     for _ in range(8):  # each round is a first sync: the catalog knows nothing of the namespace yet
         Segment.objects.filter(namespace=filled).delete()
         ShardStatus.objects.filter(namespace=filled).delete()
-        start, errors = threading.Barrier(3, timeout=20), []
+        start, errors = threading.Barrier(3, timeout=20), list[BaseException]()
 
         def after_start(work: Callable[[], Any], start: threading.Barrier = start) -> Callable[[], Any]:
             return lambda: (start.wait(), work())
