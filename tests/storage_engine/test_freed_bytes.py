@@ -149,3 +149,22 @@ def test_stores_without_files_free_what_they_drop_at_once(open_adapter: OpenAdap
     gone = before[: real.segments_deleted]
     assert real.segments_deleted > 0 and real.pending_delete_bytes == 0
     assert real.bytes_reclaimed == sum(s.size_bytes for s in gone)
+
+
+@pytest.mark.parametrize("adapter_name", ["segment"], indirect=True)
+@pytest.mark.parametrize("operation", ["reclaim", "retention"])
+def test_deadline_driven_sweeps_count_freed_and_pending_the_same_way(
+    open_adapter: OpenAdapter, clock: ManualClock, operation: str
+) -> None:
+    engine = open_with_delay(open_adapter)
+    ns = make_ns(engine, segment_bytes=1024, ttl_ms=1000, retention_ms=2000)
+    for _ in range(20):
+        append_one(engine, ns, VALUE)
+    clock.advance(3000)  # every sealed segment expired (reclaim) and past retention_ms (retention)
+    swept = engine.sweep_due(operation)
+    assert swept.segments_deleted > 0
+    assert swept.bytes_reclaimed == 0 and swept.pending_delete_bytes == sum(deleted_files(engine, ns).values()) > 0
+    pending = swept.pending_delete_bytes
+    clock.advance(DELAY)
+    later = engine.apply_retention(ns)  # any deleting step on the shard removes them, and counts them freed
+    assert (later.bytes_reclaimed, later.pending_delete_bytes) == (pending, 0)
