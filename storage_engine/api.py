@@ -431,9 +431,13 @@ class StorageAdapter(abc.ABC):
     @abc.abstractmethod
     def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
         """Dry run of a manual :meth:`compact`: ``bytes_before``, ``bytes_after``,
-        ``reclaimable_bytes``, ``records_removable`` (and ``rounds``), exactly what
-        ``compact(..., manual=True)`` with the default budget would then reclaim
-        (an idle active segment counted as the sealed segment compact would make it)."""
+        ``reclaimable_bytes``, ``records_removable`` (and ``rounds``), what
+        ``compact(..., manual=True)`` with the default budget would reclaim, with every
+        non-empty active segment counted as the sealed segment it becomes when it rolls (an
+        append or the idle-segment rule rolls it; an idle-due one is sealed by compact itself):
+        ``active_records_removable`` / ``active_bytes_reclaimable`` are the part that waits for
+        that roll, and the figures less that part are exactly what ``compact(..., manual=True)``
+        reports now."""
 
     @abc.abstractmethod
     def compact_with_plan(self, namespace: str, shard: int, keep: dict[int, list[int]]) -> LifecycleResult:

@@ -359,9 +359,15 @@ class LifecycleResult:
 
 @dataclass(frozen=True, slots=True)
 class CompactionEstimate:
-    """What a manual :meth:`StorageAdapter.compact` would do now (its dry run; nothing changes):
-    the stored bytes before and after, what it would reclaim and remove, and its key-map rounds.
-    Estimates of several shards or nodes add up (``+``); ``shard`` is ``None`` for a sum."""
+    """What compaction would do with the data stored now (a dry run; nothing changes): the
+    stored bytes before and after, what it would reclaim and remove, and its key-map rounds.
+    The active segment counts as the sealed segment it becomes when it rolls (the idle-segment
+    rule or an append rolls it, and compaction then cleans it), so that data waiting in it is
+    not left out; ``active_records_removable`` / ``active_bytes_reclaimable`` are the part of
+    ``records_removable`` / ``reclaimable_bytes`` that waits for that roll (records in the active
+    segment, and older ones only its keys supersede): the rest is exactly what a manual
+    :meth:`StorageAdapter.compact` removes now. Estimates of several shards or nodes add up
+    (``+``); ``shard`` is ``None`` for a sum."""
 
     namespace: str
     shard: int | None = None
@@ -370,9 +376,11 @@ class CompactionEstimate:
     reclaimable_bytes: int = 0
     records_removable: int = 0
     rounds: int = 0
+    active_records_removable: int = 0
+    active_bytes_reclaimable: int = 0
 
     def __add__(self, other: CompactionEstimate) -> CompactionEstimate:
-        counts = ("bytes_before", "bytes_after", "reclaimable_bytes", "records_removable", "rounds")
+        counts = [f.name for f in fields(self) if f.name not in ("namespace", "shard")]  # every figure adds up
         summed = {name: getattr(self, name) + getattr(other, name) for name in counts}
         return CompactionEstimate(namespace=self.namespace, shard=None, **summed)
 

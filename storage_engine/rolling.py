@@ -139,3 +139,14 @@ def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: i
     if out and idle_segment_due(out[-1], policy, now):
         out[-1] = replace(out[-1], state=SegmentState.SEALED)
     return out
+
+
+def rolled_view(segments: Sequence[SegmentInfo]) -> list[SegmentInfo]:
+    """``segments`` as they are once a non-empty active segment has rolled, whenever that comes (an
+    append past ``segment_bytes``/``segment_ms`` or :func:`idle_segment_due`), without changing
+    anything: what the compaction estimate counts, so that data waiting in the active segment is
+    not left out of it."""
+    out = list(segments)
+    if out and out[-1].state is SegmentState.ACTIVE and out[-1].record_count:
+        out[-1] = replace(out[-1], state=SegmentState.SEALED)
+    return out

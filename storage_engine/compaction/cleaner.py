@@ -25,7 +25,7 @@ from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.shards import KEEP, RemovalRule
 from storage_engine.lifecycle.sweeps import add_results
 from storage_engine.policy import NamespacePolicy
-from storage_engine.rolling import sealed_view
+from storage_engine.rolling import rolled_view, sealed_view
 from storage_engine.tier.store import TierError
 from storage_engine.validation import check_shard_arg, select_shards
 from storage_engine.work import ShardWork
@@ -87,6 +87,20 @@ class LogCleaner:
         manual: bool = False,
         max_rounds: int | None = None,
     ) -> LifecycleResult:
+        return self._compact(namespace, shard, map_budget_bytes, dry_run, manual, max_rounds)
+
+    def _compact(
+        self,
+        namespace: str,
+        shard: int | None,
+        map_budget_bytes: int | None,
+        dry_run: bool,
+        manual: bool,
+        max_rounds: int | None,
+        rolled: bool = False,
+    ) -> LifecycleResult:
+        """:meth:`compact`; with ``rolled`` (a dry run), every active segment counts as rolled
+        (:func:`~storage_engine.rolling.rolled_view`)."""
         t0 = time.perf_counter()
         budget = self._map_budget(map_budget_bytes)
         if max_rounds is not None:
@@ -103,7 +117,16 @@ class LogCleaner:
         with self._rt.ops:
             for s in shards:
                 attempted |= self._compact_shard(
-                    s, policy, now, budget, dry_run, manual, max_rounds or DEFAULT_MAX_ROUNDS, totals, failures
+                    s,
+                    policy,
+                    now,
+                    budget,
+                    dry_run,
+                    manual,
+                    max_rounds or DEFAULT_MAX_ROUNDS,
+                    totals,
+                    failures,
+                    rolled,
                 )
         op = "compact_dry_run" if dry_run else "compact"
         if not attempted:
@@ -127,7 +150,10 @@ class LogCleaner:
         )
 
     def compaction_estimate(self, namespace: str, shard: int | None = None) -> CompactionEstimate:
-        r = self.compact(namespace, shard, dry_run=True, manual=True)
+        """A manual compaction's dry run with every active segment counted as rolled, less the one
+        without: the part that waits for the roll (see :class:`~storage_engine.model.CompactionEstimate`)."""
+        now = self.compact(namespace, shard, dry_run=True, manual=True)
+        r = self._compact(namespace, shard, None, True, True, None, rolled=True)
         return CompactionEstimate(
             namespace=namespace,
             shard=shard,
@@ -136,6 +162,8 @@ class LogCleaner:
             reclaimable_bytes=r.bytes_reclaimed,
             records_removable=r.records_removed,
             rounds=r.rounds,
+            active_records_removable=r.records_removed - now.records_removed,
+            active_bytes_reclaimable=r.bytes_reclaimed - now.bytes_reclaimed,
         )
 
     def _compact_shard(
@@ -149,17 +177,18 @@ class LogCleaner:
         max_rounds: int,
         totals: CompactionTotals,
         failures: list[TierError],
+        rolled: bool = False,
     ) -> bool:
         """One shard's rounds. A segment in the object store that cannot be read or uploaded now
         (:class:`~storage_engine.tier.store.TierError`, in ``failures``) is left as it is and the
         others are compacted (leaving its keys out of the map only keeps more records); the pass is
         then not recorded, so the next call cleans the range again."""
         state = load_state(s)
-        if dry_run:
-            segments = sealed_view(s.lifecycle_segments(), policy, now)
-        else:
+        if rolled:  # every active segment as rolled (a dry run for the estimate; it counts no roll)
+            segments = rolled_view(s.lifecycle_segments())
+        else:  # an idle active segment sealed first (a dry run: as it would be, counted alike)
             sealed: dict[str, Any] = {}
-            segments = self._rt.step_segments(s, policy, now, sealed)
+            segments = self._rt.step_segments(s, policy, now, sealed, dry_run)
             totals.rolled += sealed.get("rolled", 0)
         rng = cleanable_range(segments, state, policy, now)
         if not manual and not rng.due(policy, now):

@@ -309,7 +309,9 @@ def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_
         pass
     run.refresh_from_db()
     assert run.state == "succeeded", run.error
-    assert run.counts["records_removed"] == estimate["records_removable"]
+    # What compaction does now: the estimate less the part that waits for the active segment to roll.
+    assert estimate["active_records_removable"] >= 0
+    assert run.counts["records_removed"] == estimate["records_removable"] - estimate["active_records_removable"]
 
 
 def test_a_200_character_namespace_name_gets_its_schedules(api_as, registered_node):

@@ -72,6 +72,12 @@ class CompactionEstimateOutputSerializer(serializers.Serializer):
     bytes_after = serializers.IntegerField()
     reclaimable_bytes = serializers.IntegerField()
     records_removable = serializers.IntegerField()
+    active_records_removable = serializers.IntegerField(
+        help_text="Of records_removable, those that wait for the active segment to roll (the rest go now)"
+    )
+    active_bytes_reclaimable = serializers.IntegerField(
+        help_text="Of reclaimable_bytes, those that wait for the active segment to roll"
+    )
 
 
 class CompactionEstimateView(APIView):
