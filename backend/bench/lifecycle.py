@@ -136,7 +136,12 @@ def _phase(
 
     from backend.apps.runs.models import TaskRun
 
-    finished_before = TaskRun.objects.filter(state="succeeded").count()
+    def sweeps_by_kind() -> dict[str, int]:
+        # Scheduled sweeps fold into one row per kind, target and window: a row stands for ``sweeps`` runs.
+        rows = TaskRun.objects.filter(state="succeeded").values("kind").annotate(n=Sum("sweeps"))
+        return {row["kind"]: int(row["n"] or 0) for row in rows}
+
+    finished_before = sweeps_by_kind()
     reclaimed_before = TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0
     depths: list[int] = []
     depth_stop = threading.Event()
@@ -154,10 +159,10 @@ def _phase(
     depth_stop.set()
     depth_thread.join()
     stats = client.stats()
-    runs = TaskRun.objects.filter(state="succeeded").count() - finished_before
-    by_kind: dict[str, int] = {}
-    for run in TaskRun.objects.filter(state="succeeded").order_by("-id")[:runs]:
-        by_kind[run.kind] = by_kind.get(run.kind, 0) + 1
+    finished = sweeps_by_kind()
+    by_kind = {kind: n - finished_before.get(kind, 0) for kind, n in finished.items()}
+    by_kind = {kind: n for kind, n in by_kind.items() if n > 0}
+    runs = sum(by_kind.values())
     # every run's bytes, finished or not (a sweep under load may still be going at the end)
     reclaimed = (TaskRun.objects.aggregate(total=Sum("bytes_reclaimed"))["total"] or 0) - reclaimed_before
     return summary(
