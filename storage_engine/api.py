@@ -200,7 +200,10 @@ class StorageAdapter(abc.ABC):
     # segment_ms by its first record's time; for a compacted namespace
     # max_compaction_lag_ms when smaller) or whose every record is past its deadline
     # (storage_engine.rolling.idle_segment_due), counts it in ``rolled`` and treats it
-    # as sealed. The end offset is kept (the next append gets the offset it would have
+    # as sealed. A busy shard too: an active segment at least 10 s old more than
+    # ``segment_expired_roll_ratio`` of whose records are expired is sealed the same way
+    # (storage_engine.rolling.expired_share_passed), so reclaim drops or rewrites it; the
+    # deadline-driven reclaim (sweep_due) rewrites a segment it sealed so at once. The end offset is kept (the next append gets the offset it would have
     # had); an empty active segment is never sealed or dropped. A step skipped
     # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
     #
