@@ -23,7 +23,7 @@ import { SegmentsList } from "../components/Segments";
 import { SubscriptionsPanel } from "../components/Subscriptions";
 import { Badge, EmptyState, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import { tabPanelId, Tabs } from "../components/Tabs";
-import { TIER_HELP, TierBytes } from "../components/Tiers";
+import { TIER_HELP, TierBytes, exactBytes } from "../components/Tiers";
 import type { LifecycleReportRow, LifecycleReportTotals, ShardPlacement } from "../api/types";
 import { placedOn } from "../lib/placement";
 import { formatBytes, formatCount, formatDateTime, formatPercent } from "../lib/format";
@@ -183,9 +183,9 @@ function SyncButton({ name }: { name: string }) {
   );
 }
 
-function Stat({ label, value, testId }: { label: string; value: string; testId?: string }) {
+function Stat({ label, value, testId, title }: { label: string; value: string; testId?: string; title?: string }) {
   return (
-    <div className="stat" data-testid={testId}>
+    <div className="stat" data-testid={testId} title={title}>
       <div className="stat-label">{label}</div>
       <div className="stat-value">{value}</div>
     </div>
@@ -205,7 +205,12 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
   return (
     <>
       <div className="stat-grid" data-testid="namespace-summary">
-        <Stat label="Stored" value={formatBytes(s.stored_bytes)} testId="summary-stored-bytes" />
+        <Stat
+          label="Stored"
+          value={formatBytes(s.stored_bytes)}
+          title={exactBytes(s.stored_bytes)}
+          testId="summary-stored-bytes"
+        />
         <Stat label="Records" value={formatCount(s.stored_records)} testId="summary-records" />
         <Stat label="Live records" value={formatCount(s.live_records)} testId="summary-live-records" />
         <Stat
@@ -214,8 +219,18 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
           testId="summary-expired-ratio"
         />
         <Stat label="Segments" value={formatCount(s.segment_count)} testId="summary-segments" />
-        <Stat label="Local (node disk)" value={formatBytes(s.local_bytes)} testId="summary-local-bytes" />
-        <Stat label="Remote only (object store)" value={formatBytes(s.remote_only_bytes)} testId="summary-remote-only-bytes" />
+        <Stat
+          label="Local (node disk)"
+          value={formatBytes(s.local_bytes)}
+          title={exactBytes(s.local_bytes)}
+          testId="summary-local-bytes"
+        />
+        <Stat
+          label="Remote only (object store)"
+          value={formatBytes(s.remote_only_bytes)}
+          title={exactBytes(s.remote_only_bytes)}
+          testId="summary-remote-only-bytes"
+        />
         <Stat
           label="Backlog"
           value={

@@ -13,7 +13,7 @@ import {
 import type { Alert, AlertStatus, Health, HealthComponent, MetricRange } from "../api/types";
 import { DiskBar } from "../components/Disk";
 import { NodeHealthBadge } from "../components/NodeHealth";
-import { TierBytes } from "../components/Tiers";
+import { TierBytes, exactBytes } from "../components/Tiers";
 import { Badge, ErrorState, LoadingState, NotAvailableState } from "../components/States";
 import {
   formatBytes,
@@ -256,9 +256,9 @@ function FiringAlerts({ refetchInterval }: { refetchInterval: number | false }) 
   );
 }
 
-function Stat({ label, value, testId }: { label: string; value: string; testId: string }) {
+function Stat({ label, value, testId, title }: { label: string; value: string; testId: string; title?: string }) {
   return (
-    <div className="stat" data-testid={testId}>
+    <div className="stat" data-testid={testId} title={title}>
       <div className="stat-label">{label}</div>
       <div className="stat-value">{value}</div>
     </div>
@@ -338,11 +338,23 @@ function MetricsSection({
       {summary.data && (
         <>
           <div className="stat-grid">
-            <Stat label="Stored" value={formatBytes(summary.data.stored_bytes)} testId="metric-stored-bytes" />
-            <Stat label="Local (node disks)" value={formatBytes(summary.data.local_bytes)} testId="metric-local-bytes" />
+            {/* Rounded for reading; the exact bytes (stored = local + remote only) on hover. */}
+            <Stat
+              label="Stored"
+              value={formatBytes(summary.data.stored_bytes)}
+              title={exactBytes(summary.data.stored_bytes)}
+              testId="metric-stored-bytes"
+            />
+            <Stat
+              label="Local (node disks)"
+              value={formatBytes(summary.data.local_bytes)}
+              title={exactBytes(summary.data.local_bytes)}
+              testId="metric-local-bytes"
+            />
             <Stat
               label="Remote only (object store)"
               value={formatBytes(summary.data.remote_only_bytes)}
+              title={exactBytes(summary.data.remote_only_bytes)}
               testId="metric-remote-only-bytes"
             />
             <Stat label="Records" value={formatCount(summary.data.stored_records)} testId="metric-stored-records" />

@@ -143,6 +143,8 @@ describe("overview", () => {
     expect(screen.getByTestId("metric-stored-bytes").textContent).toContain("1 GiB");
     expect(screen.getByTestId("metric-local-bytes").textContent).toContain("768 MiB");
     expect(screen.getByTestId("metric-remote-only-bytes").textContent).toContain("2 GiB");
+    // Rounded for reading, exact on hover: the server's bytes as they are.
+    expect(screen.getByTestId("metric-local-bytes").getAttribute("title")).toBe("805,306,368 bytes");
     expect(screen.getByTestId("overview-node-tiers-node-1").textContent).toBe("768 MiB local · 2 GiB remote only");
     expect(screen.getByTestId("overview-node-tiers-node-2").textContent).toBe("0 B local");
     expect(screen.getByTestId("disk-forecast-pending-node-1").textContent).toBe(
@@ -262,6 +264,7 @@ describe("namespace page", () => {
     expect(screen.getByTestId("summary-stored-bytes").textContent).toContain("4 KiB");
     expect(screen.getByTestId("summary-local-bytes").textContent).toContain("3 KiB");
     expect(screen.getByTestId("summary-remote-only-bytes").textContent).toContain("2 KiB");
+    expect(screen.getByTestId("summary-stored-bytes").getAttribute("title")).toBe("4,096 bytes");
     expect(screen.getByTestId("shard-size-0").textContent).toBe("2 KiB");
     expect(screen.getByTestId("shard-tiers-0").textContent).toBe("1 KiB local · 2 KiB remote only");
     expect(screen.getByTestId("shard-tiers-1").textContent).toBe("2 KiB local");
