@@ -88,7 +88,7 @@ def test_the_offload_action_is_served_for_namespaces_and_nodes(api_as, db):
     served = {a["kind"]: a for a in api_as("viewer").get("/api/actions").json()}
     offload = served["offload"]
     assert offload["operation"] == "offload" and offload["scope"] == "namespace" and offload["sweeps"]
-    assert not offload["destructive"] and not offload["dry_run"]
+    assert not offload["destructive"] and offload["dry_run"]  # what it would upload and drop (issue 26)
 
 
 def test_an_offload_run_moves_segments_and_the_catalog_shows_the_tiers_the_node_reports(

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from backend.apps.core.serializers import StrictSerializer
-from backend.apps.lifecycle.actions import ACTIONS
+from backend.apps.lifecycle.actions import ACTIONS, actions_for
 
 ACTION_KINDS = [str(kind) for kind in ACTIONS]
 
@@ -20,11 +20,14 @@ class ActionOutputSerializer(serializers.Serializer):
     sweeps = serializers.BooleanField(help_text="also runs node-wide, over every namespace")
 
 
-DRY_RUN_HELP = "report what the action would do (records, segments, bytes) and change nothing"
+DRY_RUN_HELP = (
+    "report what the action would do (records, segments, bytes, cursors moved, segments offloaded or recalled) "
+    "in one step and change nothing"
+)
 
 
 class NamespaceActionInputSerializer(StrictSerializer):
-    action = serializers.ChoiceField(choices=sorted(k for k, a in ACTIONS.items() if a.scope == "namespace"))
+    action = serializers.ChoiceField(choices=actions_for("namespace"))
     shard = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
     dry_run = serializers.BooleanField(default=False, help_text=DRY_RUN_HELP)
     confirm = serializers.CharField(
@@ -33,7 +36,8 @@ class NamespaceActionInputSerializer(StrictSerializer):
 
 
 class NodeActionInputSerializer(StrictSerializer):
-    action = serializers.ChoiceField(choices=sorted(k for k, a in ACTIONS.items() if a.scope == "node"))
+    # The node's own actions and the sweeping ones, node-wide over every namespace it hosts (``sweeps``).
+    action = serializers.ChoiceField(choices=actions_for("node"))
     dry_run = serializers.BooleanField(default=False, help_text=DRY_RUN_HELP)
     confirm = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="repeat the node name for destructive actions"

@@ -8,6 +8,10 @@ reports ``more``). The Celery task re-queues itself until done. Cancellation
 is checked between steps; a node that cannot be reached is retried by Celery
 with backoff; a worker that dies leaves the run resumable (the message is
 redelivered, and the lease expires if it is not).
+
+A dry run is one step per target (DESIGN §3 "Dry runs"): the node answers the whole would-be
+effect at once, so the run never repeats a step on the same target, even if a node answered
+``more`` (it would count the same work again at every repetition): it logs that and moves on.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from storage_engine.api import (
     LIFECYCLE_COUNTS,
     OFFLOAD_COUNTS,
     RECALL_COUNTS,
+    SUBSCRIPTION_COUNTS,
     CompactionEstimate,
     DiskStatus,
     LifecycleResult,
@@ -53,8 +58,13 @@ LEASE_TTL_S = settings.CELERY_TASK_TIME_LIMIT + 60
 
 COUNTED = tuple(k for k in LIFECYCLE_COUNTS if k != "bytes_reclaimed")  # bytes go in their own column
 # The further counts a run of a kind records (an offload's uploads and dropped local copies, a recall's
-# downloads, in bytes too).
-COUNTED_BY_KIND: dict[str, tuple[str, ...]] = {Kind.OFFLOAD: OFFLOAD_COUNTS, Kind.RECALL: RECALL_COUNTS}
+# downloads, in bytes too; the cursors message TTL and backlog eviction moved and the messages they acknowledged).
+COUNTED_BY_KIND: dict[str, tuple[str, ...]] = {
+    Kind.OFFLOAD: OFFLOAD_COUNTS,
+    Kind.RECALL: RECALL_COUNTS,
+    Kind.SUBSCRIPTION_TTL: SUBSCRIPTION_COUNTS,
+    Kind.BACKLOG_QUOTA: SUBSCRIPTION_COUNTS,
+}
 
 
 class StepOutcome(enum.StrEnum):
@@ -243,7 +253,8 @@ def run_step(run_id: int) -> StepOutcome:
                     result.bytes_reclaimed,
                     changed=result.namespaces_changed,  # whom the step changed: a sweep's namespaces too
                 )
-                if run.kind == Kind.OFFLOAD and (result.segments_offloaded or result.local_copies_dropped):
+                moved = result.segments_offloaded or result.local_copies_dropped
+                if run.kind == Kind.OFFLOAD and moved and not run.dry_run:
                     _tiers_moved(run, node)
                 if run.kind == Kind.RECALL and result.segments_recalled and not run.dry_run:
                     _tiers_moved(run, node)
@@ -260,6 +271,15 @@ def run_step(run_id: int) -> StepOutcome:
                     }
                     TaskRun.objects.filter(pk=run.pk).update(params=run.params)
                 more = result.more
+                if more and run.dry_run:
+                    # A dry run reports everything at once; repeating it would count the same work again.
+                    log.warning(
+                        "run %s: node %s answered more to a dry run of %s; not repeating it",
+                        run.pk,
+                        node.name,
+                        run.kind,
+                    )
+                    more = False
                 if not more and position + 1 < len(targets):  # this node is done: the next one
                     run.params = {**run.params, "target": position + 1}
                     TaskRun.objects.filter(pk=run.pk).update(params=run.params)

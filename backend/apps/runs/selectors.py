@@ -28,6 +28,12 @@ def run_summary(run: TaskRun) -> RunSummary:
 
     - a recall (tiered storage) moves offloaded segments back to local disk and removes nothing: ``segments``
       the segments recalled, ``bytes`` the bytes recalled (the local disk they take), ``records`` 0;
+    - an offload (tiered storage) copies sealed segments to the object store and removes no record:
+      ``segments`` the segments offloaded, ``bytes`` the local disk it frees: the bytes of the local copies it
+      dropped past local retention (``local_bytes_dropped``), ``records`` 0;
+    - message TTL and backlog-quota eviction move subscription cursors and delete nothing: ``records`` the
+      messages the cursors acknowledged (``messages_acknowledged``; the cursors themselves are
+      ``cursors_moved`` in the counts), ``segments`` and ``bytes`` 0;
     - any other kind: ``records`` the records expired plus the records removed (``expired_records`` +
       ``records_removed``), ``segments`` the segments deleted plus those rewritten (``segments_deleted`` +
       ``segments_rewritten``), ``bytes`` the bytes reclaimed (``bytes_reclaimed``)."""
@@ -38,6 +44,10 @@ def run_summary(run: TaskRun) -> RunSummary:
 
     if run.kind == Kind.RECALL:
         return RunSummary(records=0, segments=count("segments_recalled"), bytes=count("bytes_recalled"))
+    if run.kind == Kind.OFFLOAD:
+        return RunSummary(records=0, segments=count("segments_offloaded"), bytes=count("local_bytes_dropped"))
+    if run.kind in (Kind.SUBSCRIPTION_TTL, Kind.BACKLOG_QUOTA):
+        return RunSummary(records=count("messages_acknowledged"), segments=0, bytes=0)
     return RunSummary(
         records=count("expired_records", "records_removed"),
         segments=count("segments_deleted", "segments_rewritten"),
