@@ -1083,6 +1083,7 @@ export interface components {
              *     * `scan_batch_size` - scan_batch_size
              *     * `scan_interval_ms` - scan_interval_ms
              *     * `segment_bytes` - segment_bytes
+             *     * `segment_expired_roll_ratio` - segment_expired_roll_ratio
              *     * `segment_ms` - segment_ms
              *     * `tier_cache_bytes` - tier_cache_bytes
              *     * `ttl_check_interval_ms` - ttl_check_interval_ms
@@ -1148,6 +1149,7 @@ export interface components {
              *     * `scan_batch_size` - scan_batch_size
              *     * `scan_interval_ms` - scan_interval_ms
              *     * `segment_bytes` - segment_bytes
+             *     * `segment_expired_roll_ratio` - segment_expired_roll_ratio
              *     * `segment_ms` - segment_ms
              *     * `tier_cache_bytes` - tier_cache_bytes
              *     * `ttl_check_interval_ms` - ttl_check_interval_ms
@@ -1280,6 +1282,10 @@ export interface components {
             bytes_after: number;
             reclaimable_bytes: number;
             records_removable: number;
+            /** @description Of records_removable, those that wait for the active segment to roll (the rest go now) */
+            active_records_removable: number;
+            /** @description Of reclaimable_bytes, those that wait for the active segment to roll */
+            active_bytes_reclaimable: number;
         };
         /**
          * @description * `>` - Gt
@@ -1584,11 +1590,13 @@ export interface components {
          *     * `expired_records` - expired_records
          *     * `forecast` - forecast
          *     * `live_records` - live_records
+         *     * `local_bytes` - local_bytes
          *     * `log_start_offset` - log_start_offset
          *     * `read_latency_seconds` - read_latency_seconds
          *     * `read_requests_total` - read_requests_total
          *     * `read_seconds_total` - read_seconds_total
          *     * `reclaimed_bytes_total` - reclaimed_bytes_total
+         *     * `remote_only_bytes` - remote_only_bytes
          *     * `scan_deleted_records_total` - scan_deleted_records_total
          *     * `scan_duration_seconds` - scan_duration_seconds
          *     * `scan_runs_total` - scan_runs_total
@@ -1606,7 +1614,7 @@ export interface components {
          *     * `up` - up
          * @enum {string}
          */
-        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "tier_local_bytes" | "tier_offload_failure_rate" | "tier_offload_failures_total" | "tier_offload_lag_seconds" | "tier_offload_pending_segments" | "tier_remote_bytes" | "tier_remote_only_bytes" | "up";
+        MetricEnum: "append_latency_seconds" | "append_requests_total" | "append_seconds_total" | "backlog_age_seconds" | "backlog_bytes" | "backlog_live_messages" | "backlog_messages" | "celery_queue_depth" | "compaction_reclaimed_bytes_total" | "compaction_runs_total" | "delete_queue_drops_total" | "delete_queue_length" | "delete_rate" | "disk_capacity_bytes" | "disk_used_bytes" | "disk_used_ratio" | "end_offset" | "expired_bytes" | "expired_bytes_ratio" | "expired_ratio" | "expired_records" | "forecast" | "live_records" | "local_bytes" | "log_start_offset" | "read_latency_seconds" | "read_requests_total" | "read_seconds_total" | "reclaimed_bytes_total" | "remote_only_bytes" | "scan_deleted_records_total" | "scan_duration_seconds" | "scan_runs_total" | "segments" | "stored_bytes" | "stored_records" | "subscription_backlog_bytes_max" | "tier_local_bytes" | "tier_offload_failure_rate" | "tier_offload_failures_total" | "tier_offload_lag_seconds" | "tier_offload_pending_segments" | "tier_remote_bytes" | "tier_remote_only_bytes" | "up";
         /**
          * @description * `backlog_quota` - backlog_quota
          *     * `compaction` - compaction
@@ -1624,7 +1632,7 @@ export interface components {
             action: components["schemas"]["NamespaceActionInputActionEnum"];
             shard?: number | null;
             /**
-             * @description report what the action would do (records, segments, bytes) and change nothing
+             * @description report what the action would do (records, segments, bytes, cursors moved, segments offloaded or recalled) in one step and change nothing
              * @default false
              */
             dry_run?: boolean;
@@ -1666,10 +1674,10 @@ export interface components {
             stored_bytes: number;
             stored_records: number;
             segment_count: number;
-            /** @description bytes of segments with a local copy (local and both tiers; the active segments included), as of each shard's last segment sync */
+            /** @description stored bytes with a local file (tiers local and both; the active segments included): the node's disk; stored_bytes = local_bytes + remote_only_bytes */
             local_bytes: number;
-            /** @description bytes of segments in the object store (both and remote tiers), as of each shard's last segment sync; local + remote exceeds stored by what is in both */
-            remote_bytes: number;
+            /** @description stored bytes only in the object store (tier remote: the local copy dropped); stored_bytes = local_bytes + remote_only_bytes */
+            remote_only_bytes: number;
             /** Format: double */
             readonly expired_ratio: number;
             /** Format: date-time */
@@ -1713,10 +1721,10 @@ export interface components {
              */
             expired_bytes_ratio: number;
             segment_count: number;
-            /** @description bytes of segments with a local copy (local and both tiers; the active segments included), as of each shard's last segment sync */
+            /** @description stored bytes with a local file (tiers local and both; the active segments included): the node's disk; stored_bytes = local_bytes + remote_only_bytes */
             local_bytes: number;
-            /** @description bytes of segments in the object store (both and remote tiers), as of each shard's last segment sync; local + remote exceeds stored by what is in both */
-            remote_bytes: number;
+            /** @description stored bytes only in the object store (tier remote: the local copy dropped); stored_bytes = local_bytes + remote_only_bytes */
+            remote_only_bytes: number;
             /** @description unacknowledged offsets summed over subscriptions and shards; null until a metrics collection has reported every shard */
             backlog_messages: number | null;
             /** @description records a consumer will still receive, summed like backlog_messages */
@@ -1737,16 +1745,22 @@ export interface components {
         };
         /**
          * @description * `disk_check` - disk_check
+         *     * `expiry_scan` - expiry_scan
          *     * `file_clean` - file_clean
          *     * `force_delete` - force_delete
+         *     * `offload` - offload
+         *     * `recall` - recall
+         *     * `reclaim` - reclaim
+         *     * `retention` - retention
+         *     * `subscription_ttl` - subscription_ttl
          * @enum {string}
          */
-        NodeActionInputActionEnum: "disk_check" | "file_clean" | "force_delete";
+        NodeActionInputActionEnum: "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "offload" | "recall" | "reclaim" | "retention" | "subscription_ttl";
         /** @description Base of every API input (request body) serializer. */
         NodeActionInputRequest: {
             action: components["schemas"]["NodeActionInputActionEnum"];
             /**
-             * @description report what the action would do (records, segments, bytes) and change nothing
+             * @description report what the action would do (records, segments, bytes, cursors moved, segments offloaded or recalled) in one step and change nothing
              * @default false
              */
             dry_run?: boolean;
@@ -1761,7 +1775,7 @@ export interface components {
             name: string;
             /** Format: uri */
             url: string;
-            /** @description the node's bearer token; never returned. Required with a new `url` when the node exists */
+            /** @description the node's bearer token; never returned. Required with a new `url` when the node exists; an empty one is no token (it never clears the stored one) */
             token?: string;
         };
         NodeOutput: {
@@ -1858,10 +1872,10 @@ export interface components {
             forecast_history_s: number;
             /** @description false until there is enough history for a forecast */
             forecast_ready: boolean;
-            /** @description bytes of its shards' segments with a local copy (tiered storage; the catalog's last sync) */
+            /** @description stored bytes of its shards with a local file (tiered storage; the latest collection) */
             local_bytes: number;
-            /** @description bytes of its shards' segments in the object store (tiered storage; the catalog's last sync) */
-            remote_bytes: number;
+            /** @description stored bytes of its shards only in the object store (tiered storage; the latest collection) */
+            remote_only_bytes: number;
         };
         NotificationOutput: {
             readonly id: number;
@@ -2052,6 +2066,7 @@ export interface components {
              *     * `scan_batch_size` - scan_batch_size
              *     * `scan_interval_ms` - scan_interval_ms
              *     * `segment_bytes` - segment_bytes
+             *     * `segment_expired_roll_ratio` - segment_expired_roll_ratio
              *     * `segment_ms` - segment_ms
              *     * `tier_cache_bytes` - tier_cache_bytes
              *     * `ttl_check_interval_ms` - ttl_check_interval_ms
@@ -2086,7 +2101,7 @@ export interface components {
             name?: string;
             /** Format: uri */
             url?: string;
-            /** @description the node's bearer token; never returned. Required with a new `url` when the node exists */
+            /** @description the node's bearer token; never returned. Required with a new `url` when the node exists; an empty one is no token (it never clears the stored one) */
             token?: string;
         };
         /** @description ``set``: field → value (null = infinite where allowed); ``reset``: fields that inherit again. */
@@ -2189,7 +2204,7 @@ export interface components {
             };
             /**
              * Format: int64
-             * @description expires this long after now
+             * @description expires this long after the node has it
              */
             ttl_ms?: number | null;
             /** @description a chosen shard; default: by key, keyless round-robin */
@@ -2255,8 +2270,10 @@ export interface components {
             readonly records: number;
             /** @description segments deleted or rewritten; a recall: recalled */
             readonly segments: number;
-            /** @description bytes reclaimed; a recall: bytes recalled */
+            /** @description bytes freed (files removed, not only renamed .deleted); a recall: bytes recalled */
             readonly bytes: number;
+            /** @description bytes the run deleted that are still on disk as .deleted files (file_delete_delay_ms, or a reader holding them), after each node's last step; freed later by the step that removes them */
+            readonly pending_bytes: number;
         };
         /**
          * @description * `namespace` - namespace
@@ -2394,6 +2411,7 @@ export interface components {
             readonly end_offset: number;
             readonly record_count: number;
             readonly live_count: number;
+            /** @description stored bytes: local_bytes + remote_only_bytes */
             readonly size_bytes: number;
             readonly segment_count: number;
             readonly expired_records: number;
@@ -2402,11 +2420,13 @@ export interface components {
             readonly expired_ratio: number;
             /** Format: double */
             readonly expired_bytes_ratio: number;
+            /** @description stored bytes with a local file (the active segment included) */
+            readonly local_bytes: number;
+            /** @description stored bytes only in the object store (local copy dropped) */
+            readonly remote_only_bytes: number;
             readonly backlog_messages: number;
             readonly backlog_live_messages: number;
             readonly backlog_bytes: number;
-            readonly local_bytes: number;
-            readonly remote_bytes: number;
             /** Format: date-time */
             readonly updated_at: string;
             /** Format: date-time */
@@ -2475,10 +2495,10 @@ export interface components {
             /** @description summed over every subscription and shard */
             backlog_messages: number;
             backlog_live_messages: number;
-            /** @description bytes of segments with a local copy, every shard's in the catalog summed (tiered storage) */
+            /** @description stored bytes with a local file (tiered storage), summed like stored_bytes from the same collections: stored_bytes = local_bytes + remote_only_bytes */
             local_bytes: number;
-            /** @description bytes of segments in the object store, every shard's in the catalog summed (tiered storage) */
-            remote_bytes: number;
+            /** @description stored bytes only in the object store (local copy dropped), summed the same way */
+            remote_only_bytes: number;
             /**
              * Format: date-time
              * @description the latest collection
@@ -2517,6 +2537,22 @@ export interface components {
             readonly bytes_reclaimed: number;
             /** @description What the run affected so far (a dry run: what the action would do), computed by the server from its counts. A recall: segments = segments_recalled, bytes = bytes_recalled (the local disk they take back; nothing is freed), records = 0. Any other kind: records = expired_records + records_removed, segments = segments_deleted + segments_rewritten, bytes = bytes_reclaimed. */
             readonly summary: components["schemas"]["RunSummary"];
+            /** @description how many scheduled sweeps this row stands for (folded into one row per kind, target and window; steps, counts and bytes are their sums); 1 for any other run */
+            readonly sweeps: number;
+            /**
+             * Format: date-time
+             * @description a folded row's window: its start (null: a run of its own)
+             */
+            readonly window_start: string | null;
+            /**
+             * Format: date-time
+             * @description a folded row's window: its end (exclusive)
+             */
+            readonly window_end: string | null;
+            /** @description a folded row whose sweeps all did nothing (listed only with ?idle=true) */
+            readonly idle: boolean;
+            /** @description the namespaces the run changed (records expired or removed, segments deleted, rewritten or moved between tiers, cursors moved), as the node reported them; a node-wide sweep names every namespace it worked on; empty for a dry run */
+            readonly namespaces_changed: string[];
             readonly dry_run: boolean;
             readonly params: {
                 [key: string]: unknown;
@@ -2570,6 +2606,7 @@ export interface components {
          *     * `scan_batch_size` - scan_batch_size
          *     * `scan_interval_ms` - scan_interval_ms
          *     * `segment_bytes` - segment_bytes
+         *     * `segment_expired_roll_ratio` - segment_expired_roll_ratio
          *     * `segment_ms` - segment_ms
          *     * `tier_cache_bytes` - tier_cache_bytes
          *     * `ttl_check_interval_ms` - ttl_check_interval_ms
@@ -2577,7 +2614,7 @@ export interface components {
          *     * `urgent_expired_ratio` - urgent_expired_ratio
          * @enum {string}
          */
-        ThresholdPolicyEnum: "backlog_hold_timeout_ms" | "backlog_quota_bytes" | "backlog_quota_seconds" | "clean_interval_ms" | "compaction_check_interval_ms" | "compaction_map_budget_bytes" | "delete_batch_max" | "delete_interval_ms" | "delete_rate_per_s" | "delete_retention_ms" | "destroy_forcibly_after_ms" | "disk_clean_forcibly_ratio" | "disk_max_used_ratio" | "disk_warning_ratio" | "file_delete_delay_ms" | "file_reserved_ms" | "index_interval_bytes" | "local_retention_bytes" | "local_retention_ms" | "max_compaction_lag_ms" | "max_delete_per_scan" | "max_record_bytes" | "min_cleanable_dirty_ratio" | "min_compaction_lag_ms" | "offload_bandwidth_bytes_per_s" | "offload_concurrency" | "read_check_queue_size" | "reclaim_bytes_per_s" | "reclaim_dead_ratio" | "retention_bytes" | "retention_ms" | "scan_batch_size" | "scan_interval_ms" | "segment_bytes" | "segment_ms" | "tier_cache_bytes" | "ttl_check_interval_ms" | "ttl_ms" | "urgent_expired_ratio";
+        ThresholdPolicyEnum: "backlog_hold_timeout_ms" | "backlog_quota_bytes" | "backlog_quota_seconds" | "clean_interval_ms" | "compaction_check_interval_ms" | "compaction_map_budget_bytes" | "delete_batch_max" | "delete_interval_ms" | "delete_rate_per_s" | "delete_retention_ms" | "destroy_forcibly_after_ms" | "disk_clean_forcibly_ratio" | "disk_max_used_ratio" | "disk_warning_ratio" | "file_delete_delay_ms" | "file_reserved_ms" | "index_interval_bytes" | "local_retention_bytes" | "local_retention_ms" | "max_compaction_lag_ms" | "max_delete_per_scan" | "max_record_bytes" | "min_cleanable_dirty_ratio" | "min_compaction_lag_ms" | "offload_bandwidth_bytes_per_s" | "offload_concurrency" | "read_check_queue_size" | "reclaim_bytes_per_s" | "reclaim_dead_ratio" | "retention_bytes" | "retention_ms" | "scan_batch_size" | "scan_interval_ms" | "segment_bytes" | "segment_expired_roll_ratio" | "segment_ms" | "tier_cache_bytes" | "ttl_check_interval_ms" | "ttl_ms" | "urgent_expired_ratio";
         WatermarksOutput: {
             /** Format: double */
             max_used: number;
@@ -3367,11 +3404,13 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description results per page, as page_size (from 1 to 1000; default 50) */
+                limit?: number;
                 /** @description only alerts about this namespace (its name) */
                 namespace?: string;
                 /** @description only alerts about this storage node (its name) */
                 node?: string;
-                /** @description Number of results to return per page. */
+                /** @description results per page (from 1 to 1000; default 50); or give limit */
                 page_size?: number;
                 /** @description only alerts of this rule (its id) */
                 rule?: number;
@@ -3688,7 +3727,9 @@ export interface operations {
                 actor?: string;
                 /** @description The pagination cursor value. */
                 cursor?: string;
-                /** @description Number of results to return per page. */
+                /** @description results per page, as page_size (from 1 to 1000; default 50) */
+                limit?: number;
+                /** @description results per page (from 1 to 1000; default 50); or give limit */
                 page_size?: number;
                 /** @description entries whose target contains this, any case */
                 q?: string;
@@ -4092,7 +4133,9 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
-                /** @description Number of results to return per page. */
+                /** @description results per page, as page_size (from 1 to 1000; default 100) */
+                limit?: number;
+                /** @description results per page (from 1 to 1000; default 100); or give limit */
                 page_size?: number;
             };
             header?: never;
@@ -4477,16 +4520,16 @@ export interface operations {
                 key?: string;
                 /** @description at most this many records */
                 limit?: number;
-                /** @description start at this offset of the shard */
-                offset?: number;
+                /** @description start at this offset of the shard (decimal digits) */
+                offset?: string;
                 /** @description continue a search across shards: shard:offset pairs (the last page's next_positions) */
                 positions?: string;
                 /** @description the shard to read; without it a key is looked up in its own shard first (then the others) and a time searches every shard */
                 shard?: number;
                 /** @description only records carrying this tag */
                 tag?: string;
-                /** @description epoch ms: start at the first record at or after it */
-                time?: number;
+                /** @description epoch ms (decimal digits): start at the first record at or after it */
+                time?: string;
             };
             header?: never;
             path: {
@@ -6039,6 +6082,8 @@ export interface operations {
                 active?: boolean;
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description folded sweep rows whose sweeps all did nothing are left out unless asked for: true lists them too, false (the default) leaves them out */
+                idle?: boolean;
                 /**
                  * @description * `expiry_scan` - Expiry Scan
                  *     * `retention` - Retention
@@ -6058,7 +6103,9 @@ export interface operations {
                  *     * `ttl_backfill` - Ttl Backfill
                  */
                 kind?: "backlog_quota" | "catalog_sync" | "compaction" | "compaction_plan" | "disk_check" | "expiry_scan" | "file_clean" | "force_delete" | "lake_export" | "lifecycle_report" | "offload" | "recall" | "reclaim" | "retention" | "subscription_ttl" | "ttl_backfill";
-                /** @description runs on this namespace (its name) */
+                /** @description results per page, as page_size (from 1 to 1000; default 50) */
+                limit?: number;
+                /** @description runs on this namespace (its name), and node-wide runs that changed it (a sweep that expired or removed some of its records, see namespaces_changed) */
                 namespace?: string;
                 /** @description runs on this storage node (its name) */
                 node?: string;
@@ -6069,7 +6116,7 @@ export interface operations {
                  *     * `scheduled` - scheduled
                  */
                 origin?: "manual" | "scheduled";
-                /** @description Number of results to return per page. */
+                /** @description results per page (from 1 to 1000; default 50); or give limit */
                 page_size?: number;
                 /** @description runs on this shard (from 0) */
                 shard?: number;
@@ -6257,6 +6304,8 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description results per page, as page_size (from 1 to 1000; default 100) */
+                limit?: number;
                 /** @description segments of at most this many bytes */
                 max_size?: number;
                 /** @description segments whose expired share is at least this (0..1) */
@@ -6271,7 +6320,7 @@ export interface operations {
                 older_than?: number;
                 /** @description Which field to use when ordering the results. */
                 ordering?: string;
-                /** @description Number of results to return per page. */
+                /** @description results per page (from 1 to 1000; default 100); or give limit */
                 page_size?: number;
                 /** @description segments of this shard (from 0) */
                 shard?: number;
