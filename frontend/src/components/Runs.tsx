@@ -47,8 +47,9 @@ export const formatRunCount = (key: string, value: number): string =>
 
 export const runKindLabel = (kind: string) => RUN_KIND_LABELS[kind] ?? kind.replace(/_/g, " ");
 
-/** Wall time a run took (or has taken so far). */
-export function runDuration(run: Pick<TaskRun, "started_at" | "finished_at">, now: number): number | null {
+/** Wall time a run took (or has taken so far); none for a row of folded sweeps, whose start and finish span its window. */
+export function runDuration(run: Pick<TaskRun, "started_at" | "finished_at"> & Partial<Pick<TaskRun, "window_start">>, now: number): number | null {
+  if (run.window_start) return null;
   const start = toDate(run.started_at);
   if (!start) return null;
   const end = toDate(run.finished_at)?.getTime() ?? now;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { foldText, foldWindowText } from "./RunFold";
+import { runDuration } from "./Runs";
 
 const local = (h: number, m = 0, s = 0) => new Date(2024, 4, 1, h, m, s).toISOString();
 
@@ -24,5 +25,13 @@ describe("a folded row of sweeps reads as how many and when", () => {
   it("a run of its own has no window", () => {
     expect(foldText({ sweeps: 1, window_start: null, window_end: null })).toBeNull();
     expect(foldText({ sweeps: 1, window_start: local(11), window_end: local(10) })).toBeNull();
+  });
+});
+
+describe("a folded row has no duration of its own", () => {
+  it("its start and finish span the window, not a sweep", () => {
+    const times = { started_at: "2024-05-01T10:00:01Z", finished_at: "2024-05-01T10:59:58Z" };
+    expect(runDuration({ ...times, window_start: "2024-05-01T10:00:00Z" }, Date.now())).toBeNull();
+    expect(runDuration({ ...times, window_start: null }, Date.now())).toBe(3597_000);
   });
 });
