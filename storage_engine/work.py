@@ -98,10 +98,12 @@ class DryFiles:
     removed: int = 0
 
     @classmethod
-    def start(cls, shards: Iterable[Any], now: int, node: NodePolicy, pending_before: int) -> DryFiles:
+    def start(
+        cls, shards: Iterable[Any], now: int, node: NodePolicy, pending_before: int, *, purge: bool = False
+    ) -> DryFiles:
         dry = cls(pending_before)
         for s in shards:
-            files, nbytes = s.due_files(now, node)
+            files, nbytes = s.due_files(now, node, purge=purge)
             dry.removed += files
             dry.pending -= nbytes
         return dry

@@ -77,14 +77,12 @@ class FileCleaner:
                 self._rt.remove_files(everything, now, totals)
             status = self._rt.disk.check()
             if dry_run:  # the real run removed the files due now first: they are freed, no longer pending
-                dry = DryFiles.start(everything, now, node, status.pending_delete_bytes)
-                totals["files_removed"] = dry.removed
-                status = after_freeing(status, status.pending_delete_bytes - dry.pending, node, pending=dry.pending)
+                status = self._dry_remove(everything, now, node, status, totals)
             if purge_pending_first(status):
                 # What retention or reclamation already deleted goes first, whatever its delay: it
                 # may be all the disk needs, and no live segment is touched for bytes already free.
-                if dry_run:
-                    status = after_freeing(status, status.pending_delete_bytes, node, pending=0)
+                if dry_run:  # every pending file no reader holds
+                    status = self._dry_remove(everything, now, node, status, totals, purge=True)
                 else:
                     self._rt.remove_files(everything, now, totals, purge=True)
                     status = self._rt.disk.check()
@@ -173,6 +171,23 @@ class FileCleaner:
         self._count_freed(totals, pending_before)
         self._rt.disk.check()
         return self._rt.result("clean_files", None, None, t0, **totals)
+
+    @staticmethod
+    def _dry_remove(
+        shards: list[LifecycleShard],
+        now: int,
+        node: NodePolicy,
+        status: DiskStatus,
+        totals: dict[str, Any],
+        *,
+        purge: bool = False,
+    ) -> DiskStatus:
+        """A dry run's ``remove_files`` (with ``purge``: of every file no reader holds): the disk it would
+        leave, and the files it would remove in ``files_removed`` (the pending files as the store has them:
+        the due ones of a purge are the same files, counted once)."""
+        dry = DryFiles.start(shards, now, node, sum(s.pending_file_bytes() for s in shards), purge=purge)
+        totals["files_removed"] = dry.removed
+        return after_freeing(status, status.pending_delete_bytes - dry.pending, node, pending=dry.pending)
 
     def _act(self, shard: LifecycleShard, base: int, action: str, now: int, node: NodePolicy) -> ShardWork:
         """Delete segment ``base`` whole, or drop its local copy (``bytes_reclaimed``: the copy's bytes)."""

@@ -168,3 +168,34 @@ def test_deadline_driven_sweeps_count_freed_and_pending_the_same_way(
     clock.advance(DELAY)
     later = engine.apply_retention(ns)  # any deleting step on the shard removes them, and counts them freed
     assert (later.bytes_reclaimed, later.pending_delete_bytes) == (pending, 0)
+
+
+@pytest.mark.parametrize("adapter_name", ["segment"], indirect=True)
+def test_a_purge_under_disk_pressure_frees_what_no_reader_holds_and_its_dry_run_says_so(
+    open_adapter: OpenAdapter, clock: ManualClock
+) -> None:
+    engine = open_adapter(
+        lifecycle_worker=False,
+        disk_capacity_bytes=1 << 40,
+        node_policy=NodePolicy(
+            file_delete_delay_ms=DELAY,
+            destroy_forcibly_after_ms=10 * DELAY,
+            # Above disk_max_used_ratio at once (a few KiB of 1 TiB), never forced or full.
+            disk_max_used_ratio=1e-12,
+            disk_clean_forcibly_ratio=0.98,
+            disk_warning_ratio=0.99,
+        ),
+    )
+    ns, dropped = retention_half(engine)
+    log = engine._shard(ns, 0)  # type: ignore[attr-defined]
+    reader = log.iter_records(log.view, 0)
+    assert next(reader).offset == 0  # holds the first segment's file
+    held = engine.list_segments(ns, 0)[0].size_bytes
+    assert engine.apply_retention(ns).pending_delete_bytes == dropped
+    dry = engine.clean_files(dry_run=True)
+    real = engine.clean_files()
+    assert figures(dry) == figures(real)
+    # The purge removes every pending file but the held one, whatever its delay.
+    assert (real.bytes_reclaimed, real.pending_delete_bytes) == (dropped - held, held)
+    assert sum(deleted_files(engine, ns).values()) == held
+    reader.close()
