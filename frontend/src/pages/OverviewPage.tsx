@@ -33,13 +33,20 @@ const OverviewCharts = lazy(() => import("../components/OverviewCharts"));
 /**
  * The charts' range: the URL's (``?range=``), else the one the samples there are call for (openingRange), so the
  * Overview never opens on an empty range while older data exists. ``null`` while that is being found out.
+ * The usual range is asked first (raw samples, minutes apart: a young system's span is exact); only when it
+ * holds nothing is the longest one asked (rollups), to find how far back the newest sample is.
  */
 function useChartRange(search: URLSearchParams): MetricRange | null {
   const chosen = RANGES.find((r) => r === search.get("range"));
-  const probe = useMetricSeries(RANGE_PROBE_SERIES, "30d", { enabled: chosen === undefined });
+  const usual = useMetricSeries(RANGE_PROBE_SERIES, DEFAULT_RANGE, { enabled: chosen === undefined });
+  const recent = usual.data ? sampleTimes(usual.data) : null;
+  const longest = useMetricSeries(RANGE_PROBE_SERIES, "30d", { enabled: chosen === undefined && recent?.length === 0 });
   if (chosen) return chosen;
-  if (probe.data) return openingRange(sampleTimes(probe.data), probe.dataUpdatedAt || Date.now());
-  return probe.isError ? DEFAULT_RANGE : null;
+  if (usual.isError) return DEFAULT_RANGE;
+  if (recent === null) return null;
+  if (recent.length > 0) return openingRange(recent, usual.dataUpdatedAt || Date.now());
+  if (longest.data) return openingRange(sampleTimes(longest.data), longest.dataUpdatedAt || Date.now());
+  return longest.isError ? DEFAULT_RANGE : null;
 }
 
 /** Auto-refresh choices for metrics and alerts (``?refresh=<seconds>``); 30 s unless chosen. */

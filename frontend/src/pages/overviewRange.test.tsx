@@ -2,8 +2,8 @@
 import { screen, waitFor } from "@testing-library/react";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { resetCsrfToken } from "../api/client";
-import type { MetricSeries, User } from "../api/types";
-import { openingRange } from "../lib/metrics";
+import type { MetricRange, MetricSeries, User } from "../api/types";
+import { openingRange, RANGE_MS } from "../lib/metrics";
 import { callsTo, clearCookies, mockFetch, renderApp } from "../test/utils";
 
 vi.mock("../components/EChart", () => ({
@@ -14,16 +14,17 @@ const viewer: User = { username: "vic", role: "viewer" };
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-/** A series whose one line has a sample at each of ``ages`` (ms before now). */
-const samplesAged = (series: string, ages: number[]): MetricSeries => {
+/** A series whose one line has a sample at each of ``ages`` (ms before now) that ``range`` reaches, as the API answers. */
+const samplesAged = (series: string, range: MetricRange, ages: number[]): MetricSeries => {
   const now = Date.now();
+  const within = ages.filter((age) => age <= RANGE_MS[range]);
   return {
     series,
     unit: "ratio",
-    range: "30d",
+    range,
     step_s: 60,
     resolution: "raw",
-    lines: [{ labels: { node: "node-1" }, points: ages.map((age) => [now - age, 0.5] as [number, number]) }],
+    lines: [{ labels: { node: "node-1" }, points: within.map((age) => [now - age, 0.5] as [number, number]) }],
   } as MetricSeries;
 };
 
@@ -36,7 +37,8 @@ function overview(ages: number[]) {
     "GET /api/metrics/summary": { stored_bytes: 0, stored_records: 0, expired_ratio: 0, backlog_messages: 0, nodes: [] },
     "GET /api/metrics/series": (url: string) => {
       const q = new URL(url, "http://x").searchParams;
-      return new Response(JSON.stringify(samplesAged(q.get("series")!, ages)), { headers: { "content-type": "application/json" } });
+      const range = q.get("range") as MetricRange;
+      return new Response(JSON.stringify(samplesAged(q.get("series")!, range, ages)), { headers: { "content-type": "application/json" } });
     },
   });
 }
@@ -52,7 +54,8 @@ describe("the range the Overview opens on", () => {
     renderApp("/");
     await waitFor(() => expect(screen.getByTestId("range-7d").getAttribute("aria-pressed")).toBe("true"));
     await waitFor(() => expect(seriesCalls(fetch).some((q) => q.get("series") === "expired_ratio" && q.get("range") === "7d")).toBe(true));
-    expect(seriesCalls(fetch).some((q) => q.get("range") === "24h")).toBe(false); // never drawn on the empty range
+    // Never drawn on the empty range: the only 24 h question is the probe's, of the disk series.
+    expect(seriesCalls(fetch).filter((q) => q.get("range") === "24h").map((q) => q.get("series"))).toEqual(["disk_used_ratio"]);
   });
 
   it("opens on the last hour when all the data is that young", async () => {
@@ -60,6 +63,7 @@ describe("the range the Overview opens on", () => {
     renderApp("/");
     await waitFor(() => expect(screen.getByTestId("range-1h").getAttribute("aria-pressed")).toBe("true"));
     await waitFor(() => expect(seriesCalls(fetch).some((q) => q.get("series") === "backlog_messages" && q.get("range") === "1h")).toBe(true));
+    expect(seriesCalls(fetch).some((q) => q.get("range") === "30d")).toBe(false); // the last 24 h held data: no further question
   });
 
   it("keeps the range the URL names", async () => {
@@ -67,7 +71,7 @@ describe("the range the Overview opens on", () => {
     renderApp("/?range=6h");
     await waitFor(() => expect(seriesCalls(fetch).some((q) => q.get("series") === "expired_ratio" && q.get("range") === "6h")).toBe(true));
     expect(screen.getByTestId("range-6h").getAttribute("aria-pressed")).toBe("true");
-    expect(seriesCalls(fetch).some((q) => q.get("range") === "30d")).toBe(false); // no probe needed
+    expect(seriesCalls(fetch).some((q) => q.get("range") !== "6h")).toBe(false); // no probe needed
   });
 });
 
