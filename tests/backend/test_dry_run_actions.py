@@ -54,7 +54,7 @@ def create(api_as: Any, name: str, policy: dict[str, Any]) -> None:
 def node_state(client: NodeClient) -> Any:
     """What a dry run must leave as it was on the node: every shard's figures, segments (with their tiers)
     and records, and every subscription's cursors."""
-    out = []
+    out: list[Any] = []
     for info in client.list_namespaces():
         for shard in range(info.shards):
             records = [(r.offset, r.value) for r in client.read(info.name, shard, 0, max_records=10_000).records]

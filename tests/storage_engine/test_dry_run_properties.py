@@ -199,8 +199,7 @@ def engine_on(
             node_policy=node,
             tier_uri=(root / "tier").as_uri(),
         )
-        engine = open_engine(config, clock)
-        engine.sleep = lambda _seconds: None  # the cleaner's delete_interval_ms: no real sleeps
+        engine = open_engine(config, clock)  # NODE's delete_interval_ms is 0: the cleaner never sleeps
         try:
             build(engine, clock, state)
             yield engine, root
