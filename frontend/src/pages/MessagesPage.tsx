@@ -34,6 +34,21 @@ function toLocalInput(ms: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+/** The browse form as the URL describes it. */
+function formFrom(search: URLSearchParams) {
+  return {
+    namespace: search.get("namespace") ?? "",
+    shard: search.get("shard") ?? (search.get("namespace") && (search.get("key") || search.get("time") || search.get("positions")) ? ALL_SHARDS : "0"),
+    everyShard: search.get("all_shards") === "true",
+    mode: modeOf(search),
+    offset: search.get("offset") ?? "0",
+    time: search.get("time") ? toLocalInput(Number(search.get("time"))) : "",
+    key: search.get("key") ?? "",
+    tag: search.get("tag") ?? "",
+    limit: search.get("limit") ?? "50",
+  };
+}
+
 export default function MessagesPage() {
   usePageTitle("Messages");
   const [search, setSearch] = useSearchParams();
@@ -43,26 +58,16 @@ export default function MessagesPage() {
   const messages = useMessages(namespace, query);
   const [history, setHistory] = useState<string[]>([]);
 
-  const [form, setForm] = useState(() => ({
-    namespace,
-    shard: search.get("shard") ?? (search.get("namespace") && (search.get("key") || search.get("time") || search.get("positions")) ? ALL_SHARDS : "0"),
-    everyShard: search.get("all_shards") === "true",
-    mode: modeOf(search),
-    offset: search.get("offset") ?? "0",
-    time: search.get("time") ? toLocalInput(Number(search.get("time"))) : "",
-    key: search.get("key") ?? "",
-    tag: search.get("tag") ?? "",
-    limit: search.get("limit") ?? "50",
-  }));
+  const [form, setForm] = useState(() => formFrom(search));
   const [formError, setFormError] = useState<string | null>(null);
   // Paging and "jump" change the URL: the form follows the offset it now reads from.
   const urlOffset = search.get("offset");
   useEffect(() => {
     if (urlOffset !== null) setForm((f) => (f.offset === urlOffset ? f : { ...f, offset: urlOffset, mode: modeOf(search) }));
   }, [urlOffset]);
-  // Another namespace in the URL (a link, Back): the form follows it, and the history is of the last one.
+  // Another namespace in the URL (a link, Back): the form reads it afresh, and the history was the last one's.
   useEffect(() => {
-    setForm((f) => (f.namespace === namespace ? f : { ...f, namespace, shard: "0" }));
+    setForm((f) => (f.namespace === namespace ? f : formFrom(search)));
     setHistory([]);
   }, [namespace]);
   const display = search.get("display") === "hex" ? "hex" : "text";

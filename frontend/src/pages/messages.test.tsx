@@ -171,11 +171,13 @@ describe("messages: another namespace", () => {
     });
     const { router } = renderApp("/messages?namespace=orders&shard=0&offset=0");
     expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-orders");
-    await router.navigate("/messages?namespace=events&shard=0&offset=0");
+    await router.navigate("/messages?namespace=events&shard=1&offset=5");
     await waitFor(() => expect((screen.getByTestId("messages-namespace") as HTMLSelectElement).value).toBe("events"));
+    expect((screen.getByTestId("messages-shard") as HTMLSelectElement).value).toBe("1");
+    expect((screen.getByTestId("messages-offset") as HTMLInputElement).value).toBe("5");
     expect(screen.queryByText(/from-orders/)).toBeNull();
-    pending.release(jsonResponse({ records: [record(0, 0, 2_000, "from-events")], next_offset: 1, next_positions: null, shards: [0] }));
-    expect((await screen.findByTestId("message-value-0")).textContent).toContain("from-events");
+    pending.release(jsonResponse({ records: [record(1, 5, 2_000, "from-events")], next_offset: 6, next_positions: null, shards: [1] }));
+    expect((await screen.findByTestId("message-value-5")).textContent).toContain("from-events");
   });
 });
 
