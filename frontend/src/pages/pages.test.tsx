@@ -276,14 +276,15 @@ describe("namespace detail", () => {
     expect(screen.queryByTestId("dry-run-report")).toBeNull();
   });
 
-  it("offload (tiered storage) is in the Actions menu and starts at once; it offers no dry run", async () => {
+  it("offload (tiered storage) is in the Actions menu and starts at once; it offers a dry run", async () => {
     const started = { ...taskRun(90), kind: "offload" };
     const fetch = mockFetch(routes(operator, { "POST /api/namespaces/orders/actions": () => jsonResponse(started, 202) }));
     renderApp("/namespaces/orders?tab=actions");
     const button = (await screen.findByTestId("action-offload")) as HTMLButtonElement;
     expect(button.textContent).toBe("Offload to the object store");
     fireEvent.click(screen.getByTestId("action-dry-run"));
-    expect(button.disabled).toBe(true);
+    expect(button.disabled).toBe(false); // every action that changes data offers a dry run (issue 26)
+    expect(button.textContent).toBe("Offload to the object store (dry run)");
     fireEvent.click(screen.getByTestId("action-dry-run"));
     fireEvent.click(button);
     expect(screen.queryByTestId("confirm-input")).toBeNull();
