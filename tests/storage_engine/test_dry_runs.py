@@ -1,13 +1,15 @@
 """Dry runs of the lifecycle steps (``dry_run=True``): the same decisions, nothing changed.
 
-For each step — TTL scan, retention, reclamation, file cleaning, compaction; per
-namespace and node-wide — a dry run must leave every record, segment, file and
-figure as it was, and report what the real step then does: the same segments,
-records and bytes. Every adapter, the injected clock, no sleeping.
+For each step — TTL scan, retention, reclamation, file cleaning, compaction, and every other
+operation through the node's calls; per namespace and node-wide — a dry run must leave every
+record, segment, file and figure as it was, and report what the real step then does: the same
+segments, records and bytes. Every adapter, the injected clock, no sleeping. (Random states for
+every operation: ``test_dry_run_properties.py``.)
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ import pytest
 
 from storage_engine.api import LifecycleResult, NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
+from storage_engine.node.lifecycle import run_step
 from storage_engine.policy import NodePolicy
+from storage_engine.protocol import SPECS, Operation, Scope, StepRequest
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, read_all
 
@@ -193,3 +197,40 @@ def test_dry_run_leaves_an_idle_active_segment_active(engine: tuple[StorageAdapt
     dry = adapter.reclaim(ns, manual=True, dry_run=True)
     assert (dry.rolled, dry.segments_deleted, dry.records_removed) == (1, 1, 3)
     assert adapter.list_segments(ns, 0) == [active]
+
+
+def test_every_operation_that_changes_data_answers_its_dry_run_at_once(
+    engine: tuple[StorageAdapter, Path], clock: ManualClock, adapter_name: str
+) -> None:
+    """Every operation whose spec offers a dry run (all but the disk check), through the node's own
+    calls (protocol SPECS → node.lifecycle CALLS), per namespace and node-wide: nothing changes and
+    the answer never asks to be called again. Adapters without segment files skip offload and recall."""
+    adapter, data_dir = engine
+    ns = make_ns(adapter, "every", shards=2, ttl_ms=5_000, segment_ms=1_000, cleanup_policy="compact,delete")
+    adapter.create_subscription(ns, "late")
+    for i in range(30):
+        adapter.append(ns, i % 2, [NewRecord(b"v%d" % i * 20, key=b"k%d" % (i % 3), expire_at=clock.now_ms() + 2_000)])
+        clock.advance(400)
+    adapter.update_namespace(
+        ns,
+        replace(
+            adapter.get_namespace(ns).policy,
+            backlog_quota_bytes=200,
+            backlog_quota_policy="consumer_backlog_eviction",
+            remote_storage_enabled=True,
+            local_retention_ms=0,
+        ),
+    )
+    before = state(adapter, data_dir)
+    offered = [op for op, spec in SPECS.items() if spec.dry_run]
+    assert set(SPECS) - set(offered) == {Operation.DISK_CHECK}
+    for op in offered:
+        targets: dict[Scope, list[str | None]] = {Scope.NAMESPACE: [ns], Scope.NODE: [None], Scope.ANY: [ns, None]}
+        scopes = targets[SPECS[op].scope]
+        for namespace in scopes:
+            result = run_step(adapter, StepRequest(op, namespace, dry_run=True))
+            assert isinstance(result, LifecycleResult) and not result.more, (op, namespace, result)
+            if op in (Operation.OFFLOAD, Operation.RECALL) and adapter_name != "segment":
+                assert result.skipped == "unsupported"
+            assert state(adapter, data_dir) == before, (op, namespace)
+    assert [s.cursors for s in adapter.list_subscriptions(ns)] == [(-1, -1)]
