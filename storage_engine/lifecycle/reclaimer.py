@@ -61,7 +61,8 @@ class Reclaimer:
         policy, shards = self._rt.select(namespace, shard)
         now = self._rt.clock.now_ms()
         if not manual and not in_off_peak(now, self._rt.node_policy) and not self._rt.urgent(policy, shards):
-            return self._rt.result("reclaim", namespace, shard, t0, skipped="off_peak", more=True)
+            # Outside off-peak hours: call again later (a dry run says so once: it never asks to be repeated).
+            return self._rt.result("reclaim", namespace, shard, t0, skipped="off_peak", more=not dry_run)
         budget = DEFAULT_RECLAIM_SEGMENTS if limit is None else limit
         totals: dict[str, Any] = {}
         more = False

@@ -66,7 +66,8 @@ class TTLScanner:
         else:
             policy, shards = self._rt.select(namespace, shard)
             if not manual and not in_off_peak(now, self._rt.node_policy) and not self._rt.urgent(policy, shards):
-                return self._rt.result("expire_scan", namespace, shard, t0, skipped="off_peak", more=True)
+                # Outside off-peak hours: call again later (a dry run says so once: it never asks to be repeated).
+                return self._rt.result("expire_scan", namespace, shard, t0, skipped="off_peak", more=not dry_run)
             cap = policy.max_delete_per_scan if limit is None else min(limit, policy.max_delete_per_scan)
             targets = {namespace: (policy, {s.shard: s for s in shards})}
             batch_size = policy.scan_batch_size

@@ -21,7 +21,7 @@ from storage_engine.node.lifecycle import run_step
 from storage_engine.policy import NodePolicy
 from storage_engine.protocol import SPECS, Operation, Scope, StepRequest
 from tests.storage_engine.conftest import OpenAdapter
-from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, read_all
+from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, other_hour, read_all
 
 COUNTS = ("expired_records", "segments_deleted", "segments_rewritten", "records_removed", "forced_deletes", "rolled")
 
@@ -234,3 +234,20 @@ def test_every_operation_that_changes_data_answers_its_dry_run_at_once(
                 assert result.skipped == "unsupported"
             assert state(adapter, data_dir) == before, (op, namespace)
     assert [s.cursors for s in adapter.list_subscriptions(ns)] == [(-1, -1)]
+
+
+def test_a_dry_run_outside_off_peak_hours_says_so_once(engine: tuple[StorageAdapter, Path], clock: ManualClock) -> None:
+    """A scheduled (not manual) scan or reclamation outside ``off_peak_hours`` is skipped and asks to be
+    called again later; its dry run says it is skipped and never asks to be repeated."""
+    adapter, data_dir = engine
+    adapter.set_node_policy(NodePolicy(off_peak_hours=other_hour(clock)))
+    ns = make_ns(adapter, "peak", ttl_ms=60_000)
+    adapter.append(ns, 0, [NewRecord(b"p", expire_at=clock.now_ms() + 10)] * 3 + [NewRecord(b"q")] * 10)
+    clock.advance(11)  # 3 of 13 expired: not urgent (urgent_expired_ratio 0.5)
+    before = state(adapter, data_dir)
+    for call in (adapter.expire_scan, adapter.reclaim):
+        real = call(ns)
+        assert (real.skipped, real.more) == ("off_peak", True)
+        dry = call(ns, dry_run=True)
+        assert (dry.skipped, dry.more) == ("off_peak", False)
+    assert state(adapter, data_dir) == before
