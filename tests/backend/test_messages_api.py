@@ -1,21 +1,15 @@
 from __future__ import annotations
 
-import threading
-
 import pytest
-import uvicorn
 
 from backend.apps.audit.models import AuditEntry
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
-from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
-from storage_engine.config import Durability, EngineConfig
-from storage_engine.node.app import build_app
 from storage_engine.placement import shard_for_key
-from tests.support.processes import free_port, wait_until
+from tests.support.clocked_node import clocked_node
 
 
 @pytest.fixture
@@ -225,22 +219,12 @@ NODE_NOW = 1_600_000_000_000  # the node's clock: years away from this process's
 
 @pytest.fixture
 def node_on_its_own_clock(db, settings, tmp_path):
-    """A node (the real app and engine, over HTTP) whose injected clock stands at NODE_NOW, registered
-    as the default node: the control plane's clock and the node's differ by years."""
-    clock = ManualClock(NODE_NOW)
-    config = EngineConfig(data_dir=tmp_path / "data", durability=Durability.NONE, lifecycle_worker=False)
-    app = build_app(open_engine(config, clock=clock), token="t", clock=clock)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), 20, "the in-process node")
-    url = f"http://127.0.0.1:{port}"
-    settings.NODE_URL, settings.NODE_TOKEN = url, "t"
-    StorageNode.objects.create(name=DEFAULT_NODE_NAME, url=url, token="t")
-    yield url
-    server.should_exit = True  # the app's lifespan closes the engine
-    thread.join(20)
+    """A node whose injected clock stands at NODE_NOW, registered as the default node: the control plane's
+    clock and the node's differ by years."""
+    with clocked_node(tmp_path / "data", ManualClock(NODE_NOW)) as url:
+        settings.NODE_URL, settings.NODE_TOKEN = url, "t"
+        StorageNode.objects.create(name=DEFAULT_NODE_NAME, url=url, token="t")
+        yield url
 
 
 def test_a_ttl_becomes_expire_at_on_the_nodes_clock(api_as, node_on_its_own_clock):
