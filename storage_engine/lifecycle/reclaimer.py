@@ -21,11 +21,12 @@ from typing import Any
 from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
 from storage_engine.cleaning import in_off_peak
 from storage_engine.expiry import segment_expired
+from storage_engine.lifecycle.dry_rewrite import dead_counts, would_rewrite
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
 from storage_engine.policy import NamespacePolicy
 from storage_engine.tier.store import TierError
-from storage_engine.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop, would_rewrite
+from storage_engine.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,11 @@ class Reclaimer:
                     dropped = set(whole)
                     sum_work(totals, would_drop([seg for seg in sealed if seg.base_offset in dropped]))
                     dry.drop(s, dropped, delay)
+                    dead = dead_counts(s)
                     for seg in sealed:
                         if seg.base_offset not in dropped and self.worth_rewriting(seg, policy):
-                            sum_work(totals, would_rewrite(seg))
+                            work = would_rewrite(s, seg, policy.ttl_ms, now, dead.get(seg.base_offset, 0))
+                            sum_work(totals, work)
                     continue
                 if len(whole) > budget:
                     whole, more = whole[:budget], True
