@@ -339,7 +339,8 @@ class LogCleaner:
         totals: CompactionTotals,
     ) -> None:
         """A dry run's rewrite of ``seg``: what the adapter would remove (expired records and
-        what ``rule`` says), added to ``removed_sim``, and the records it would keep in ``kept_sim``."""
+        what ``rule`` says), added to ``removed_sim``, and the records it would keep in ``kept_sim``;
+        the live expired records count in ``expired_records``, as the real rewrite marks them dead."""
         gone = removed_sim.get(seg.base_offset)
         ttl_ms = policy.ttl_ms
         kept = removed = 0
@@ -351,7 +352,10 @@ class LogCleaner:
                     continue
                 totals.scanned += 1
                 expire_at = cols.expire_ats[i] if cols.attrs[i] & ATTR_EXPIRE else None
-                if decisions[i] != KEEP or is_expired(cols.timestamps[i], expire_at, ttl_ms, now):
+                expired = is_expired(cols.timestamps[i], expire_at, ttl_ms, now)
+                if expired:  # the real rewrite marks it dead first, and counts it (expired_records)
+                    totals.expired_records += 1
+                if decisions[i] != KEEP or expired:
                     new.add(o)
                     removed += 1
                 else:

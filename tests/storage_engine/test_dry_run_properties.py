@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage_engine import open_engine
@@ -61,15 +61,6 @@ EXAMPLES = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-# The compaction dry run's counts are being made exact by the compaction helper's change (segments deleted
-# and rewritten; the records a rewrite marks dead on its way, ``expired_records``): until it lands these
-# fail, without shrinking (which would only spend time on a known failure).
-COMPACTION_PENDING = pytest.mark.xfail(
-    strict=True,
-    reason="compaction segment counts: fixed in the compaction helper's change "
-    "(also expired_records: the records a real rewrite marks dead, which the dry run does not count)",
-)
-NO_SHRINK = settings(EXAMPLES, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 NODE = NodePolicy(
     file_reserved_ms=2_000,
     file_delete_delay_ms=0,
@@ -315,9 +306,8 @@ def test_clean_files(adapter_name: str, manual: bool, state: State) -> None:
         check(adapter, root, lambda: adapter.clean_files(manual, dry_run=True), lambda: adapter.clean_files(manual))
 
 
-@COMPACTION_PENDING
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
-@NO_SHRINK
+@EXAMPLES
 @given(state=states(compact=True))
 def test_compact(adapter_name: str, state: State) -> None:
     clock = ManualClock(T0)
@@ -330,9 +320,8 @@ def test_compact(adapter_name: str, state: State) -> None:
         )
 
 
-@COMPACTION_PENDING
 @pytest.mark.parametrize("adapter_name", ADAPTERS)
-@NO_SHRINK
+@EXAMPLES
 @given(state=states(compact=True))
 def test_compact_dirtiest(adapter_name: str, state: State) -> None:
     """The background cleaner: one shard a real call, every due shard in the dry run."""
