@@ -102,7 +102,8 @@ def test_cursor_reset_skip_and_clear_are_confirmed_and_audited(api_as, events, n
     assert cursors(node) == [-1, 2]
     assert body["subscription"]["messages"] == 5 and body["subscription"]["live_messages"] == 5
     # Skip N messages on a shard, then reset a shard to a time.
-    assert cursor(operator, {"action": "skip", "count": 2, "shard": 0, "confirm": "billing"}).json()["moves"] == [
+    # The console sends the count as decimal text (a JS number loses digits past 2^53).
+    assert cursor(operator, {"action": "skip", "count": "2", "shard": 0, "confirm": "billing"}).json()["moves"] == [
         {"shard": 0, "before": -1, "after": 1}
     ]
     assert cursor(operator, {"action": "time", "timestamp": 2_000, "shard": 1, "confirm": "billing"}).json()[
@@ -132,6 +133,8 @@ def test_cursor_reset_skip_and_clear_are_confirmed_and_audited(api_as, events, n
         ({"action": "time", "confirm": "billing"}, "timestamp"),
         ({"action": "skip", "confirm": "billing"}, "count"),
         ({"action": "skip", "count": 0, "confirm": "billing"}, "count"),
+        ({"action": "skip", "count": "99999999999999999999", "confirm": "billing"}, "count"),  # past 2^62: refused
+        ({"action": "skip", "count": "1e3", "confirm": "billing"}, "count"),
         ({"action": "latest", "count": 3, "confirm": "billing"}, "count"),
         ({"action": "earliest", "shard": 2, "confirm": "billing"}, "shard"),
         ({"action": "earliest", "confirm": "billing", "offset": 3}, "offset"),

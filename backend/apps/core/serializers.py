@@ -5,6 +5,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backend.apps.core.roles import ROLES
+from storage_engine.bounds import MAX_INT64
+from storage_engine.errors import InvalidArgumentError
+from storage_engine.validation import int_from_text
 
 
 class StrictFieldsMixin:
@@ -117,3 +120,25 @@ class PolicyValueField(serializers.JSONField):
 @extend_schema_field({"type": "object", "additionalProperties": {**POLICY_VALUE_SCHEMA, "nullable": True}})
 class PolicyOverridesField(serializers.JSONField):
     """Policy field → value: the overrides one layer (a namespace, a node) sets."""
+
+
+class Int64TextField(serializers.CharField):
+    """A 64-bit figure a person types (an offset, a time), sent as a decimal string: a JavaScript
+    number keeps only 53 bits, so 99999999999999999999 or 9007199254740993 would arrive as another
+    number. Read with the engine's rule (ASCII digits, bounds named in the message), never through a
+    float."""
+
+    def __init__(self, *, min_value: int = 0, max_value: int = MAX_INT64, **kwargs: Any) -> None:
+        self.min_value, self.max_value = min_value, max_value
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, (str, int)):
+            raise serializers.ValidationError("must be a decimal string")
+        try:
+            return int_from_text(str(data), self.field_name, self.min_value, self.max_value)
+        except InvalidArgumentError as exc:
+            raise serializers.ValidationError(exc.rule) from None
+
+    def to_representation(self, value: Any) -> str:
+        return str(value)

@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 from backend.apps.audit import services as audit
 from backend.apps.core.permissions import IsAdmin, IsOperator
 from backend.apps.core.schema import problems
-from backend.apps.core.serializers import NodeRefusalSerializer, StrictSerializer
+from backend.apps.core.serializers import Int64TextField, NodeRefusalSerializer, StrictSerializer
 from backend.apps.namespaces import selectors, services
 from backend.apps.namespaces.models import Namespace, Subscription
 from backend.apps.namespaces.serializers import (
@@ -73,8 +73,8 @@ class CursorInputSerializer(StrictSerializer):
     timestamp = serializers.IntegerField(
         min_value=0, max_value=(1 << 63) - 1, required=False, help_text="epoch ms, for `time`"
     )
-    count = serializers.IntegerField(
-        min_value=1, max_value=(1 << 62), required=False, help_text="messages to skip per shard, for `skip`"
+    count = Int64TextField(
+        min_value=1, max_value=(1 << 62), required=False, help_text="messages to skip per shard, for `skip` (digits)"
     )
     confirm = serializers.CharField(help_text="the subscription's name, repeated")
 

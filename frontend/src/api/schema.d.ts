@@ -1332,11 +1332,8 @@ export interface components {
              * @description epoch ms, for `time`
              */
             timestamp?: number;
-            /**
-             * Format: int64
-             * @description messages to skip per shard, for `skip`
-             */
-            count?: number;
+            /** @description messages to skip per shard, for `skip` (digits) */
+            count?: string;
             /** @description the subscription's name, repeated */
             confirm: string;
         };

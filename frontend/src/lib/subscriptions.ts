@@ -40,7 +40,7 @@ export function cursorRequest(form: CursorForm, confirm: string): { body?: Curso
     if (!/^\d+$/.test(form.count.trim()) || Number(form.count) < 1) {
       return { errors: { count: "How many messages: a whole number, 1 or more." } };
     }
-    body.count = Number(form.count);
+    body.count = form.count.trim(); // decimal text: a JS number loses digits past 2^53
   }
   return { body, errors: {} };
 }

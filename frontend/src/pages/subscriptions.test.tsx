@@ -85,7 +85,7 @@ describe("subscriptions tab", () => {
   it("skip needs a count and time needs a time; the server's refusal is shown at its field", async () => {
     const fetch = mockFetch(
       routes(operator, {
-        "POST /api/namespaces/orders/subscriptions/billing/cursor": () => jsonResponse({ count: ["Ensure this value is less than or equal to 4611686018427387904."] }, 400),
+        "POST /api/namespaces/orders/subscriptions/billing/cursor": () => jsonResponse({ count: ["must be an integer from 1 to 4611686018427387904, written in ASCII digits"] }, 400),
       }),
     );
     renderApp("/namespaces/orders?tab=subscriptions");
@@ -97,7 +97,9 @@ describe("subscriptions tab", () => {
     expect(callsTo(fetch, "POST", "/api/namespaces/orders/subscriptions/billing/cursor")).toHaveLength(0);
     fireEvent.change(screen.getByTestId("cursor-count"), { target: { value: "99999999999999999999" } });
     fireEvent.click(screen.getByTestId("confirm-submit"));
-    expect((await screen.findByTestId("cursor-error-count")).textContent).toMatch(/less than or equal/);
+    expect((await screen.findByTestId("cursor-error-count")).textContent).toMatch(/an integer from 1 to 4611686018427387904/);
+    // Sent as typed, digit for digit: as a JS number it would have been 100000000000000000000.
+    expect(body(callsTo(fetch, "POST", "/api/namespaces/orders/subscriptions/billing/cursor")[0]!).count).toBe("99999999999999999999");
     fireEvent.change(screen.getByTestId("cursor-action"), { target: { value: "time" } });
     fireEvent.change(screen.getByTestId("confirm-input"), { target: { value: "billing" } });
     fireEvent.click(screen.getByTestId("confirm-submit"));
