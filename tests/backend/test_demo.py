@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import random
 import time
+
+from django.core.management import call_command
 
 from backend import demo
 from backend.apps.lifecycle.management.commands.bootstrap import DEMO_NAMESPACES
 from backend.apps.lifecycle.management.commands.demo import ensure_subscription
 from backend.apps.namespaces.models import Namespace
-from backend.apps.namespaces.services import create_namespace
 from storage_engine.client import NodeClient
 
 
 def test_the_demo_fills_every_namespace_with_expiring_data_and_a_backlog(registered_node, node):
-    for name, shards in DEMO_NAMESPACES:
-        create_namespace(name=name, shards=shards, policy=demo.POLICIES.get(name))
+    call_command("bootstrap", "--demo", stdout=io.StringIO())  # as make up does: with the demo's policies
     now = int(time.time() * 1000)
     with NodeClient(node.url, node.token) as client:
         producer = demo.DemoProducer(client, lambda: now, ensure_subscription)
@@ -23,6 +24,7 @@ def test_the_demo_fills_every_namespace_with_expiring_data_and_a_backlog(registe
             producer.tick()
         stats = {name: [client.shard_stats(name, s) for s in range(shards)] for name, shards in DEMO_NAMESPACES}
         segments = {name: [client.list_segments(name, s) for s in range(shards)] for name, shards in DEMO_NAMESPACES}
+        client_policy = {name: client.get_namespace(name).policy.to_dict() for name in demo.POLICIES}
         backlog = client.backlog(*demo.SUBSCRIPTION)
     for name, shards in stats.items():
         stored = sum(s["record_count"] for s in shards)
@@ -34,7 +36,9 @@ def test_the_demo_fills_every_namespace_with_expiring_data_and_a_backlog(registe
         # clock in the seconds since (the oldest backfilled record expires 1 ms after the producer's now).
         assert sum(s["expired_records"] for s in shards) < 0.05 * stored, name
     # Short TTLs come with short segments (make up's policies): they go whole at their deadlines.
-    assert Namespace.objects.get(name="sensor-readings").policy_overrides == demo.POLICIES["sensor-readings"]
+    for name, overrides in demo.POLICIES.items():
+        assert Namespace.objects.get(name=name).policy_overrides == overrides
+        assert client_policy[name] == {**client_policy[name], **overrides}  # the node enforces them
     assert max(len(client_segments) for client_segments in segments["sensor-readings"]) > 10
     assert sum(s["expired_records"] for s in stats["payments.events"]) == 0  # no TTL there
     # The subscription exists in the control plane (the console lists it) and keeps a small backlog.
