@@ -187,6 +187,7 @@ def test_a_dry_run_reports_what_would_happen_and_changes_nothing(api_as, orders,
                 "records": run.counts.get("expired_records", 0) + run.counts.get("records_removed", 0),
                 "segments": run.counts.get("segments_deleted", 0) + run.counts.get("segments_rewritten", 0),
                 "bytes": run.bytes_reclaimed,
+                "pending_bytes": sum((run.params.get("pending_delete_bytes") or {}).values()),
             }
             if action == "expiry_scan":
                 assert summary["records"] == 3
