@@ -294,8 +294,8 @@ class LifecycleResult:
     :attr:`CHANGE_COUNTS` is above 0 for it (records expired or removed, segments deleted, rewritten or
     moved between tiers, files removed, cursors moved; scanning and rolling alone change nothing). A call
     on one namespace names it by itself (``__post_init__``); the node-wide expiry scan, the sweeps over
-    every namespace and the deadline-driven sweeps collect the names of theirs. Node-wide file cleaning,
-    offload and recall leave it empty.
+    every namespace, the deadline-driven sweeps, offload and recall collect the names of theirs. Node-wide
+    file cleaning (a node-level operation) leaves it empty.
     """
 
     operation: str

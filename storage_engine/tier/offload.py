@@ -78,6 +78,7 @@ class _Job:
     log: TieredShardLog
     shard: ShardTier
     meta: SegmentMeta
+    namespace: str = ""  # whom the upload changes (LifecycleResult.namespaces_changed)
 
 
 BACKOFF_BASE_MS = 1000
@@ -138,8 +139,10 @@ class Offloader:
         with rt.ops:
             now = rt.clock.now_ms()
             selected: list[tuple[NamespacePolicy, TieredShardLog]] = []
+            name_of: dict[int, str] = {}  # id of a shard → its namespace: a sweep names whom it changed
             for name, policy, shards in enabled:
                 selected += [(policy, s) for s in select_shards(name, shards, shard)]
+                name_of.update((id(s), name) for s in shards)
             jobs: list[_Job] = []
             for policy, s in selected:
                 segments = rt.step_segments(s, policy, now, totals)
@@ -148,7 +151,7 @@ class Offloader:
                     if budget <= 0 or not self.bucket.take(seg.size_bytes):
                         more = True
                         break
-                    job = self._begin(s, seg.base_offset)
+                    job = self._begin(s, seg.base_offset, name_of[id(s)])
                     if job is not None:
                         jobs.append(job)
                         budget -= 1
@@ -170,6 +173,8 @@ class Offloader:
                     totals["local_copies_dropped"] = totals.get("local_copies_dropped", 0) + n
                     totals["local_bytes_dropped"] = totals.get("local_bytes_dropped", 0) + nbytes
                     sum_work(totals, work)
+                    if n:
+                        totals.setdefault("namespaces_changed", set()).add(name_of[id(s)])
             rt.remove_files([s for _, s in selected], now, totals)
         rt.counters.add_many(
             {
@@ -206,6 +211,8 @@ class Offloader:
                         replace(seg, tier=SegmentTier.BOTH) if seg.base_offset in uploaded else seg for seg in segments
                     ]
                     drops = set(local_copies_to_drop(after, policy, now))
+                    if uploaded or drops:
+                        totals.setdefault("namespaces_changed", set()).add(name)
                     for seg in after:
                         if seg.base_offset in uploaded:
                             totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
@@ -216,12 +223,12 @@ class Offloader:
         return rt.result(OPERATION, namespace, shard, t0, **totals)
 
     @staticmethod
-    def _begin(s: TieredShardLog, base: int) -> _Job | None:
+    def _begin(s: TieredShardLog, base: int, namespace: str) -> _Job | None:
         hooks = s.tier
         if not isinstance(hooks, ShardTier):
             return None
         meta = s.begin_offload(base, new_generation())
-        return None if meta is None else _Job(s, hooks, meta)
+        return None if meta is None else _Job(s, hooks, meta, namespace)
 
     def _upload(self, jobs: list[_Job], now: int, totals: dict[str, Any]) -> Exception | None:
         """Upload the jobs ``offload_concurrency`` at a time; mark each verified one BOTH.
@@ -248,4 +255,5 @@ class Offloader:
             if job.log.finish_offload(job.meta.base_offset, job.meta.tier_generation, job.meta.size_bytes):
                 totals["segments_offloaded"] = totals.get("segments_offloaded", 0) + 1
                 totals["bytes_offloaded"] = totals.get("bytes_offloaded", 0) + outcome
+                totals.setdefault("namespaces_changed", set()).add(job.namespace)
         return failure

@@ -137,6 +137,7 @@ class _Job:
     log: TieredShardLog
     hooks: ShardTier
     info: SegmentInfo
+    namespace: str = ""  # whom the recall changes (LifecycleResult.namespaces_changed)
 
 
 class Recaller:
@@ -174,6 +175,7 @@ class Recaller:
                     if dry_run or self._recall_one(job):
                         totals["segments_recalled"] += 1
                         totals["bytes_recalled"] += job.info.size_bytes
+                        totals.setdefault("namespaces_changed", set()).add(job.namespace)
             finally:
                 if not dry_run:
                     rt.counters.add_many(
@@ -208,7 +210,7 @@ class Recaller:
                 for info in chosen:
                     if budget is not None and len(jobs) >= budget:
                         return jobs, held_back, True
-                    jobs.append(_Job(s, hooks, info))
+                    jobs.append(_Job(s, hooks, info, name))
         return jobs, held_back, False
 
     def _recall_one(self, job: _Job) -> bool:

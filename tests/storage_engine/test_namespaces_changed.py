@@ -4,9 +4,13 @@ never one it only looked at; a dry run names those it would change; a call on on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from storage_engine.api import LifecycleResult, NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from tests.storage_engine.lifecycle_util import make_ns
+from tests.storage_engine.tier_engine import T0, N, engine_for, record
+from tests.storage_engine.tier_engine import policy as tier_policy
 
 
 def _three(adapter: StorageAdapter, clock: ManualClock) -> None:
@@ -47,3 +51,30 @@ def test_the_field_has_one_shape_whatever_it_is_given() -> None:
     assert LifecycleResult("reclaim", namespace="x", scanned=9, rolled=1).namespaces_changed == ()
     assert LifecycleResult("reclaim", namespace="x", segments_rewritten=1).namespaces_changed == ("x",)
     assert LifecycleResult("subscription_ttl", namespace="x", cursors_moved=2).namespaces_changed == ("x",)
+
+
+def test_node_wide_offload_and_recall_name_the_namespaces_they_moved(tmp_path: Path) -> None:
+    """Tiered storage sweeps too: the node-wide offload names the namespaces whose segments it uploaded or whose
+    local copies it dropped, the node-wide recall those it brought back; the rest were only looked at."""
+    clock = ManualClock(T0)
+    engine = engine_for(tmp_path / "data", (tmp_path / "tier").as_uri(), clock)
+    try:
+        for name, over in (("moved", {}), ("empty", {}), ("local", {"remote_storage_enabled": False})):
+            engine.create_namespace(name, 1, tier_policy(**over))
+        for i in range(N):
+            engine.append("moved", 0, [record(i)])
+            engine.append("local", 0, [record(i)])
+        clock.set(T0 + N * 10 + 1000)
+        assert engine.offload(None, dry_run=True).namespaces_changed == ("moved",)
+        first = engine.offload(None)
+        assert first.segments_offloaded > 0 and first.namespaces_changed == ("moved",)
+        while engine.offload(None).more:
+            pass
+        assert engine.offload(None).namespaces_changed == ()  # all of it is in the object store already
+        engine.update_namespace("moved", tier_policy(local_retention_ms=None))  # keep everything local again
+        assert engine.recall(None, dry_run=True).namespaces_changed == ("moved",)
+        recalled = engine.recall(None, limit=1000)
+        assert recalled.segments_recalled > 0 and recalled.namespaces_changed == ("moved",)
+        assert engine.recall(None).namespaces_changed == ()
+    finally:
+        engine.close()
