@@ -41,6 +41,16 @@ def test_every_field_has_value_source_and_presentation(admin, orders):
     }
     assert fields["cleanup_policy"]["choices"] == ["delete", "compact", "compact,delete"]
     assert {f["group"] for f in fields.values()} == {"expiry", "retention", "compaction", "subscriptions"}
+    # A field flows from storage_engine/policy.py alone (the expired-share roll of issue 26).
+    roll = fields["segment_expired_roll_ratio"]
+    assert (roll["value"], roll["default"], roll["unit"], roll["nullable"], roll["group"]) == (
+        0.5,
+        0.5,
+        "ratio",
+        True,
+        "expiry",
+    )
+    assert "expired" in roll["help"]
 
 
 def test_namespace_override_cluster_default_and_reset(admin, orders, node):
@@ -88,6 +98,7 @@ def test_null_sets_infinite(admin, orders):
         ({"reset": ["colour"]}, "colour", "unknown field"),
         ({"set": {"ttl_ms": "soon"}}, "ttl_ms", "integer"),
         ({"set": {"ttl_ms": 5}, "reset": ["ttl_ms"]}, "ttl_ms", "set and reset"),
+        ({"set": {"segment_expired_roll_ratio": 0}}, "segment_expired_roll_ratio", "> 0"),
     ],
 )
 def test_invalid_changes_are_400_naming_field_and_rule(admin, orders, change, field, rule):
