@@ -212,6 +212,25 @@ describe("PolicyEditor", () => {
     expect(onSave).toHaveBeenCalledWith({ set: { local_retention_ms: DAY, remote_storage_enabled: false }, reset: [] });
   });
 
+  it("shows the expired-share roll as a percentage, and its null as off", () => {
+    const expiry = view({
+      fields: {
+        segment_expired_roll_ratio: field({ unit: "ratio", nullable: true, value: 0.5, default: 0.5, group: "expiry" }),
+        reclaim_dead_ratio: field({ unit: "ratio", value: 0.5, default: 0.5, group: "expiry" }),
+      },
+    });
+    const { rerender } = render(<PolicyEditor view={expiry} scopeKind="namespace" canEdit onSave={vi.fn<Save>(async () => undefined)} />);
+    expect(screen.getByTestId("policy-field-segment_expired_roll_ratio-value").textContent).toBe("50%");
+    expect(screen.getByTestId("policy-field-segment_expired_roll_ratio-infinite").parentElement?.textContent).toBe("off");
+    const off = view({
+      fields: {
+        segment_expired_roll_ratio: field({ unit: "ratio", nullable: true, value: null, source: "namespace", overridden: true, default: 0.5, group: "expiry" }),
+      },
+    });
+    rerender(<PolicyEditor view={off} scopeKind="namespace" canEdit onSave={vi.fn<Save>(async () => undefined)} />);
+    expect(screen.getByTestId("policy-field-segment_expired_roll_ratio-value").textContent).toBe("off");
+  });
+
   it("shows the node's tier fields (cache, offload bandwidth and concurrency)", () => {
     const node = view({
       fields: {

@@ -57,11 +57,13 @@ export const UNIT_HINTS: Record<PolicyUnit, string> = {
 
 type FieldShape = Pick<PolicyField, "unit" | "nullable" | "choices">;
 
-/** Fields whose null is not "no limit" (tiered storage): a local retention unset follows the total retention. */
+/** Fields whose null is not "no limit": a local retention unset follows the total retention (tiered storage);
+ * the expired-share roll of an active segment is off (only a wholly expired segment rolls). */
 export const NULL_TEXTS: Record<string, string> = {
   local_retention_ms: "as retention_ms",
   local_retention_bytes: "as retention_bytes",
   offload_bandwidth_bytes_per_s: "unlimited",
+  segment_expired_roll_ratio: "off",
 };
 
 /** Text for a null value of this field: no limit, for hours "not set", or what the field says (NULL_TEXTS). */
