@@ -37,12 +37,16 @@ def shard_param(request: Request) -> int:
 
 class _Refused:
     """A JSON number the node does not take, left in the parsed value so that
-    :func:`_refuse_first` can name the field that holds it."""
+    :func:`_refuse_first` can name the field that holds it. ``rule`` is ``None`` for an integer
+    outside 64 bits: its rule is worded once the field, hence the unit, is known."""
 
     __slots__ = ("rule",)
 
-    def __init__(self, rule: str) -> None:
+    def __init__(self, rule: str | None) -> None:
         self.rule = rule
+
+    def rule_for(self, field: str) -> str:
+        return self.rule if self.rule is not None else int_rule(MIN_INT64, MAX_INT64, field)
 
 
 def parse_json(raw: bytes, field: str = "body") -> Any:
@@ -51,16 +55,16 @@ def parse_json(raw: bytes, field: str = "body") -> Any:
     escapes, and a nesting depth Python can recurse into."""
     refused: list[_Refused] = []
 
-    def refuse(rule: str) -> _Refused:
+    def refuse(rule: str | None) -> _Refused:
         refused.append(_Refused(rule))
         return refused[-1]
 
     def parse_int(text: str) -> int | _Refused:
         # Past 4,300 digits int() raises a bare ValueError; past 64 bits nothing downstream can store it.
         if len(text) > 20:
-            return refuse(int_rule(MIN_INT64, MAX_INT64))
+            return refuse(None)
         value = int(text)
-        return value if MIN_INT64 <= value <= MAX_INT64 else refuse(int_rule(MIN_INT64, MAX_INT64))
+        return value if MIN_INT64 <= value <= MAX_INT64 else refuse(None)
 
     def parse_float(text: str) -> float | _Refused:
         value = float(text)
@@ -103,7 +107,7 @@ def _refuse_first(value: Any, root: str) -> None:
     while stack:
         path, item = stack.pop()
         if isinstance(item, _Refused):
-            raise InvalidArgumentError(path or root, item.rule)
+            raise InvalidArgumentError(path or root, item.rule_for(path or root))
         if isinstance(item, str) and not _is_text(item):
             raise InvalidArgumentError(path or root, "must be valid Unicode text (an unpaired surrogate escape)")
         if isinstance(item, dict):
@@ -197,7 +201,7 @@ class Arguments(Mapping[str, Any]):
         if found is not None:
             return found
         if default is None:
-            raise InvalidArgumentError(name, f"is required; it {int_rule(minimum, maximum)}")
+            raise InvalidArgumentError(name, f"is required; it {int_rule(minimum, maximum, name)}")
         return default
 
     def optional_integer(self, name: str, *, minimum: int = 0, maximum: int = MAX_INT64) -> int | None:

@@ -113,6 +113,15 @@ def test_json_integers_beyond_64_bits_are_refused_by_field(http: TestClient, pat
     bad_request(http.post(path, content=body.encode()), field, "from -9223372036854775808 to 9223372036854775807")
 
 
+def test_json_integer_beyond_64_bits_is_refused_in_the_fields_unit(http: TestClient) -> None:
+    """The 64-bit rule is worded once the field is known, so it carries the field's unit."""
+    body = f'{{"records": [{{"value_text": "x", "ttl_ms": {1 << 64}}}]}}'
+    response = http.post(f"/v1/namespaces/{NS}/shards/0/records", content=body.encode())
+    bad_request(response, "records[0].ttl_ms", "from -9223372036854775808 to 9223372036854775807 ms")
+    missing = http.get(f"/v1/namespaces/{NS}/shards/0/offset-for-time")
+    bad_request(missing, "timestamp", "is required; it must be an integer from 0 to 9223372036854775807 ms since the epoch")
+
+
 @pytest.mark.parametrize("opening", [b"[", b'{"a":'])
 def test_deeply_nested_json_is_refused(http: TestClient, opening: bytes) -> None:
     closing = b"]" if opening == b"[" else b"}"
