@@ -232,3 +232,21 @@ def test_the_compaction_dry_run_counts_the_segments_the_real_run_deletes_and_rew
     real = lc_adapter.compact(ns)
     assert real.segments_deleted + real.segments_rewritten > 0
     assert [getattr(dry, n) for n in names] == [getattr(real, n) for n in names]
+
+
+def test_the_deadline_driven_reclaim_rolls_and_rewrites_every_due_shard_at_once(
+    lc_adapter: StorageAdapter, clock: ManualClock
+) -> None:
+    """The due sweep works on several shards at once (threads): each due shard rolled and rewritten."""
+    ns = make_ns(lc_adapter, shards=5)
+    clock.advance(EXPIRED_ROLL_MIN_AGE_MS)
+    now = clock.now_ms()
+    for shard in range(5):
+        lc_adapter.append(ns, shard, expiring(now, 6 + shard % 2, 1_000) + kept(4))  # 6 or 7 of 10-11 expire
+    lc_adapter.append(ns, 4, kept(20))  # shard 4: 6 of 30 expired, below the ratio
+    clock.advance(1_000)
+    result = lc_adapter.sweep_due("reclaim")
+    assert (result.rolled, result.segments_rewritten, result.records_removed) == (4, 4, 6 + 7 + 6 + 7)
+    assert [lc_adapter.shard_stats(ns, s).expired_records for s in range(5)] == [0, 0, 0, 0, 6]
+    assert [len(read_all(lc_adapter, ns, s)) for s in range(5)] == [4, 4, 4, 4, 24]
+    assert_verified(lc_adapter, ns)
