@@ -60,7 +60,7 @@ prometheus:
 	    prometheus prometheus-alertmanager; }
 
 # The frontend's API types, generated from the control plane's OpenAPI schema (a test fails when stale).
-api-types: install ui
+api-types: install $(UI_STAMP)
 	mkdir -p var && APP_ENV=test $(BIN)/python manage.py spectacular --format openapi-json --file var/openapi.json
 	cd frontend && npm run --silent api-types
 
