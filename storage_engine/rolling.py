@@ -25,9 +25,10 @@ EXPIRED_ROLL_MIN_AGE_MS = 10_000
 """An active segment younger than this (since it was created, on the node's clock) is not
 rolled for its expired share: the rule then rolls a shard at most once per 10 s, however
 short its records' TTLs, instead of sealing a tiny segment at every sweep (a roll costs a
-new file, an fsync and an index write whatever the segment holds). 10 s is far below any
-``segment_ms`` worth having and leaves at most 10 s of records in the segment when it
-rolls."""
+new file, an fsync and an index write whatever the segment holds). A floor of time rather
+than of records or bytes: it bounds that cost per shard whatever the traffic, while a
+trickle with short TTLs (tens of records a minute) still rolls within seconds of passing
+the ratio; 10 s is far below any ``segment_ms`` worth having."""
 
 
 def roll_after_ms(policy: NamespacePolicy) -> int:
@@ -133,8 +134,8 @@ def expired_roll_due(
 
 def sealed_view(segments: Sequence[SegmentInfo], policy: NamespacePolicy, now: int) -> list[SegmentInfo]:
     """``segments`` as a lifecycle step sees them once it has sealed an idle active segment
-    (:func:`idle_segment_due`), without changing anything: what a dry run (and
-    ``compaction_estimate``) must count to report what the step would do."""
+    (:func:`idle_segment_due`), without changing anything: what a dry run must count to report
+    what the step would do (the compaction estimate counts :func:`rolled_view` besides)."""
     out = list(segments)
     if out and idle_segment_due(out[-1], policy, now):
         out[-1] = replace(out[-1], state=SegmentState.SEALED)
