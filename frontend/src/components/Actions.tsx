@@ -19,14 +19,22 @@ type Scope = ActionInfo["scope"];
 /** An action of one scope: its kind is one the scope's action request takes. */
 type ScopedAction<S extends Scope> = Omit<ActionInfo, "kind"> & { kind: S extends "namespace" ? NamespaceAction : NodeAction };
 
-/** The actions of one scope, from the control plane's table (GET /api/actions). The schema types `kind`
- * as any action kind; the table gives each kind one scope, whose request takes exactly those kinds. */
+/** The actions one scope offers, from the control plane's table (GET /api/actions). The schema types `kind`
+ * as any action kind; the table gives each kind one scope, whose request takes exactly those kinds, and a
+ * node also takes every sweeping namespace action (`sweeps`: run node-wide, over every namespace it hosts). */
 function useScopedActions<S extends Scope>(
   scope: S,
 ): { actions: ScopedAction<S>[]; byKind: Map<string, ScopedAction<S>>; error: unknown } {
   const { data, error } = useActions();
-  const actions = (data ?? []).filter((a): a is ActionInfo & ScopedAction<S> => a.scope === scope);
+  const actions = (data ?? []).filter(
+    (a): a is ActionInfo & ScopedAction<S> => a.scope === scope || (scope === "node" && a.sweeps),
+  );
   return { actions, byKind: new Map(actions.map((a) => [a.kind, a])), error };
+}
+
+/** A sweeping namespace action started on a node runs over every namespace the node hosts: say so. */
+function nodeLabel(a: ActionInfo): string {
+  return a.scope === "namespace" ? `${a.label} (every namespace)` : a.label;
 }
 
 /**
@@ -247,7 +255,7 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
             title={a.help}
             data-testid={`action-${a.kind}`}
           >
-            {a.label}
+            {nodeLabel(a)}
             {dryRun && a.dry_run ? " (dry run)" : ""}
           </button>
         ))}
@@ -264,14 +272,14 @@ export function NodeActions({ name, onStarted }: { name: string; onStarted?: (ru
       <ul className="muted small action-help">
         {actions.map((a) => (
           <li key={a.kind}>
-            <strong>{a.label}:</strong> {a.help}
+            <strong>{nodeLabel(a)}:</strong> {a.help}
           </li>
         ))}
       </ul>
       {confirming && confirmingInfo && (
         <ConfirmByName
           name={name}
-          title={`${confirmingInfo.label} on node ${name}`}
+          title={`${nodeLabel(confirmingInfo)} on node ${name}`}
           confirmLabel={confirmingInfo.label}
           pending={start.isPending}
           onConfirm={(typed) =>

@@ -801,6 +801,36 @@ describe("nodes", () => {
   });
 });
 
+describe("node actions", () => {
+  it("offers the node's own actions and every sweeping namespace action, node-wide, with their dry runs", async () => {
+    const started = { ...taskRun(91), kind: "offload", dry_run: true };
+    const fetch = mockFetch({
+      "GET /api/auth/me": operator,
+      "GET /api/nodes/": [storageNode("node-1")],
+      "GET /api/actions": actions,
+      "POST /api/nodes/node-1/actions": () => jsonResponse(started, 202),
+      "GET /api/runs/91/": () => jsonResponse(started),
+    });
+    renderApp("/nodes");
+    fireEvent.click(await screen.findByTestId("node-open-node-1"));
+    fireEvent.click(await screen.findByRole("tab", { name: "Actions" }));
+    const sweeping = actions.filter((a) => a.scope === "namespace" && a.sweeps).map((a) => a.kind);
+    const notSweeping = actions.filter((a) => a.scope === "namespace" && !a.sweeps).map((a) => a.kind);
+    expect(sweeping).toContain("offload");
+    expect(notSweeping).toContain("compaction");
+    for (const kind of [...sweeping, ...actions.filter((a) => a.scope === "node").map((a) => a.kind)]) {
+      expect(await screen.findByTestId(`action-${kind}`)).toBeTruthy();
+    }
+    for (const kind of notSweeping) expect(screen.queryByTestId(`action-${kind}`)).toBeNull();
+    expect(screen.getByTestId("action-offload").textContent).toContain("(every namespace)");
+    fireEvent.click(screen.getByTestId("node-action-dry-run"));
+    fireEvent.click(screen.getByTestId("action-retention")); // destructive, but a dry run asks no confirmation
+    expect(screen.queryByTestId("confirm-input")).toBeNull();
+    await waitFor(() => expect(callsTo(fetch, "POST", "/api/nodes/node-1/actions").length).toBe(1));
+    expect(body(callsTo(fetch, "POST", "/api/nodes/node-1/actions")[0]!)).toEqual({ action: "retention", dry_run: true });
+  });
+});
+
 describe("forms: the last outcome goes with a new submit", () => {
   it("an added node's success line never stands beside the next attempt's errors", async () => {
     mockFetch({
