@@ -199,6 +199,7 @@ def test_a_node_wide_sweep_is_the_last_scan_of_the_namespaces_it_changed(
     viewer = api_as("viewer")
     summary = viewer.get("/api/namespaces/hot/summary").json()
     assert _at(summary["last_scan_at"]) == change.changed_at < row.finished_at  # the sweep that did the work
+    assert summary["last_scan_run"] == row.pk and summary["last_compaction_run"] is None
     assert viewer.get("/api/namespaces/cold/summary").json()["last_scan_at"] is None  # covered, not changed
     listed = {r["name"]: r for r in viewer.get("/api/namespaces/").json()["results"]}
     assert _at(listed["hot"]["last_scan_at"]) == change.changed_at and listed["cold"]["last_scan_at"] is None
@@ -212,6 +213,7 @@ def test_a_node_wide_sweep_is_the_last_scan_of_the_namespaces_it_changed(
     compaction_change = RunChange.objects.get(run=kept, namespace=keys)
     at = _at(viewer.get("/api/namespaces/keys/summary").json()["last_compaction_at"])
     assert at == compaction_change.changed_at < kept.finished_at
+    assert viewer.get("/api/namespaces/keys/summary").json()["last_compaction_run"] == kept.pk
 
 
 def _at(text: Any) -> datetime:

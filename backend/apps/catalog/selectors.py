@@ -11,7 +11,7 @@ from backend.apps.catalog.figures import TIER_SPLIT, ratio
 from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.namespaces.selectors import namespace_list
 from backend.apps.runs.models import Kind
-from backend.apps.runs.selectors import last_finished, last_run_at
+from backend.apps.runs.selectors import last_change, last_finished
 
 
 def segment_list() -> QuerySet[Segment]:
@@ -47,6 +47,12 @@ def expired_ratio(stored_records: int, expired_records: int) -> float:
     return ratio(expired_records, stored_records)
 
 
+def _last(what: str, change: tuple[Any, int | None]) -> dict[str, Any]:
+    """``last_<what>_at`` and ``last_<what>_run``: when the run that last did that work changed the namespace,
+    and which run it was (the console links to it)."""
+    return {f"last_{what}_at": change[0], f"last_{what}_run": change[1]}
+
+
 def namespace_summary(namespace: Any) -> dict[str, Any]:
     """Figures of one namespace annotated by :func:`with_usage`: the sums of its shards' rows, as the last
     metrics collection (or sync) stored them. The backlog is null until a collection has reported every
@@ -66,8 +72,8 @@ def namespace_summary(namespace: Any) -> dict[str, Any]:
         "backlog_messages": namespace.backlog_messages if backlog_known else None,
         "backlog_live_messages": namespace.backlog_live_messages if backlog_known else None,
         "collected_at": namespace.collected_at,
-        "last_scan_at": last_run_at(namespace, "expiry_scan"),
-        "last_compaction_at": last_run_at(namespace, "compaction"),
+        **_last("scan", last_change(namespace, Kind.EXPIRY_SCAN)),
+        **_last("compaction", last_change(namespace, Kind.COMPACTION)),
         "shards": list(shard_statuses(namespace)),
     }
 

@@ -78,7 +78,13 @@ class NamespaceSummaryOutputSerializer(serializers.Serializer):
     last_scan_at = serializers.DateTimeField(
         allow_null=True, help_text="last successful TTL scan of the namespace or a node-wide sweep of a host"
     )
+    last_scan_run = serializers.IntegerField(
+        allow_null=True, help_text="the task run whose change is last_scan_at (a folded row of sweeps: that row)"
+    )
     last_compaction_at = serializers.DateTimeField(allow_null=True)
+    last_compaction_run = serializers.IntegerField(
+        allow_null=True, help_text="the task run whose change is last_compaction_at"
+    )
     shards = ShardStatusOutputSerializer(many=True)
 
 

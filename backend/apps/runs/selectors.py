@@ -85,11 +85,18 @@ def last_finished(kind: str) -> Subquery:
     return Subquery(_changes_by(OuterRef("pk"), kind).order_by("-changed_at").values("changed_at")[:1])
 
 
-def last_run_at(namespace: Any, kind: str) -> Any:
+def last_change(namespace: Any, kind: str) -> tuple[Any, int | None]:
     """When a run of ``kind`` last changed the namespace — its last scan that expired records, its last compaction
     that removed or rewrote something — one on the namespace or a node-wide sweep of a node hosting it (its
-    step that changed it); ``None`` if none did. A run that found nothing to do is not the last scan."""
-    return _changes_by(namespace, kind).order_by("-changed_at").values_list("changed_at", flat=True).first()
+    step that changed it), and that run's id; ``(None, None)`` if none did. A run that found nothing to do is
+    not the last scan."""
+    found = _changes_by(namespace, kind).order_by("-changed_at").values_list("changed_at", "run_id").first()
+    return found if found is not None else (None, None)
+
+
+def last_run_at(namespace: Any, kind: str) -> Any:
+    """When a run of ``kind`` last changed the namespace (:func:`last_change`), or ``None``."""
+    return last_change(namespace, kind)[0]
 
 
 def run_durations(now: datetime, kinds: list[str] | None = None) -> dict[tuple[str, str, str], float]:

@@ -1736,8 +1736,12 @@ export interface components {
              * @description last successful TTL scan of the namespace or a node-wide sweep of a host
              */
             last_scan_at: string | null;
+            /** @description the task run whose change is last_scan_at (a folded row of sweeps: that row) */
+            last_scan_run: number | null;
             /** Format: date-time */
             last_compaction_at: string | null;
+            /** @description the task run whose change is last_compaction_at */
+            last_compaction_run: number | null;
             shards: components["schemas"]["ShardStatusOutput"][];
         };
         /**

@@ -250,10 +250,12 @@ function SummaryPanel({ name, placement }: { name: string; placement: ShardPlace
         <dt>Last TTL scan</dt>
         <dd>
           <TimeCell value={s.last_scan_at} now={now} never="never" />
+          <RunLink run={s.last_scan_run} testId="summary-last-scan-run" />
         </dd>
         <dt>Last compaction</dt>
         <dd>
           <TimeCell value={s.last_compaction_at} now={now} never="never" />
+          <RunLink run={s.last_compaction_run} testId="summary-last-compaction-run" />
         </dd>
       </dl>
       <h2 className="section">Shards</h2>
@@ -509,5 +511,15 @@ function RunReportButton({ name, onDone }: { name: string; onDone: () => void })
         </span>
       )}
     </div>
+  );
+}
+
+/** The run that did the work a "last …" time stands for (a node-wide sweep included), on Tasks. */
+function RunLink({ run, testId }: { run: number | null; testId: string }) {
+  if (run === null) return null;
+  return (
+    <Link className="small" to={`/tasks?run=${run}`} data-testid={testId}>
+      run #{run}
+    </Link>
   );
 }

@@ -241,7 +241,9 @@ describe("namespace page", () => {
     backlog_live_messages: 5000,
     collected_at: "2024-05-01T12:00:00Z",
     last_scan_at: "2024-05-01T11:00:00Z",
+    last_scan_run: 41,
     last_compaction_at: null,
+    last_compaction_run: null,
     shards: [
       // Deliberately not consistent with the counts: the page must show the node's ratio, not divide.
       { shard: 0, log_start_offset: 0, end_offset: 800, record_count: 800, live_count: 500, size_bytes: 2048, segment_count: 4, expired_records: 300, expired_bytes: 700, expired_ratio: 0.38, expired_bytes_ratio: 0.34, backlog_messages: 3468, backlog_live_messages: 3000, backlog_bytes: 9000, local_bytes: 1024, remote_only_bytes: 2048, updated_at: "2024-05-01T12:00:00Z", collected_at: "2024-05-01T12:00:00Z" },
@@ -260,6 +262,9 @@ describe("namespace page", () => {
     expect(screen.getByTestId("shard-expired-1").textContent).toContain("43.4%");
     expect(screen.getByTestId("shard-backlog-0").textContent).toBe("3,468");
     expect(screen.getByTestId("summary-collected-at").textContent).toMatch(/as of/);
+    // The last scan links to the run that did the work (a node-wide sweep's row too); no compaction, no link.
+    expect(screen.getByTestId("summary-last-scan-run").getAttribute("href")).toBe("/tasks?run=41");
+    expect(screen.queryByTestId("summary-last-compaction-run")).toBeNull();
     // Stored, local and remote only as sent (4 KiB ≠ 3 KiB + 2 KiB on purpose: nothing is added up here).
     expect(screen.getByTestId("summary-stored-bytes").textContent).toContain("4 KiB");
     expect(screen.getByTestId("summary-local-bytes").textContent).toContain("3 KiB");

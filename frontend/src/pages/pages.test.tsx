@@ -65,7 +65,9 @@ const summary: NamespaceSummary = {
   backlog_live_messages: 40,
   collected_at: "2024-05-01T12:00:00Z",
   last_scan_at: "2024-05-01T11:00:00Z",
+  last_scan_run: 41,
   last_compaction_at: null,
+  last_compaction_run: null,
   shards: [
     shardSummary(0, { log_start_offset: 100, end_offset: 5000, record_count: 4900, live_count: 4000, size_bytes: 1024 ** 3, segment_count: 6 }),
     shardSummary(1, { log_start_offset: 0, end_offset: 10, record_count: 10, live_count: 10, size_bytes: 2048, segment_count: 6 }),
