@@ -203,8 +203,9 @@ class StorageAdapter(abc.ABC):
     # as sealed. A busy shard too: an active segment at least 10 s old more than
     # ``segment_expired_roll_ratio`` of whose records are expired is sealed the same way
     # (storage_engine.rolling.expired_share_passed), so reclaim drops or rewrites it; the
-    # deadline-driven reclaim (sweep_due) rewrites a segment it sealed so at once. The end offset is kept (the next append gets the offset it would have
-    # had); an empty active segment is never sealed or dropped. A step skipped
+    # deadline-driven reclaim (sweep_due) rewrites a segment it sealed so at once. The
+    # end offset is kept (the next append gets the offset it would have had); an empty
+    # active segment is never sealed or dropped. A step skipped
     # (off-peak, not due) seals nothing; a dry run counts the segment as sealed.
     #
     # Dry runs (``dry_run=True``), offered by every call that changes data: expire_scan,

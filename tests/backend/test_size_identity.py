@@ -39,7 +39,10 @@ def offloaded(api_as: Any, registered_node: Any, node: NodeProc, django_capture_
     every tier after an offload run, and ``hot`` (no remote storage) beside it."""
     admin = api_as("admin")
     policy = {"segment_bytes": 4096, "remote_storage_enabled": True, "local_retention_bytes": 10_000}
-    assert admin.post("/api/namespaces/", {"name": "cold", "shards": 2, "policy": policy}, format="json").status_code == 201
+    assert (
+        admin.post("/api/namespaces/", {"name": "cold", "shards": 2, "policy": policy}, format="json").status_code
+        == 201
+    )
     assert admin.post("/api/namespaces/", {"name": "hot", "shards": 1}, format="json").status_code == 201
     with NodeClient(node.url, node.token) as client:
         for i in range(150):

@@ -119,7 +119,9 @@ def test_json_integer_beyond_64_bits_is_refused_in_the_fields_unit(http: TestCli
     response = http.post(f"/v1/namespaces/{NS}/shards/0/records", content=body.encode())
     bad_request(response, "records[0].ttl_ms", "from -9223372036854775808 to 9223372036854775807 ms")
     missing = http.get(f"/v1/namespaces/{NS}/shards/0/offset-for-time")
-    bad_request(missing, "timestamp", "is required; it must be an integer from 0 to 9223372036854775807 ms since the epoch")
+    bad_request(
+        missing, "timestamp", "is required; it must be an integer from 0 to 9223372036854775807 ms since the epoch"
+    )
 
 
 @pytest.mark.parametrize("opening", [b"[", b'{"a":'])

@@ -80,8 +80,7 @@ class CeleryQueueCollector(Collector):
 
 _QUEUE_HELP = "Messages waiting in a Celery broker queue (the default queue, each node's queue, routed queues)."
 _RUNS_HELP = (
-    "Task runs kept by the console, by kind and state (scheduled sweeps fold into one row per kind, target "
-    "and window)."
+    "Task runs kept by the console, by kind and state (scheduled sweeps fold into one row per kind, target and window)."
 )
 _DURATION_HELP = (
     "How long the task run in progress has been running, else how long the last successful one took, per "
