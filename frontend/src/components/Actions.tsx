@@ -208,6 +208,16 @@ export function NamespaceActions({ name, onStarted }: { name: string; onStarted?
                   </dd>
                   <dt>Records removable</dt>
                   <dd>{formatCount(estimate.data.records_removable)}</dd>
+                  {estimate.data.active_records_removable > 0 && (
+                    <>
+                      <dt>Waiting for the active segment</dt>
+                      <dd data-testid="compaction-estimate-active">
+                        {formatCount(estimate.data.active_records_removable)} records,{" "}
+                        {formatBytes(estimate.data.active_bytes_reclaimable)}: removed once the active segment rolls
+                        (by segment_ms, segment_bytes or the expired-share rule), not by this run
+                      </dd>
+                    </>
+                  )}
                 </dl>
               )}
             </div>

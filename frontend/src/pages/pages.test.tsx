@@ -163,6 +163,8 @@ describe("namespace detail", () => {
           bytes_after: 1024 ** 3,
           reclaimable_bytes: 1024 ** 3,
           records_removable: 5000,
+          active_records_removable: 490,
+          active_bytes_reclaimable: 2048,
         },
         "POST /api/namespaces/orders/actions": () => jsonResponse(taskRun(77), 202),
       }),
@@ -172,6 +174,7 @@ describe("namespace detail", () => {
     const estimate = await screen.findByTestId("compaction-estimate");
     await waitFor(() => expect(estimate.textContent).toContain("Reclaimable1 GiB"));
     expect(estimate.textContent).toContain("5,000");
+    expect(screen.getByTestId("compaction-estimate-active").textContent).toContain("490 records, 2 KiB");
     const submit = screen.getByTestId("confirm-submit") as HTMLButtonElement;
     expect(submit.disabled).toBe(true);
     fireEvent.change(screen.getByTestId("confirm-input"), { target: { value: "order" } });
