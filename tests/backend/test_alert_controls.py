@@ -301,8 +301,11 @@ def test_a_node_wide_sweep_longer_than_the_threshold_fires_the_scan_rule(quiet, 
     alert.refresh_from_db()
     assert alert.state == "resolved"
 
-    # The last finished sweep took 25 minutes: "ran longer than 10 minutes" fires again.
-    TaskRun.objects.filter(pk=run.pk).update(started_at=run.finished_at - timedelta(minutes=25))
+    # The last finished sweep took 25 minutes: "ran longer than 10 minutes" fires again. (The sweep is a
+    # folded row's first: its own duration is last_sweep_s, which a 25-minute sweep would have recorded.)
+    run.refresh_from_db()
+    assert run.window_start is not None and run.last_sweep_s is not None
+    TaskRun.objects.filter(pk=run.pk).update(started_at=run.finished_at - timedelta(minutes=25), last_sweep_s=25 * 60)
     at = started + timedelta(minutes=13)
     metrics.collect(now=at)
     evaluation.evaluate(now=at)

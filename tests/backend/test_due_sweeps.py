@@ -93,8 +93,11 @@ def test_a_sweep_is_scheduled_at_the_nodes_next_due_time_and_coalesced(
     with django_capture_on_commit_callbacks(execute=True):
         again = services.schedule_due_sweeps(node_model)
     assert again["expiry_scan"] is not None and again["expiry_scan"] < scheduled["expiry_scan"]
-    # (Reclamation stays: that record shares a segment with one expiring later.)
-    assert {call["args"][0] for call in sent} == {"expiry_scan"}
+    # Reclamation moves to that deadline too: the active segment's expired-share roll
+    # (segment_expired_roll_ratio) is due no later than its first deadline (a lower bound,
+    # figures.expired_by, asked again then), and a pending sweep is superseded by an earlier one.
+    assert {call["args"][0] for call in sent} == {"expiry_scan", "reclaim"}
+    assert abs(again["reclaim"] - again["expiry_scan"]) < timedelta(seconds=1) and again["retention"] is None
     assert services.run_due_sweep("expiry_scan", node_model.pk, old_token) is None  # superseded
     assert not TaskRun.objects.exists()
 
