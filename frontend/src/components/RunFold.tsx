@@ -75,3 +75,13 @@ export function ChangedNamespaces({ run }: { run: Pick<TaskRun, "id" | "namespac
     </div>
   );
 }
+
+/** The run that did the work a "last …" time stands for (a node-wide sweep included), on Tasks. */
+export function RunLink({ run, testId }: { run: number | null; testId: string }) {
+  if (run === null) return null;
+  return (
+    <Link className="small" to={`/tasks?run=${run}`} data-testid={testId}>
+      run #{run}
+    </Link>
+  );
+}

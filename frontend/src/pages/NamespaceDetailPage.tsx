@@ -18,6 +18,7 @@ import { NamespaceActions } from "../components/Actions";
 import { ConfirmByName } from "../components/ConfirmByName";
 import { PolicyPanel } from "../components/PolicyEditor";
 import { ProduceMessagePanel } from "../components/ProduceMessage";
+import { RunLink } from "../components/RunFold";
 import { RunsList } from "../components/Runs";
 import { SegmentsList } from "../components/Segments";
 import { SubscriptionsPanel } from "../components/Subscriptions";
@@ -511,15 +512,5 @@ function RunReportButton({ name, onDone }: { name: string; onDone: () => void })
         </span>
       )}
     </div>
-  );
-}
-
-/** The run that did the work a "last …" time stands for (a node-wide sweep included), on Tasks. */
-function RunLink({ run, testId }: { run: number | null; testId: string }) {
-  if (run === null) return null;
-  return (
-    <Link className="small" to={`/tasks?run=${run}`} data-testid={testId}>
-      run #{run}
-    </Link>
   );
 }
