@@ -26,6 +26,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import django
+from django.conf import settings
+from django.core.management import call_command
+
 BASE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -86,9 +90,6 @@ def main() -> int:
     environ_token = bool(env.get("NODE_METRICS_TOKEN"))
     os.environ.update(env)
     sys.path.insert(0, str(BASE_DIR))
-    import django
-    from django.conf import settings
-    from django.core.management import call_command
 
     django.setup()
     # The node runs without Django: hand it the tokens the settings resolved (never on its command line).

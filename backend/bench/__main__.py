@@ -12,6 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import django
+
+from backend.bench import lifecycle as lifecycle_bench
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m backend.bench")
@@ -22,7 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--requests", type=int, default=50, help="timed requests per endpoint")
     api.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     api.add_argument("--json", action="store_true")
-    from backend.bench import lifecycle as lifecycle_bench
 
     lifecycle_bench.add_arguments(sub.add_parser("lifecycle", help="do the lifecycle tasks keep up under load?"))
     args = parser.parse_args(argv)
@@ -32,10 +35,10 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["CELERY_BROKER_URL"] = args.redis_url  # the bench reads the queues its worker uses
         os.environ.setdefault("VAR_DIR", scratch)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "backend.config.settings")
-        import django
 
         django.setup()
         if args.bench == "api":
+            # Django app loading: the API bench imports models, so only after django.setup() above.
             from backend.bench import api as api_bench
 
             for line in api_bench.run(args):

@@ -21,15 +21,15 @@ from django.db import connection, reset_queries
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from backend.apps.catalog.models import Segment, ShardStatus
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+
 SHARDS = 4
 BATCH = 20_000
 
 
 def seed(namespaces: int, segments: int) -> float:
-    from backend.apps.catalog.models import Segment, ShardStatus
-    from backend.apps.namespaces.models import Namespace
-    from backend.apps.nodes.models import StorageNode
-
     started = time.perf_counter()
     node = StorageNode.objects.create(name="bench-node", url="http://127.0.0.1:9")
     Namespace.objects.bulk_create(
@@ -112,7 +112,6 @@ def _deep_cursor(client: Client, url: str, pages: int) -> str:
 def run(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     call_command("migrate", interactive=False, verbosity=0)
     seconds = seed(args.namespaces, args.segments)
-    from backend.apps.catalog.models import Segment
 
     yield {
         "bench": "api",

@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -28,17 +32,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+from django.conf import settings
 from django.core.management import call_command
+from django.db.models import Sum
 
 from backend.bench import peers as peer_bench
 from backend.bench.measure import Load, Sample, Sampler, now_ms, summary
+from storage_engine.api import NewRecord
+from storage_engine.client import NodeClient
 
 BIN = Path(sys.executable).parent
 
 
 def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> Any:
-    import subprocess
-
     out = open(log, "wb")  # noqa: SIM115 (closed with the process)
     return subprocess.Popen(
         argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -46,16 +53,12 @@ def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> Any:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 def _wait_http(url: str, seconds: float = 30) -> None:
-    import httpx
-
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -73,8 +76,6 @@ class Producer:
     expired, see :func:`probe_node`)."""
 
     def __init__(self, client: Any, load: Load, record_ttl: bool = False) -> None:
-        from storage_engine.api import NewRecord
-
         self.client, self.load, self.record_ttl = client, load, record_ttl
         self.value = b"x" * load.record_bytes
         self.batches: dict[tuple[str, int], tuple[list[int], list[int]]] = {}  # shard → (bases, TTL ends)
@@ -124,6 +125,7 @@ def probe_node(client: Any, producer: Producer) -> Callable[[float], Sample]:
 
 
 def _queue_depth(queues: list[str]) -> int:
+    # Django app loading: __main__ imports this module to parse arguments, before django.setup().
     from backend.apps.metrics.services import celery_queue_depths
 
     return max(celery_queue_depths(queues).values(), default=0)
@@ -132,8 +134,7 @@ def _queue_depth(queues: list[str]) -> int:
 def _phase(
     name: str, producer: Producer, client: Any, args: argparse.Namespace, queues: list[str], **extra: Any
 ) -> dict[str, Any]:
-    from django.db.models import Sum
-
+    # Django app loading: __main__ imports this module to parse arguments, before django.setup().
     from backend.apps.runs.models import TaskRun
 
     def sweeps_by_kind() -> dict[str, int]:
@@ -183,12 +184,10 @@ def _phase(
 
 
 def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
-    import logging
-
+    # Django app loading: __main__ imports this module to parse arguments, before django.setup().
     from backend.apps.lifecycle.schedules import set_schedules_enabled
     from backend.apps.namespaces.services import create_namespace
     from backend.apps.nodes.models import StorageNode
-    from storage_engine.client import NodeClient
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     call_command("migrate", interactive=False, verbosity=0)
@@ -226,7 +225,6 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
     ]
     try:
         _wait_http(f"{url}/health")
-        from django.conf import settings
 
         settings.NODE_URL, settings.NODE_TOKEN = url, token
         settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what this process sends (the first due sweeps) goes there
@@ -310,14 +308,13 @@ def run(args: argparse.Namespace, scratch: Path) -> Iterator[dict[str, Any]]:
             yield _phase("without-lifecycle", producer, probe_client, args, queues, **setup)
             set_schedules_enabled(True)  # the next tick (every second) starts them
             if args.deadlines:
+                # Django app loading (see run's imports).
                 from backend.apps.lifecycle.services import schedule_due_sweeps
 
                 schedule_due_sweeps(StorageNode.objects.get(name="node-1"))  # then every sweep schedules the next
             yield _phase("with-lifecycle", producer, probe_client, args, queues, deadlines=args.deadlines, **setup)
     finally:
         for proc in procs:
-            import signal
-
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(20)

@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -35,6 +36,9 @@ import uuid
 from calendar import timegm
 from pathlib import Path
 from typing import Any
+
+import nats
+import redis
 
 from backend.bench.measure import Load, Sample, Sampler, now_ms, summary
 
@@ -114,8 +118,6 @@ def run_nats(args: argparse.Namespace, names: list[str], scratch: Path) -> dict[
 
 
 async def _nats_connect(port: int) -> Any:
-    import nats
-
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -181,8 +183,6 @@ async def _nats_phase(args: argparse.Namespace, names: list[str], port: int) -> 
                 errors += 1
 
     async def produce() -> None:
-        import random
-
         rng = random.Random(7)
         interval = args.batch / args.rate
         start = next_at = time.monotonic()
@@ -218,8 +218,6 @@ async def _nats_phase(args: argparse.Namespace, names: list[str], port: int) -> 
 
 # -- Redis Streams ----------------------------------------------------------------------------------------------
 def run_redis(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
-    import redis
-
     client = redis.Redis.from_url(args.peer_redis_url)
     prefix = f"lcbench15:{uuid.uuid4().hex[:8]}"
     keys = [f"{prefix}:{key}" for _, _, key in stream_names(names, args.shards)]

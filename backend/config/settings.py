@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import overload
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from storage_engine.logs import LOG_FORMATS, logging_config
@@ -73,7 +74,6 @@ def env_cron(name: str, default: str) -> str:
     fields = raw.split(" ")
     if len(fields) != 5:
         raise ImproperlyConfigured(f"{name} must have five crontab fields (minute hour day month weekday), got {raw!r}")
-    from celery.schedules import crontab
 
     try:
         crontab(*fields[:2], day_of_month=fields[2], month_of_year=fields[3], day_of_week=fields[4])

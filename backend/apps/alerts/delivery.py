@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from backend.apps.alerts import enqueue as enqueue_task
 from backend.apps.alerts.models import Alert, AlertEvent, AlertState, Channel, ChannelKind, DeliveryStatus, Notification
 from backend.apps.alerts.selectors import is_silenced
 from backend.apps.alerts.transports import alertmanager_alert, delivery_error, post_alertmanager, transmit
@@ -31,12 +32,7 @@ RETRY_SWEEP_GRACE_S = 60
 
 def enqueue(notification_id: int, countdown: float = 0) -> None:
     """Queue one delivery attempt (a Celery task); a broker failure leaves it to the retry sweep."""
-    from backend.apps.alerts.tasks import deliver_notification
-
-    try:
-        deliver_notification.apply_async((notification_id,), countdown=countdown)
-    except Exception as exc:
-        log.warning("alerts: could not queue delivery %s: %s", notification_id, exc)
+    enqueue_task.deliver_notification(notification_id, countdown=countdown)
 
 
 def notify(alert: Alert, event: AlertEvent, now: datetime) -> list[Notification]:
@@ -229,12 +225,7 @@ def resend_firing(now: datetime | None = None) -> int:
 
 
 def _enqueue_resend(channel_id: int) -> None:
-    from backend.apps.alerts.tasks import resend_to_alertmanager
-
-    try:
-        resend_to_alertmanager.apply_async((channel_id,))
-    except Exception as exc:
-        log.warning("alerts: could not queue the Alertmanager refresh of channel %s: %s", channel_id, exc)
+    enqueue_task.resend_to_alertmanager(channel_id)
 
 
 def resend_to_alertmanager(channel_id: int, now: datetime | None = None) -> int:

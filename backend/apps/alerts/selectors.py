@@ -15,6 +15,10 @@ from backend.apps.metrics import clock
 from backend.apps.metrics import selectors as metrics
 from backend.apps.metrics.catalog import NAMESPACE, QUEUE, SHARD
 from backend.apps.metrics.models import MetricSeries
+from backend.apps.namespaces.models import Namespace
+from backend.apps.nodes.models import StorageNode
+from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy, effective_node_policy
+from storage_engine.policy import NamespacePolicy, resolve_policy
 
 
 def alert_list() -> QuerySet[Alert]:
@@ -112,15 +116,10 @@ class PolicyCache:
     cluster: Any = None
 
     def __post_init__(self) -> None:
-        from backend.apps.namespaces.models import Namespace
-        from backend.apps.nodes.models import StorageNode
-
         self.nodes = {n.name: n for n in StorageNode.objects.all()}
         self.namespaces = {ns.name: ns for ns in Namespace.objects.select_related("node")}
 
     def node_value(self, node: str | None, name: str) -> Any:
-        from backend.apps.policies.selectors import effective_node_policy
-
         if node not in self.nodes:
             return None
         if node not in self.node_policies:
@@ -128,9 +127,6 @@ class PolicyCache:
         return getattr(self.node_policies[node], name)
 
     def namespace_value(self, namespace: str | None, name: str) -> Any:
-        from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy
-        from storage_engine.policy import NamespacePolicy, resolve_policy
-
         if self.cluster is None:
             self.cluster = cluster_policy()
         if namespace is None:  # a node-wide series: the cluster default applies

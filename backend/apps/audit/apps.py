@@ -6,6 +6,7 @@ class AuditConfig(AppConfig):
     label = "audit"
 
     def ready(self) -> None:
+        # Django app loading: apps.py is imported while the registry fills, before the models it needs exist.
         from django.contrib.auth.signals import user_login_failed
 
         from backend.apps.audit.services import record_denied_write, record_login_failure

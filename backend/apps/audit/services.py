@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.contrib.auth import get_user
+
 from backend.apps.audit.models import AuditEntry
 from backend.apps.core.roles import role_of
 from backend.apps.core.throttling import client_ip
@@ -57,8 +59,6 @@ def record(
 
 def record_login_failure(sender: Any, credentials: dict[str, Any], request: Any = None, **_: Any) -> None:
     """Signal receiver for ``user_login_failed``; the password is never stored."""
-    from backend.apps.core.throttling import client_ip
-
     username = str(credentials.get("username", ""))[:150]
     record(
         actor=None,
@@ -76,8 +76,6 @@ def record_denied_write(sender: Any, exc: Any, request: Any, **_: Any) -> None:
     who, which method and route, when, and why. Reads are not audited."""
     user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False) and hasattr(request, "_request"):
-        from django.contrib.auth import get_user
-
         user = get_user(request._request)  # refused while authenticating (CSRF): the session's user
     route = getattr(getattr(request, "resolver_match", None), "route", "") or ""
     try:

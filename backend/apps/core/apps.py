@@ -9,6 +9,7 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
+        # Django app loading: apps.py is imported while the registry fills, before the models it needs exist.
         from backend.apps.core import (
             checks,  # noqa: F401  (registers the settings checks)
             request_ids,

@@ -24,6 +24,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework.permissions import SAFE_METHODS, AllowAny
 
 from backend.apps.core.problems import MEDIA_TYPE
+from backend.apps.core.serializers import ProblemSerializer, StrictFieldsMixin
 
 DEFAULT_ERRORS = {
     "400": "Bad input: `errors` names each field and its messages (`validation_error`), or `field` and `rule` "
@@ -52,8 +53,6 @@ RESOURCES = {
 def problems(descriptions: dict[int, str], serializer: Any = None) -> dict[int, OpenApiResponse]:
     """``responses={200: X, **problems({409: "…", 503: "…"})}``: the error responses a view can answer
     (problem details; ``serializer``: a subclass of ProblemSerializer naming more members)."""
-    from backend.apps.core.serializers import ProblemSerializer
-
     return {code: OpenApiResponse(serializer or ProblemSerializer, text) for code, text in descriptions.items()}
 
 
@@ -63,8 +62,6 @@ def _is_error(code: str) -> bool:
 
 class ApiAutoSchema(AutoSchema):
     def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
-        from backend.apps.core.serializers import StrictFieldsMixin
-
         schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(serializer, StrictFieldsMixin):
             schema["additionalProperties"] = False  # unknown fields are refused, not dropped
@@ -88,8 +85,6 @@ class ApiAutoSchema(AutoSchema):
         return operation
 
     def _problem_response(self, code: str) -> dict[str, Any]:
-        from backend.apps.core.serializers import ProblemSerializer
-
         response: dict[str, Any] = self._get_response_for_code(ProblemSerializer, code, media_types=[MEDIA_TYPE])
         response["description"] = DEFAULT_ERRORS[code]
         return response

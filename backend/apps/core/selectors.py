@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+# The project's Celery app (backend.config.celery), current once Django's settings load: the apps never import
+# backend.config, whose URLs import them.
+from celery import current_app as celery_app
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -12,7 +15,6 @@ from kombu import Connection
 
 from backend.apps.core.models import Heartbeat
 from backend.apps.core.services import BEAT_HEARTBEAT
-from backend.config.celery import app as celery_app
 
 
 @dataclass

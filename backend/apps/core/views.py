@@ -2,6 +2,7 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.auth import authenticate, login, logout
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
@@ -86,8 +87,6 @@ class MeView(APIView):
 
 def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
     """The admin's login page, under the same login throttle as ``/api/auth/login``."""
-    from django.contrib import admin
-
     if request.method == "POST":
         wait = check_login_attempt(request)
         if wait is not None:

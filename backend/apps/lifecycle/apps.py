@@ -9,7 +9,11 @@ class LifecycleConfig(AppConfig):
     label = "lifecycle"
 
     def ready(self) -> None:
+        # Django app loading: apps.py is imported while the registry fills, before the models it needs exist.
         from backend.apps.core.signals import schedules_changed
+
+        # Registers the lifecycle tasks, which the services queue by name (backend.apps.core.queueing).
+        from backend.apps.lifecycle import tasks  # noqa: F401
         from backend.apps.lifecycle.schedules import ensure_tick_schedule
 
         schedules_changed.connect(follow_schedule_change, dispatch_uid="lifecycle-schedules")
@@ -22,6 +26,7 @@ def follow_schedule_change(
     """Derive the schedule table again from what changed (``core.signals.schedules_changed``). A namespace
     or node about to be deleted takes its rows with it (``Schedule``'s foreign keys cascade); the nodes that
     hosted a deleted namespace are sent on their own afterwards."""
+    # Django app loading: this module cannot import the models (schedules does) at its top.
     from backend.apps.lifecycle import schedules
 
     if removed:

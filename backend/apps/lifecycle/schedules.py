@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -228,8 +229,6 @@ def task_of(row: Schedule) -> tuple[str, dict[str, Any]]:
 
 def send_task(task: str, kwargs: dict[str, Any]) -> None:
     """Queue ``task`` as beat would: through the registered task (its routing), else by name."""
-    from celery import current_app
-
     registered = current_app.tasks.get(task)
     if registered is not None:
         registered.apply_async(kwargs=kwargs)

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from backend.apps.audit import services as audit
 from backend.apps.catalog import services as catalog
+from backend.apps.lifecycle import enqueue as enqueue_task
 from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.actions import ACTIONS, actions_for, skip_reason
 from backend.apps.lifecycle.models import DueSweep, Lease
@@ -206,10 +207,8 @@ def queue_for_run_id(run_id: int) -> str:
 
 
 def enqueue(run: TaskRun, countdown: float = 0) -> None:
-    from backend.apps.lifecycle.tasks import lifecycle_step
-
-    queue = queue_for_run(run)
-    transaction.on_commit(lambda: lifecycle_step.apply_async((run.pk,), queue=queue, countdown=countdown))
+    """Queue the run's next step on its node's queue once the transaction commits."""
+    enqueue_task.lifecycle_step(run.pk, queue=queue_for_run(run), countdown=countdown)
 
 
 def run_step(run_id: int) -> StepOutcome:
@@ -402,8 +401,6 @@ def schedule_due_sweeps(node: StorageNode, answer: dict[str, Any] | None = None)
 
 def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) -> datetime | None:
     """Make a sweep of ``kind`` on ``node`` pending at ``eta`` unless one at or before it already is."""
-    from backend.apps.lifecycle.tasks import due_sweep
-
     now = timezone.now()
     with transaction.atomic():
         row = DueSweep.objects.select_for_update().filter(node=node, kind=kind).first()
@@ -419,8 +416,7 @@ def schedule_sweep_at(node: StorageNode, kind: str, due_ms: int, eta: datetime) 
         DueSweep.objects.update_or_create(
             node=node, kind=kind, defaults={"due_ms": due_ms, "eta": eta, "token": token, "fired": False}
         )
-        queue = queue_for(node)
-        transaction.on_commit(lambda: due_sweep.apply_async((str(kind), node.pk, token), eta=eta, queue=queue))
+        enqueue_task.due_sweep(str(kind), node.pk, token, eta=eta, queue=queue_for(node))
     return eta
 
 

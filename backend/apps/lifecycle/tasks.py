@@ -8,7 +8,7 @@ import contextlib
 from celery import shared_task
 from celery.exceptions import MaxRetriesExceededError, SoftTimeLimitExceeded
 
-from backend.apps.lifecycle import schedules, services
+from backend.apps.lifecycle import enqueue, schedules, services
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from storage_engine.errors import NodeUnavailableError, StorageError
@@ -16,7 +16,15 @@ from storage_engine.errors import NodeUnavailableError, StorageError
 BUSY_RETRY_S = 5
 
 
-@shared_task(bind=True, acks_late=True, max_retries=8, soft_time_limit=300, time_limit=360, ignore_result=True)
+@shared_task(
+    name=enqueue.LIFECYCLE_STEP,
+    bind=True,
+    acks_late=True,
+    max_retries=8,
+    soft_time_limit=300,
+    time_limit=360,
+    ignore_result=True,
+)
 def lifecycle_step(self, run_id: int) -> str:
     try:
         outcome = services.run_step(run_id)
@@ -63,7 +71,7 @@ def reap_stale_runs() -> dict[str, int]:
     return services.reap_stale_runs()
 
 
-@shared_task(ignore_result=True)
+@shared_task(name=enqueue.DUE_SWEEP, ignore_result=True)
 def due_sweep(kind: str, node_id: int, token: str) -> int | None:
     """A deadline-driven sweep (``services.schedule_sweep_at``): runs unless superseded."""
     return services.run_due_sweep(kind, node_id, token)

@@ -23,6 +23,8 @@ from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from backend.apps.metrics import clock
+from backend.apps.metrics.services import celery_queue_depths, celery_queue_names
+from backend.apps.runs.models import Kind, State, TaskRun
 from backend.apps.runs.selectors import run_durations
 
 log = logging.getLogger(__name__)
@@ -65,8 +67,6 @@ class CeleryQueueCollector(Collector):
         yield GaugeMetricFamily("lcs_celery_queue_messages", _QUEUE_HELP, labels=["queue"])
 
     def collect(self) -> Iterator[Metric]:
-        from backend.apps.metrics.services import celery_queue_depths, celery_queue_names
-
         family = GaugeMetricFamily("lcs_celery_queue_messages", _QUEUE_HELP, labels=["queue"])
         try:
             depths = celery_queue_depths(celery_queue_names())
@@ -96,8 +96,6 @@ class TaskRunCollector(Collector):
         yield GaugeMetricFamily("lcs_task_run_duration_seconds", _DURATION_HELP, labels=["kind", "namespace", "node"])
 
     def collect(self) -> Iterator[Metric]:
-        from backend.apps.runs.models import Kind, State, TaskRun
-
         runs = GaugeMetricFamily("lcs_task_runs", _RUNS_HELP, labels=["kind", "state"])
         counts = {
             (row["kind"], row["state"]): row["n"]

@@ -17,6 +17,8 @@ from backend.apps.metrics import clock, exposition
 from backend.apps.metrics.catalog import NODE, SERIES, SHARD, UI_UNITS
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample
 from backend.apps.metrics.services import ROLLUP_STEP_MS, interval_s
+from backend.apps.nodes.models import StorageNode
+from backend.apps.policies.selectors import effective_node_policy
 from storage_engine.errors import InvalidArgumentError
 
 RANGES: dict[str, int] = {"1h": 3_600, "6h": 6 * 3_600, "24h": 24 * 3_600, "7d": 7 * 86_400, "30d": 30 * 86_400}
@@ -173,14 +175,10 @@ def series_lines(
 
 
 def _nodes_by_name() -> dict[str, Any]:
-    from backend.apps.nodes.models import StorageNode
-
     return {n.name: n for n in StorageNode.objects.all()}
 
 
 def watermarks(node: Any) -> dict[str, float]:
-    from backend.apps.policies.selectors import effective_node_policy
-
     policy = effective_node_policy(node)
     return {key: float(getattr(policy, field)) for key, field in WATERMARK_FIELDS.items()}
 
@@ -306,8 +304,6 @@ def node_health(now: datetime | None = None) -> dict[str, dict[str, Any]]:
     Overview, Nodes and ``/api/health``. ``health`` is ``healthy`` or ``unhealthy`` (the collection's
     ``up`` series, and the error it recorded on the node), ``unknown`` when no collection looked at the
     node within ``NODE_STALE_INTERVALS`` intervals; ``last_seen_at`` is when it last answered."""
-    from backend.apps.nodes.models import StorageNode
-
     now_ms = clock.now_ms(now)
     stale_ms = NODE_STALE_INTERVALS * interval_s() * 1000
     ups = {

@@ -17,12 +17,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from amqp.exceptions import ChannelError
+
+# The project's Celery app (backend.config.celery), current once Django's settings load: the apps never import
+# backend.config, whose URLs import them.
+from celery import current_app as app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, Min, Q, Sum
 from django.db.models.functions import Mod
+from django_celery_beat.models import PeriodicTask
+from kombu import Connection
 
 from backend.apps.catalog.figures import ratio
+from backend.apps.catalog.services import mark_tiers_stale, record_collected_figures
 from backend.apps.metrics import clock
 from backend.apps.metrics.catalog import (
     APPEND_ROUTES,
@@ -34,6 +42,14 @@ from backend.apps.metrics.catalog import (
     TIER_MOVE_SERIES,
 )
 from backend.apps.metrics.models import MetricSeries, Rollup, Sample, series_key
+from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.selectors import placement_by_node_name
+from backend.apps.nodes.gateway import client_for, describe_node_error
+from backend.apps.nodes.models import StorageNode
+from backend.apps.nodes.selectors import queue_for
+from backend.apps.nodes.services import record_node_health
+from backend.apps.runs.models import Kind
+from backend.apps.runs.selectors import run_durations
 from storage_engine.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -236,9 +252,6 @@ def _windowed_rate(ts: int, points: dict[Labels, float], node: str, counter: str
 def _scan_points(ts: int, points: dict[Labels, float]) -> None:
     """TTL-index scan durations (the running scan's time so far, else the last one's): per namespace for scans
     of one namespace, per node for the node-wide sweeps (scheduled and due scans, which name no namespace)."""
-    from backend.apps.runs.models import Kind
-    from backend.apps.runs.selectors import run_durations
-
     for (_kind, namespace, node), seconds in run_durations(clock.from_ms(ts), [Kind.EXPIRY_SCAN]).items():
         if namespace or node:
             points[("scan_duration_seconds", node, namespace, None, "")] = seconds
@@ -248,12 +261,6 @@ def celery_queue_names() -> list[str]:
     """The default queue, each node's lifecycle queue, configured and routed queues, queues of beat's periodic
     tasks, and ``METRICS_CELERY_QUEUES``. (The lifecycle schedules, ticked from their own table, start their
     tasks on the default queue and their runs on the node's queue: both are here already.)"""
-    from django_celery_beat.models import PeriodicTask
-
-    from backend.apps.nodes.models import StorageNode
-    from backend.apps.nodes.selectors import queue_for
-    from backend.config.celery import app
-
     names = {app.conf.task_default_queue or settings.CELERY_TASK_DEFAULT_QUEUE}
     names.update(queue_for(node) for node in StorageNode.objects.all())
     for queue in app.conf.task_queues or ():
@@ -268,9 +275,6 @@ def celery_queue_names() -> list[str]:
 
 def celery_queue_depths(names: Iterable[str]) -> dict[str, int]:
     """Messages waiting per queue, through kombu (Redis: LLEN of the list; filesystem: files in the folder)."""
-    from amqp.exceptions import ChannelError
-    from kombu import Connection
-
     depths: dict[str, int] = {}
     url = settings.CELERY_BROKER_URL
     try:
@@ -288,11 +292,6 @@ def celery_queue_depths(names: Iterable[str]) -> dict[str, int]:
 
 def collect(now: datetime | None = None) -> CollectResult:
     """Sample every node, the scans and the broker queues at one timestamp."""
-    from backend.apps.namespaces.selectors import placement_by_node_name
-    from backend.apps.nodes.gateway import client_for, describe_node_error
-    from backend.apps.nodes.models import StorageNode
-    from backend.apps.nodes.services import record_node_health
-
     ts = clock.now_ms(now)
     placed = placement_by_node_name()
 
@@ -364,8 +363,6 @@ def _mark_tiers_stale(nodes: list[str]) -> None:
     loses that, never the samples."""
     if not nodes:
         return
-    from backend.apps.catalog.services import mark_tiers_stale
-    from backend.apps.namespaces.models import Namespace
 
     try:
         mark_tiers_stale(Namespace.objects.filter(placements__node__name__in=nodes).distinct())
@@ -376,8 +373,6 @@ def _mark_tiers_stale(nodes: list[str]) -> None:
 def _record_shard_status(ts: int, points: dict[Labels, float]) -> int:
     """The catalog's shard figures from this same collection, so the namespace pages are as fresh as the
     metrics; a failure here loses the catalog update, never the samples already written."""
-    from backend.apps.catalog.services import record_collected_figures
-
     try:
         return record_collected_figures(shard_figures(points), clock.from_ms(ts))
     except Exception:

@@ -4,6 +4,7 @@ from typing import Any
 
 from celery import shared_task
 
+from backend.apps.catalog.tasks import sync_catalog
 from backend.apps.metrics import services
 
 log = logging.getLogger(__name__)
@@ -16,8 +17,6 @@ def collect_metrics() -> dict[str, Any]:
     page follows within the same interval; its own schedule is the safety net."""
     result = services.collect()
     if result.shards_changed:
-        from backend.apps.catalog.tasks import sync_catalog
-
         try:
             sync_catalog.delay()
         except Exception as exc:  # a broker hiccup: the scheduled sync comes anyway

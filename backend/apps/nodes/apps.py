@@ -7,6 +7,7 @@ class NodesConfig(AppConfig):
     label = "nodes"
 
     def ready(self) -> None:
+        # Django app loading: apps.py is imported while the registry fills, before the models it needs exist.
         from backend.apps.nodes.services import ensure_node_schedules
 
         post_migrate.connect(ensure_node_schedules, sender=self)

@@ -27,6 +27,8 @@ from typing import Any
 from django.conf import settings
 
 from backend.apps.runs.models import Kind
+from spark_jobs import registry
+from spark_jobs.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,8 @@ def check_params(job: str, params: Mapping[str, Any]) -> dict[str, list[str]]:
     unknown = sorted(set(params) - {"tag", "key_prefix", "ttl"})
     if unknown:
         errors["params"] = [f"unknown fields: {', '.join(unknown)}"]
-    from spark_jobs.config import ConfigError
+    # Heavy dependency: the job module imports pyspark at its top (seconds); the web loads it only when this
+    # job's params are checked, not at every start.
     from spark_jobs.jobs.ttl_backfill import parse_duration_ms
 
     try:
@@ -149,8 +152,6 @@ def job_for(kind: str) -> str:
 
 def registered_jobs() -> list[str]:
     """Jobs in :mod:`spark_jobs.registry` that have a task run kind, by name."""
-    from spark_jobs import registry
-
     try:
         registry.load_jobs()
     except Exception:  # a job module that does not import must not hide the others

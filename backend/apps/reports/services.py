@@ -35,9 +35,11 @@ from backend.apps.audit import services as audit
 from backend.apps.lifecycle import leases
 from backend.apps.lifecycle.models import Lease
 from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.selectors import hosting_nodes
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
 from backend.apps.policies.selectors import cluster_policy, effective_namespace_policy
+from backend.apps.reports import enqueue as enqueue_task
 from backend.apps.reports import jobs
 from backend.apps.reports.models import REPORT_FIELDS, LifecycleReportRow
 from backend.apps.runs import services as runs
@@ -166,9 +168,8 @@ def create_spark_run(
 
 
 def enqueue(run: TaskRun) -> None:
-    from backend.apps.reports.tasks import spark_job
-
-    transaction.on_commit(lambda: spark_job.apply_async((run.pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
+    """Queue the run's Spark job once the transaction commits."""
+    enqueue_task.spark_job(run.pk)
 
 
 def start_spark_job(
@@ -221,8 +222,6 @@ def _counts(summary: dict[str, Any] | None) -> dict[str, int]:
 def _reading_nodes(namespace: Namespace | None, node: StorageNode | None) -> list[StorageNode]:
     """The nodes a reading job lists segments from: every node hosting a shard of ``namespace`` (every node for
     a cluster-wide job), ``node`` (whose data directory is NODE_DATA_DIR) first."""
-    from backend.apps.namespaces.selectors import hosting_nodes
-
     found = [n for n, _shards in hosting_nodes(namespace)] if namespace else list(StorageNode.objects.order_by("name"))
     if node is None:
         return found

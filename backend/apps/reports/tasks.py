@@ -9,13 +9,20 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from backend.apps.reports import services
+from backend.apps.reports import enqueue, services
 
 BUSY_RETRY_S = 30
 _LIMIT = settings.SPARK_JOB_TIME_LIMIT_S
 
 
-@shared_task(bind=True, acks_late=True, soft_time_limit=_LIMIT + 60, time_limit=_LIMIT + 120, ignore_result=True)
+@shared_task(
+    name=enqueue.SPARK_JOB,
+    bind=True,
+    acks_late=True,
+    soft_time_limit=_LIMIT + 60,
+    time_limit=_LIMIT + 120,
+    ignore_result=True,
+)
 def spark_job(self, run_id: int) -> str:
     outcome = services.run_spark_job(run_id)
     if outcome is services.JobOutcome.BUSY:

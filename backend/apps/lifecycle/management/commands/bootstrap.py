@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from backend import demo
+from backend.apps.lifecycle.schedules import derive_schedules
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.services import create_namespace
 from backend.apps.nodes.services import ensure_default_node
@@ -31,7 +32,6 @@ class Command(BaseCommand):
         node = ensure_default_node()
         self.stdout.write(f"storage node: {node.name} at {node.url}")
         self._ensure_admin()
-        from backend.apps.lifecycle.schedules import derive_schedules
 
         self.stdout.write(f"lifecycle schedules: {derive_schedules()} in place")
         if options["demo"]:

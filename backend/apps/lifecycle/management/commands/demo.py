@@ -8,14 +8,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from backend import demo
+from backend.apps.namespaces.models import Namespace
+from backend.apps.namespaces.services import create_subscription
 from storage_engine.client import NodeClient
 from storage_engine.errors import UnknownNamespaceError
 
 
 def ensure_subscription() -> None:
-    from backend.apps.namespaces.models import Namespace
-    from backend.apps.namespaces.services import create_subscription
-
     namespace_name, name = demo.SUBSCRIPTION
     namespace = Namespace.objects.filter(name=namespace_name).first()
     if namespace is None:
