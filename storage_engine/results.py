@@ -12,6 +12,37 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
+# The counts of a LifecycleResult that add up over steps, namespaces or runs (jobs, sweeps, task runs).
+LIFECYCLE_COUNTS = (
+    "scanned",
+    "expired_records",
+    "index_entries_deleted",
+    "segments_deleted",
+    "segments_rewritten",
+    "records_removed",
+    "bytes_reclaimed",
+    "files_removed",
+    "forced_deletes",
+    "rolled",
+)
+# The further counts of a compaction result that add up the same way.
+COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
+# The further counts of an offload result (tiered storage) that add up the same way.
+OFFLOAD_COUNTS = ("segments_offloaded", "bytes_offloaded", "local_copies_dropped", "local_bytes_dropped")
+# The further counts of a recall result (tiered storage) that add up the same way.
+RECALL_COUNTS = ("segments_recalled", "bytes_recalled")
+# The further counts of a subscription step (message TTL, backlog-quota eviction) that add up the same way.
+SUBSCRIPTION_COUNTS = ("cursors_moved", "messages_acknowledged")
+# The counts that say a step changed data (records expired or removed, segments deleted, rewritten or moved
+# between tiers, cursors moved): the summing counts but the ones that only look (scanned) or seal (rolled).
+CHANGE_COUNTS = (
+    *(name for name in LIFECYCLE_COUNTS if name not in ("scanned", "rolled")),
+    "segments_offloaded",
+    "local_copies_dropped",
+    "segments_recalled",
+    "cursors_moved",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class LifecycleResult:
@@ -109,20 +140,7 @@ class LifecycleResult:
     messages_acknowledged: int = 0
     namespaces_changed: tuple[str, ...] = ()
 
-    CHANGE_COUNTS: ClassVar[tuple[str, ...]] = (
-        "expired_records",
-        "index_entries_deleted",
-        "segments_deleted",
-        "segments_rewritten",
-        "records_removed",
-        "bytes_reclaimed",
-        "files_removed",
-        "forced_deletes",
-        "segments_offloaded",
-        "local_copies_dropped",
-        "segments_recalled",
-        "cursors_moved",
-    )
+    CHANGE_COUNTS: ClassVar[tuple[str, ...]] = CHANGE_COUNTS
 
     def __post_init__(self) -> None:
         # One shape whatever the caller passed (a set of a sweep, a JSON list of a node's answer), and a call on
@@ -185,26 +203,3 @@ class NextDue:
 
     def to_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-# The counts of a LifecycleResult that add up over steps, namespaces or runs (jobs, sweeps, task runs).
-LIFECYCLE_COUNTS = (
-    "scanned",
-    "expired_records",
-    "index_entries_deleted",
-    "segments_deleted",
-    "segments_rewritten",
-    "records_removed",
-    "bytes_reclaimed",
-    "files_removed",
-    "forced_deletes",
-    "rolled",
-)
-# The further counts of a compaction result that add up the same way.
-COMPACTION_COUNTS = ("records_written", "bytes_before", "bytes_after", "rounds")
-# The further counts of an offload result (tiered storage) that add up the same way.
-OFFLOAD_COUNTS = ("segments_offloaded", "bytes_offloaded", "local_copies_dropped", "local_bytes_dropped")
-# The further counts of a recall result (tiered storage) that add up the same way.
-RECALL_COUNTS = ("segments_recalled", "bytes_recalled")
-# The further counts of a subscription step (message TTL, backlog-quota eviction) that add up the same way.
-SUBSCRIPTION_COUNTS = ("cursors_moved", "messages_acknowledged")
