@@ -41,8 +41,8 @@ import time
 from collections.abc import Callable
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import StorageError
+from storage_engine.node_api.client import NodeClient
 
 log = logging.getLogger("demo")
 

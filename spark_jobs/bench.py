@@ -60,7 +60,7 @@ def generate_segments(data_dir: Path, spec: GenSpec) -> dict[str, Any]:
     from storage_engine.api import NewRecord
     from storage_engine.clock import ManualClock
     from storage_engine.config import Durability, EngineConfig
-    from storage_engine.policy import NamespacePolicy
+    from storage_engine.policies.policy import NamespacePolicy
 
     rng = random.Random(spec.seed)
     # Values: slices of a pool that is half random bytes, half repeated text, so Parquet's compression

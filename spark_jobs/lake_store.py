@@ -30,7 +30,8 @@ from pathlib import Path
 
 from spark_jobs.config import is_store_uri
 from spark_jobs.lake_swap import LEAF_DEPTH, StepHook, SwapCounts, no_hook
-from storage_engine.tier.store import ObjectMissingError, ObjectTier
+from storage_engine.errors import ObjectMissingError
+from storage_engine.tier.store import ObjectTier
 
 log = logging.getLogger(__name__)
 

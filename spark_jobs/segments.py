@@ -6,7 +6,7 @@ listing from an engine the driver opened on a stopped node's data directory): pe
 bytes to read (a sealed segment's whole file; the active one's committed bytes, when a job asks for it)
 and the offsets the node marked dead that are still in the file. A :class:`SegmentFile` carries that to
 an executor, which decodes the file with the engine's own reader
-(:func:`storage_engine.segment.segment.iter_file_batches` and :func:`storage_engine.codec.iter_records`:
+(:func:`storage_engine.segment.segment.iter_file_batches` and :func:`storage_engine.formats.codec.iter_records`:
 the batch format has one owner) and either drops the dead records (``dead="drop"``: the lake, TTL
 backfill) or marks them in a ``dead`` column (``dead="mark"``: jobs that judge the other records as the
 engine does, or count dead ones as expired).
@@ -40,10 +40,10 @@ from pyspark.sql.types import StructType
 from spark_jobs.schema import DEAD, MARKED_SEGMENT_RECORD_SCHEMA, SEGMENT_RECORD_SCHEMA
 from spark_jobs.tier_reads import downloaded, sample_digest, tier_environment
 from storage_engine.api import SegmentTier
-from storage_engine.codec import iter_records
 from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import iter_records
+from storage_engine.formats.segment_files import DeadOffsets, DeadRanges, SegmentFileInfo
 from storage_engine.segment.segment import SegmentFileChangedError, iter_file_batches
-from storage_engine.segment_files import DeadOffsets, DeadRanges, SegmentFileInfo
 
 DEFAULT_BATCH_ROWS = 32_768
 DEAD_DROP = "drop"  # leave records marked dead out

@@ -9,7 +9,7 @@ executors read only the files, at ``--data-dir``, where they see the node's data
 Without a node (a stopped node's directory, a copy of one, a bench's generated data) ``--offline`` says so
 explicitly: the driver opens the directory with the engine itself (it takes the directory's lock, so it
 refuses while a node runs on it; opening recovers the directory as a node start would) and lists it with
-the same function the node answers with (:func:`storage_engine.segment.listing.segment_file_page`). There
+the same function the node answers with (:func:`storage_engine.adapters.listing.segment_file_page`). There
 is no silent fallback to guessing: a job given neither refuses to start.
 
 Tiered storage (issue 19): the listing says per segment where its bytes are (``local``, ``both``, ``remote``)
@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING
 
 from spark_jobs.config import ENV_NODE_TOKEN, ConfigError, node_token
 from spark_jobs.segments import SegmentFile
-from storage_engine.segment_files import LIST_ALL, LIST_SEALED
+from storage_engine.formats.segment_files import LIST_ALL, LIST_SEALED
 
 if TYPE_CHECKING:
     from storage_engine.api import StorageAdapter
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
 DEFAULT_DATA_DIR = "var/data/node"
 ENV_DATA_DIR = "NODE_DATA_DIR"
@@ -71,7 +71,7 @@ def engine_segment_files(
     and base offset: sealed ones, and with ``include_active`` each shard's active one (its committed bytes).
     ``namespaces`` narrows to those (a name the engine does not have lists nothing). ``prefer_tier`` and
     ``tier_uri``: see :meth:`SegmentFile.of`."""
-    from storage_engine.segment.listing import segment_file_page
+    from storage_engine.adapters.listing import segment_file_page
 
     state = LIST_ALL if include_active else LIST_SEALED
     found: list[SegmentFile] = []
@@ -196,7 +196,7 @@ class SegmentSource:
                 tier_uri=self.tier_uri,
             )
         else:
-            from storage_engine.client import NodeClient
+            from storage_engine.node_api.client import NodeClient
 
             found = []
             owner: dict[str, str] = {}

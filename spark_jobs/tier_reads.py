@@ -27,10 +27,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
+from storage_engine.errors import ObjectMissingError
 from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.layout import manifest_key_of
 from storage_engine.tier.manifest import Manifest
-from storage_engine.tier.store import ObjectMissingError, ObjectTier
+from storage_engine.tier.store import ObjectTier
 from storage_engine.tier.upload import TierVerifyError
 
 SAMPLE_BYTES = 64 * 1024

@@ -98,7 +98,7 @@ def summarize_by_namespace_day(df: DataFrame, now_ms: int, ttl_ms: int | None = 
 
 # -- lifecycle report (issue 10) ---------------------------------------------------------------------------
 
-RECORD_FIXED_BYTES = 33  # storage_engine.codec.RECORD_FIXED_SIZE: size, attributes, delta, times, lengths
+RECORD_FIXED_BYTES = 33  # storage_engine.formats.codec.RECORD_FIXED_SIZE: size, attributes, delta, times, lengths
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 PERCENTILES: tuple[float, ...] = (0.5, 0.9, 0.99)

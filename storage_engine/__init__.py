@@ -18,18 +18,18 @@ def open_engine(config: EngineConfig, clock: Clock | None = None) -> StorageAdap
     """Open the adapter named by ``config.adapter`` on ``config.data_dir``."""
     clock = clock or SystemClock()
     if config.adapter == "memory":
-        from storage_engine.memory.adapter import MemoryAdapter
+        from storage_engine.adapters.memory import MemoryAdapter
 
         return MemoryAdapter(config, clock)
     if config.data_dir is None:
         raise InvalidArgumentError("data_dir", f"is required for the {config.adapter!r} adapter")
     Path(config.data_dir).mkdir(parents=True, exist_ok=True)
     if config.adapter == "segment":
-        from storage_engine.segment.adapter import SegmentAdapter
+        from storage_engine.adapters.segment import SegmentAdapter
 
         return SegmentAdapter(config, clock)
     if config.adapter == "rocksdb":
-        from storage_engine.rocksdb_adapter import RocksDBAdapter
+        from storage_engine.adapters.rocksdb import RocksDBAdapter
 
         return RocksDBAdapter(config, clock)
     raise InvalidArgumentError("adapter", f"must be one of {', '.join(ADAPTERS)}")

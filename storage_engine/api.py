@@ -64,7 +64,7 @@ from storage_engine.model import (
     VerifyReport,
     shard_stats_of,
 )
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 
 # The contract's vocabulary is importable from here (its definitions live in storage_engine.model).
 __all__ = [
@@ -199,10 +199,10 @@ class StorageAdapter(abc.ABC):
     # first seals an active segment that the next append would roll (older than
     # segment_ms by its first record's time; for a compacted namespace
     # max_compaction_lag_ms when smaller) or whose every record is past its deadline
-    # (storage_engine.rolling.idle_segment_due), counts it in ``rolled`` and treats it
+    # (storage_engine.rules.rolling.idle_segment_due), counts it in ``rolled`` and treats it
     # as sealed. A busy shard too: an active segment at least 10 s old more than
     # ``segment_expired_roll_ratio`` of whose records are expired is sealed the same way
-    # (storage_engine.rolling.expired_share_passed), so reclaim drops or rewrites it; the
+    # (storage_engine.rules.rolling.expired_share_passed), so reclaim drops or rewrites it; the
     # deadline-driven reclaim (sweep_due) rewrites a segment it sealed so at once. The
     # end offset is kept (the next append gets the offset it would have had); an empty
     # active segment is never sealed or dropped. A step skipped
@@ -213,7 +213,7 @@ class StorageAdapter(abc.ABC):
     # enforce_backlog_quota, offload and recall (DESIGN §3 "Dry runs"): the same decisions from
     # the same rules, and nothing changed: no record, segment, file, index entry, cursor,
     # object in the store, checkpoint, counter, backoff or scan position. The result counts what
-    # the call would do now (storage_engine.work): records, segments, bytes, cursors moved,
+    # the call would do now (storage_engine.rules.work): records, segments, bytes, cursors moved,
     # segments offloaded or recalled, each equal to the sum the real call reports when repeated
     # while ``more`` on the same state. A dry run has no per-call budget (it ignores ``limit``, a
     # node-wide sweep's budget, ``delete_batch_max``, ``limit_shards``) and takes no pacing or bandwidth
@@ -230,7 +230,7 @@ class StorageAdapter(abc.ABC):
         (``max_timestamp + retention_ms + 1``), or now when the size rule is already broken.
         From metadata only, never reading records: a shard's sealed segments are read again
         only when a roll, drop or rewrite changed them since the previous call
-        (:mod:`storage_engine.due`)."""
+        (:mod:`storage_engine.rules.due`)."""
 
     @abc.abstractmethod
     def sweep_due(self, operation: str, limit: int | None = None) -> LifecycleResult:
@@ -420,7 +420,7 @@ class StorageAdapter(abc.ABC):
         ``manual``. A key-hash → latest-offset map is built over the dirty
         range within ``map_budget_bytes`` (default the node's
         ``compaction_map_budget_bytes``), never more: a budget below the smallest
-        map (``storage_engine.keymap_size.MIN_MAP_BUDGET_BYTES``, one key) is
+        map (``storage_engine.policies.keymap_size.MIN_MAP_BUDGET_BYTES``, one key) is
         refused with ``InvalidArgumentError``, and a one-key budget cleans one key
         per round. When the map fills, what it covers is
         cleaned and another round continues (at most ``max_rounds``, then
@@ -462,7 +462,7 @@ class StorageAdapter(abc.ABC):
     @abc.abstractmethod
     def ttl_import_dir(self) -> Path:
         """The directory :meth:`ingest_ttl_index` reads files from: ``<data_dir>/import/``
-        (:mod:`storage_engine.ttl_import`), created when missing. ``InvalidArgumentError`` on
+        (:mod:`storage_engine.formats.ttl_import`), created when missing. ``InvalidArgumentError`` on
         ``file`` for an engine without a data directory (the memory adapter may have none)."""
 
     @abc.abstractmethod

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 
 
 class Durability(enum.StrEnum):

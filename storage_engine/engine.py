@@ -24,7 +24,6 @@ import abc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from storage_engine import reads
 from storage_engine.api import (
     BacklogInfo,
     CompactionEstimate,
@@ -39,22 +38,23 @@ from storage_engine.api import (
 )
 from storage_engine.clock import Clock
 from storage_engine.compaction.cleaner import LogCleaner
-from storage_engine.compaction_io import CompactableShard
+from storage_engine.compaction.store_io import CompactableShard
 from storage_engine.config import EngineConfig
-from storage_engine.counters import Counters
-from storage_engine.figures import NEVER
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.lifecycle.parts import LifecycleParts
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.shards import LifecycleShard, TTLEntry
 from storage_engine.lifecycle.verify import verify_shards
-from storage_engine.pacing import Foreground
-from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.reads import ReadableShard
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules import reads
+from storage_engine.rules.figures import NEVER
+from storage_engine.rules.pacing import Foreground
+from storage_engine.rules.reads import ReadableShard
+from storage_engine.rules.validation import check_key, check_tag, check_timestamp, validate_read_args
 from storage_engine.subscriptions.cursors import Subscription
 from storage_engine.subscriptions.expiry import MessageExpiry
 from storage_engine.subscriptions.quota import BacklogQuota
 from storage_engine.subscriptions.registry import CursorWriter, Subscriptions, keep_in_memory
-from storage_engine.validation import check_key, check_tag, check_timestamp, validate_read_args
 
 
 class Engine(StorageAdapter):
@@ -147,7 +147,7 @@ class Engine(StorageAdapter):
     def _readable_shard(self, namespace: str, shard: int) -> ReadableShard:
         """The shard as the reads see it (raises for an unknown namespace or shard)."""
 
-    # -- reads (storage_engine.reads: the semantics, once) ----------------------------------------
+    # -- reads (storage_engine.rules.reads: the semantics, once) ----------------------------------------
     def read(
         self, namespace: str, shard: int, offset: int, max_records: int = 500, max_bytes: int = 1 << 20
     ) -> ReadResult:

@@ -233,3 +233,24 @@ class ProducerHeldTooLongError(BacklogQuotaExceededError):
         super().__init__(namespace, kind, limit, current)
         self.waited_ms = waited_ms
         self.args = (f"{self.args[0]}; the append was held {waited_ms} ms (backlog_hold_timeout_ms) and is refused",)
+
+
+class TierError(StorageError):
+    """The object store failed or refused an operation (network, permissions, a missing bucket)."""
+
+    code = "tier_unavailable"
+
+    def __init__(self, uri: str, key: str, operation: str, reason: str) -> None:
+        self.uri = uri
+        self.key = key
+        self.operation = operation
+        super().__init__(f"object store {uri}: {operation} {key!r} failed: {reason}")
+
+
+class ObjectMissingError(TierError):
+    """An object the catalog references is not in the object store."""
+
+    code = "tier_object_missing"
+
+    def __init__(self, uri: str, key: str, operation: str) -> None:
+        super().__init__(uri, key, operation, "no such object")

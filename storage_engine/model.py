@@ -3,7 +3,7 @@ results, segment and shard figures, disk status, subscriptions, and (from
 :mod:`storage_engine.results`) the lifecycle calls' answers.
 
 They cross every boundary unchanged: the node serialises them field by field
-(:mod:`storage_engine.wire`), the client rebuilds them, the control plane stores and sums
+(:mod:`storage_engine.node_api.wire`), the client rebuilds them, the control plane stores and sums
 their fields. Each figure is defined once, here.
 """
 
@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 # The lifecycle answers live in storage_engine.results, re-exported (`X as X`) so every typed object imports from here.
 from storage_engine.results import COMPACTION_COUNTS as COMPACTION_COUNTS
@@ -111,7 +111,7 @@ class SegmentInfo:
     ``expired_records`` / ``expired_bytes`` the stored records that are
     expired at the time of the call (effective expiry passed, or marked dead)
     and their bytes (``size_bytes`` when every record is expired, else the
-    encoded sizes of the expired ones; :mod:`storage_engine.figures`);
+    encoded sizes of the expired ones; :mod:`storage_engine.rules.figures`);
     ``live_count`` = ``record_count − expired_records``, what a reader can
     still get. ``deadline`` is when every record will have expired, with the
     namespace's ``ttl_ms`` taken into account (``None``: some record never

@@ -69,7 +69,7 @@ class LifecycleResult:
       stores without files free what they drop at once;
       ``pending_delete_bytes``: the bytes of the ``.deleted`` files of the
       shards the call worked on (the node's, for file cleaning) still on disk
-      after it (:func:`storage_engine.work.count_freed`; a dry run: what the
+      after it (:func:`storage_engine.rules.work.count_freed`; a dry run: what the
       real call would leave);
     - ``files_removed``: ``.deleted`` files removed for good by this call;
     - ``forced_deletes``: segments deleted by disk pressure although not expired;

@@ -40,7 +40,7 @@ from django.db.models import Sum
 from backend.bench import peers as peer_bench
 from backend.bench.measure import Load, Sample, Sampler, now_ms, summary
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 BIN = Path(sys.executable).parent
 

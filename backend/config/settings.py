@@ -20,7 +20,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from storage_engine.logs import LOG_FORMATS, logging_config
+from storage_engine.node_api.logs import LOG_FORMATS, logging_config
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 APP_ENV = os.environ.get("APP_ENV", "development")
@@ -359,7 +359,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# LOG_FORMAT=plain|json, LOG_LEVEL: one format for web, worker, beat and node (storage_engine.logs).
+# LOG_FORMAT=plain|json, LOG_LEVEL: one format for web, worker, beat and node (storage_engine.node_api.logs).
 LOG_FORMAT = env("LOG_FORMAT", "plain")
 if LOG_FORMAT not in LOG_FORMATS:
     raise ImproperlyConfigured(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {LOG_FORMAT!r}")

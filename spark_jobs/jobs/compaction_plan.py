@@ -108,7 +108,7 @@ def plan_to_json(namespace: str, now_ms: int, ttl_ms: int | None, rows: Sequence
 
 def submit_plan(node_url: str, token: str, namespace: str, plan: Plan) -> dict[int, dict[str, Any]]:
     """Apply the plan on the node, one shard at a time; the node's result per shard."""
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     results: dict[int, dict[str, Any]] = {}
     with NodeClient(node_url, token, timeout_s=NODE_TIMEOUT_S) as client:
@@ -118,7 +118,7 @@ def submit_plan(node_url: str, token: str, namespace: str, plan: Plan) -> dict[i
 
 
 def namespace_ttl_from_node(node_url: str, token: str, namespace: str) -> int | None:
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     with NodeClient(node_url, token) as client:
         return client.get_namespace(namespace).policy.ttl_ms

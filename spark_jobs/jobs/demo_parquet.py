@@ -22,7 +22,7 @@ from spark_jobs.schema import OFFSET, RECORD_SCHEMA, SHARD
 from spark_jobs.session import session_for
 from spark_jobs.transforms import MS_PER_DAY, summarize_by_namespace_day, with_partition_columns
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import validate_namespace_name
+from storage_engine.rules.validation import validate_namespace_name
 
 JOB_NAME = "demo-parquet"
 DEMO_EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z

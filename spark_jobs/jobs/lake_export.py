@@ -93,7 +93,7 @@ from spark_jobs.session import session_for
 from spark_jobs.source import add_source_arguments, source_of, unreadable_message
 from spark_jobs.tier_reads import object_sample_hash, object_tier
 from spark_jobs.transforms import lake_rows
-from storage_engine.tier.store import ObjectMissingError
+from storage_engine.errors import ObjectMissingError
 
 JOB_NAME = "lake-export"
 

@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @register(JOB_NAME, "Backfill explicit TTLs by tag or key prefix: TTL-index entries as an SST the node ingests.")
 def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     args = build_parser().parse_args(argv)
     config = JobConfig.from_args(args, app_name=f"{DEFAULT_APP_NAME_PREFIX}-{JOB_NAME}")

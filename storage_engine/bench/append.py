@@ -147,7 +147,7 @@ def bench_redis(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
 def bench_node(args: argparse.Namespace, binary: bool) -> dict[str, Any]:
     """P concurrent HTTP clients (one pooled connection each) appending batches to a node."""
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     namespace = f"bench-{uuid.uuid4().hex[:12]}"
     clients = [NodeClient(args.node, args.token, timeout_s=30, binary=binary) for _ in range(args.producers)]

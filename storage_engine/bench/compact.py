@@ -40,9 +40,9 @@ from typing import Any
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
+from storage_engine.compaction.keymap import KeyMap
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.keymap import KeyMap
-from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import MiB, NamespacePolicy, NodePolicy
 
 LOAD_BATCH = 1_000
 SEQ_CHUNK = 4 * MiB  # bytes the sequential baseline reads and writes at a time

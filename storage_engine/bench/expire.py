@@ -26,13 +26,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from storage_engine import open_engine, pacing
+from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.bench.common import percentile_ms, run_threads
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.expiry import is_expired
-from storage_engine.policy import GiB, MiB, NamespacePolicy
+from storage_engine.policies.policy import GiB, MiB, NamespacePolicy
+from storage_engine.rules import pacing
+from storage_engine.rules.expiry import is_expired
 
 SHORT_TTL_MS = 1_000
 FILL_CHUNK = 50_000
@@ -335,7 +336,7 @@ def bench_node(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     round's sweep is several calls, as the node's scheduled sweeps are). The node's clock is
     real: this part waits for the deadline instead of moving a clock.
     """
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     tag = uuid.uuid4().hex[:8]
     live = f"bench-live-{tag}"

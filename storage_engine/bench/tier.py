@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from storage_engine import open_engine
+from storage_engine.adapters.segment import SegmentAdapter
 from storage_engine.bench.common import batched, make_records, percentile_ms, result, timed_calls
 from storage_engine.clock import SystemClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import MiB, NamespacePolicy, NodePolicy
-from storage_engine.segment.adapter import SegmentAdapter
+from storage_engine.policies.policy import MiB, NamespacePolicy, NodePolicy
 from storage_engine.tier import context
 from storage_engine.tier.store import ObjectTier
 

@@ -14,11 +14,11 @@ the latest record. The rules live here, once for every adapter:
   are clean, the others up to the first uncleanable offset dirty), or dirty
   data older than ``max_compaction_lag_ms``. ``manual`` runs a pass anyway.
   A step first seals an idle active segment (DESIGN §3 "Idle shards",
-  :func:`storage_engine.rolling.idle_segment_due`, which for a compacted
+  :func:`storage_engine.rules.rolling.idle_segment_due`, which for a compacted
   namespace includes an age past ``max_compaction_lag_ms``), so dirty data of
   a shard nobody writes to is cleaned too; a dry run counts that segment as
   sealed without sealing it (:func:`sealed_view`).
-- **Key map.** :class:`~storage_engine.keymap.KeyMap` maps a key to the latest
+- **Key map.** :class:`~storage_engine.compaction.keymap.KeyMap` maps a key to the latest
   offset seen, within a memory budget in bytes
   (``NodePolicy.compaction_map_budget_bytes`` or per call): an open-addressing
   table (double hashing, a prime number of slots, filled to ``LOAD_FACTOR``),
@@ -33,18 +33,18 @@ the latest record. The rules live here, once for every adapter:
   full, or the round spans the bitmap's bits (budget / 4 offsets), the round
   cleans what it covers and the next round continues from there.
 - **Vectorised.** Segment files are read a chunk of batches at a time into
-  numpy columns (:mod:`storage_engine.columnar`: record positions, offsets,
+  numpy columns (:mod:`storage_engine.formats.columnar`: record positions, offsets,
   attributes, keys 8 bytes at a time; no value, tag or header is decoded);
   keys are hashed, put into the map and looked up a chunk at a time
-  (:mod:`storage_engine.keymap`), the keep rule is a mask over a chunk
-  (:mod:`storage_engine.keep_rule`), and a batch losing records is rebuilt
+  (:mod:`storage_engine.compaction.keymap`), the keep rule is a mask over a chunk
+  (:mod:`storage_engine.compaction.keep_rule`), and a batch losing records is rebuilt
   by a row gather of the kept records' bytes. How segments of each adapter
-  are read is :mod:`storage_engine.compaction_io`. The other adapters hand over
+  are read is :mod:`storage_engine.compaction.store_io`. The other adapters hand over
   :class:`~storage_engine.api.Record` objects; their keys are hashed the same
-  way (:func:`storage_engine.keymap.hash_keys`).
+  way (:func:`storage_engine.compaction.keymap.hash_keys`).
 - **Keep rule.** Within ``[log start, map end)`` a record is kept iff it is
   the latest for its key (records past the map end and records without a key
-  are kept), it is not expired (:mod:`storage_engine.expiry`), and, if a
+  are kept), it is not expired (:mod:`storage_engine.rules.expiry`), and, if a
   tombstone, its delete horizon (the time its offset was first cleaned +
   ``delete_retention_ms``) has not passed.
 - **Rewrite.** Through each adapter's ``rewrite_segment(base, now,
@@ -60,7 +60,7 @@ the latest record. The rules live here, once for every adapter:
 Memory: the map (table and bitmap, :attr:`KeyMap.memory_bytes`) stays within
 the budget: its slots are the largest prime ≤ (budget − bitmap) / 16, the
 bitmap being budget/32 but at least 64 bytes. A budget below
-``MIN_MAP_BUDGET_BYTES`` (:mod:`storage_engine.keymap_size`: a one-key table
+``MIN_MAP_BUDGET_BYTES`` (:mod:`storage_engine.policies.keymap_size`: a one-key table
 and the minimal bitmap) is refused, never enlarged; a budget that fits one key
 cleans one key per round. The map is allocated once per
 compaction call and reused by every round. The fixed overhead beyond it does
@@ -85,5 +85,5 @@ removed).
 # Modules: ``checkpoint`` (the cleaner checkpoint), ``cleanable`` (the cleanable range and
 # when it is due), ``rules`` (the keep rule of a round, a dry run's removals), ``cleaner``
 # (:class:`~storage_engine.compaction.cleaner.LogCleaner`, the engine's part); the key map is
-# :mod:`storage_engine.keymap`, the keep rule's vectorised mask :mod:`storage_engine.keep_rule`,
-# how each store's segments are read :mod:`storage_engine.compaction_io`.
+# :mod:`storage_engine.compaction.keymap`, the keep rule's vectorised mask :mod:`storage_engine.compaction.keep_rule`,
+# how each store's segments are read :mod:`storage_engine.compaction.store_io`.

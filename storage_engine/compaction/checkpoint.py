@@ -10,7 +10,7 @@ import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from storage_engine.compaction_io import CompactableShard
+from storage_engine.compaction.store_io import CompactableShard
 
 MAX_PASSES = 64  # cleaning passes remembered per shard (older ones merge, keeping tombstones longer)
 _STATE_HEAD = struct.Struct(">BQH")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from storage_engine.api import SegmentInfo, SegmentState
 from storage_engine.compaction.checkpoint import CleanerState
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 
 @dataclass(frozen=True, slots=True)

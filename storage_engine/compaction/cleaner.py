@@ -10,25 +10,24 @@ from typing import Any, Protocol
 import numpy as np
 
 from storage_engine.api import COMPACTION_COUNTS, CompactionEstimate, LifecycleResult, SegmentInfo, SegmentState
-from storage_engine.bounds import MAX_INT64, int_ok, int_rule
-from storage_engine.cleaning import in_off_peak
-from storage_engine.codec import ATTR_EXPIRE
 from storage_engine.compaction.checkpoint import load_state, save_state
 from storage_engine.compaction.cleanable import cleanable_range
+from storage_engine.compaction.keymap import KeyMap
 from storage_engine.compaction.rules import OffsetBits, cleaning_rule, keep_only
-from storage_engine.compaction_io import CompactableShard, reclaimable_bytes
-from storage_engine.errors import InvalidArgumentError
-from storage_engine.expiry import is_expired
-from storage_engine.keymap import KeyMap
-from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
+from storage_engine.compaction.store_io import CompactableShard, reclaimable_bytes
+from storage_engine.errors import InvalidArgumentError, TierError
+from storage_engine.formats.codec import ATTR_EXPIRE
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.shards import KEEP, RemovalRule
 from storage_engine.lifecycle.sweeps import add_results
-from storage_engine.policy import NamespacePolicy
-from storage_engine.rolling import rolled_view, sealed_view
-from storage_engine.tier.store import TierError
-from storage_engine.validation import check_shard_arg, select_shards
-from storage_engine.work import ShardWork
+from storage_engine.policies.bounds import MAX_INT64, int_ok, int_rule
+from storage_engine.policies.keymap_size import MIN_MAP_BUDGET_BYTES
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.cleaning import in_off_peak
+from storage_engine.rules.expiry import is_expired
+from storage_engine.rules.rolling import rolled_view, sealed_view
+from storage_engine.rules.validation import check_shard_arg, select_shards
+from storage_engine.rules.work import ShardWork
 
 MAP_OVERHEAD_BYTES = 4 * 1024 * 1024  # stated bound on what compaction holds beyond the map
 DEFAULT_MAX_ROUNDS = 1_000
@@ -100,7 +99,7 @@ class LogCleaner:
         rolled: bool = False,
     ) -> LifecycleResult:
         """:meth:`compact`; with ``rolled`` (a dry run), every active segment counts as rolled
-        (:func:`~storage_engine.rolling.rolled_view`)."""
+        (:func:`~storage_engine.rules.rolling.rolled_view`)."""
         t0 = time.perf_counter()
         budget = self._map_budget(map_budget_bytes)
         if max_rounds is not None:
@@ -180,7 +179,7 @@ class LogCleaner:
         rolled: bool = False,
     ) -> bool:
         """One shard's rounds. A segment in the object store that cannot be read or uploaded now
-        (:class:`~storage_engine.tier.store.TierError`, in ``failures``) is left as it is and the
+        (:class:`~storage_engine.errors.TierError`, in ``failures``) is left as it is and the
         others are compacted (leaving its keys out of the map only keeps more records); the pass is
         then not recorded, so the next call cleans the range again."""
         state = load_state(s)

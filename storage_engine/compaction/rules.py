@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from storage_engine.compaction.checkpoint import CleanerState
-from storage_engine.keep_rule import CleaningRule
-from storage_engine.keymap import KeyMap
+from storage_engine.compaction.keep_rule import CleaningRule
+from storage_engine.compaction.keymap import KeyMap
 from storage_engine.lifecycle.shards import KEEP, REMOVE, RemovalRule
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 
 class OffsetBits:
@@ -49,7 +49,7 @@ class OffsetBits:
 def cleaning_rule(
     kmap: KeyMap, map_end: int, first_dirty: int, state: CleanerState, policy: NamespacePolicy, now: int
 ) -> CleaningRule:
-    """The keep rule of a round (:mod:`storage_engine.keep_rule`) as the rule
+    """The keep rule of a round (:mod:`storage_engine.compaction.keep_rule`) as the rule
     ``rewrite_segment`` asks per batch."""
     return CleaningRule(kmap, map_end, first_dirty, list(state.passes), policy, now)
 

@@ -1,9 +1,9 @@
 """The lifecycle of stored data (DESIGN §3), as named parts over typed shards.
 
 The engine (:class:`storage_engine.engine.Engine`) is composed of these parts; each
-decides *what* to do from the rule modules (:mod:`storage_engine.expiry`,
-:mod:`storage_engine.retention`, :mod:`storage_engine.cleaning`,
-:mod:`storage_engine.rolling`, :mod:`storage_engine.pacing`) and asks the store's shards
+decides *what* to do from the rule modules (:mod:`storage_engine.rules.expiry`,
+:mod:`storage_engine.rules.retention`, :mod:`storage_engine.rules.cleaning`,
+:mod:`storage_engine.rules.rolling`, :mod:`storage_engine.rules.pacing`) and asks the store's shards
 (:class:`LifecycleShard`) to do it:
 
 ==========================  ==========================================================
@@ -46,7 +46,7 @@ from storage_engine.lifecycle.shards import (
     removal_rule,
 )
 from storage_engine.lifecycle.verify import MAX_PROBLEMS, check_indexes, verify_shards
-from storage_engine.work import ShardWork
+from storage_engine.rules.work import ShardWork
 
 __all__ = [
     "KEEP",

@@ -6,7 +6,7 @@ Oldest segment files first across every shard: those past ``file_reserved_time_m
 back under the watermark. ``.deleted`` files retention or reclamation left go first.
 Deletes are paced (``delete_interval_ms`` between two, at most ``delete_batch_max`` a run).
 
-Tiered storage (DESIGN §3 "Tiers", :mod:`storage_engine.cleaning`): above ``disk_max_used_ratio``
+Tiered storage (DESIGN §3 "Tiers", :mod:`storage_engine.rules.cleaning`): above ``disk_max_used_ratio``
 the cleaner first runs an offload step (:attr:`FileCleaner.offload_first`); above
 ``disk_clean_forcibly_ratio`` it drops local copies of segments already in the object store,
 oldest first, before anything else; a segment in the object store too only ever loses its local
@@ -23,7 +23,10 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from storage_engine.api import DiskStatus, LifecycleResult, SegmentInfo, SegmentState, SegmentTier
-from storage_engine.cleaning import (
+from storage_engine.lifecycle.runtime import LifecycleRuntime
+from storage_engine.lifecycle.shards import LifecycleShard
+from storage_engine.policies.policy import NodePolicy
+from storage_engine.rules.cleaning import (
     DELETE,
     DROP_LOCAL,
     clean_action,
@@ -35,10 +38,7 @@ from storage_engine.cleaning import (
     local_copies_first,
     purge_pending_first,
 )
-from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.lifecycle.shards import LifecycleShard
-from storage_engine.policy import NodePolicy
-from storage_engine.work import DryFiles, ShardWork, after_freeing, count_freed, sum_work, would_drop
+from storage_engine.rules.work import DryFiles, ShardWork, after_freeing, count_freed, sum_work, would_drop
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +259,7 @@ class FileCleaner:
 
     def _count_freed(self, totals: dict[str, Any], pending_before: int, dry: DiskStatus | None = None) -> None:
         """Make a cleaner run's ``bytes_reclaimed`` the bytes it freed, and report what is pending, as every
-        deleting step does (:func:`storage_engine.work.count_freed`), over the whole node.
+        deleting step does (:func:`storage_engine.rules.work.count_freed`), over the whole node.
 
         A dry run passes the disk it would leave (``dry``): the files due now and its purge free
         what was pending, its drops free at once."""

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Callable
 
 from storage_engine.api import DiskStatus
-from storage_engine.cleaning import disk_status
 from storage_engine.clock import Clock
-from storage_engine.counters import Counters
 from storage_engine.errors import DiskFullError
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.lifecycle.shards import ShardSource
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
+from storage_engine.rules.cleaning import disk_status
 
 log = logging.getLogger(__name__)
 

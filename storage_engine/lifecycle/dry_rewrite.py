@@ -15,10 +15,10 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Protocol, cast
 
 from storage_engine.api import SegmentInfo
-from storage_engine.codec import ATTR_EXPIRE
-from storage_engine.expiry import is_expired
-from storage_engine.figures import SegmentFacts
-from storage_engine.work import ShardWork, would_drop
+from storage_engine.formats.codec import ATTR_EXPIRE
+from storage_engine.rules.expiry import is_expired
+from storage_engine.rules.figures import SegmentFacts
+from storage_engine.rules.work import ShardWork, would_drop
 
 
 class RewritableShard(Protocol):

@@ -2,7 +2,7 @@
 and one step of the work that is due now.
 
 :meth:`DueSweeps.next_due` answers, from per-shard minima kept in a cache
-(:mod:`storage_engine.due`), the earliest time a TTL entry, a whole segment or a retention
+(:mod:`storage_engine.rules.due`), the earliest time a TTL entry, a whole segment or a retention
 limit falls due, so the control plane can schedule the next sweep for that moment instead
 of polling; :meth:`DueSweeps.sweep_due` then works on the due shards only.
 """
@@ -15,18 +15,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from storage_engine.api import LifecycleResult, NextDue, SegmentState
-from storage_engine.cleaning import in_off_peak
-from storage_engine.due import DueCache, DueShard, next_due, shard_due
 from storage_engine.errors import InvalidArgumentError, StorageError, UnknownNamespaceError
-from storage_engine.expiry import segment_expired
 from storage_engine.lifecycle.reclaimer import SWEEP_RECLAIM_SEGMENTS, Reclaimer
 from storage_engine.lifecycle.retainer import Retention
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.scanner import TTLScanner
 from storage_engine.lifecycle.shards import LifecycleShard
 from storage_engine.lifecycle.sweeps import add_results
-from storage_engine.policy import NamespacePolicy
-from storage_engine.work import ShardWork, freed, pending_bytes, sum_work
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.cleaning import in_off_peak
+from storage_engine.rules.due import DueCache, DueShard, next_due, shard_due
+from storage_engine.rules.expiry import segment_expired
+from storage_engine.rules.work import ShardWork, freed, pending_bytes, sum_work
 
 DUE_DROP_THREADS = 8  # shards whose due segments a deadline-driven reclaim drops at once (sweep_due)
 
@@ -36,7 +36,7 @@ class DueSweeps:
         self._rt = rt
         self._scanner = scanner
         self._retention = retention
-        self._cache = DueCache()  # per-shard minima for next_due (storage_engine.due)
+        self._cache = DueCache()  # per-shard minima for next_due (storage_engine.rules.due)
 
     def next_due(self) -> NextDue:
         t0 = time.perf_counter()
@@ -61,7 +61,7 @@ class DueSweeps:
         at once: a drop is mostly synced writes and directory fsyncs, which concurrent drops share
         (RocksDB commits concurrent synced writes as a group). Rewrites of partly dead segments
         are left to the node-wide :meth:`reclaim`, except that of an active segment this step
-        sealed for its expired share (:func:`storage_engine.rolling.expired_share_passed`), which
+        sealed for its expired share (:func:`storage_engine.rules.rolling.expired_share_passed`), which
         is what its due time was for."""
         self._rt.check_limit(limit)
         if operation == "expire-scan":

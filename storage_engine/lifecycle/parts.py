@@ -15,7 +15,7 @@ from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.scanner import TTLScanner
 from storage_engine.lifecycle.shards import ShardSource
 from storage_engine.lifecycle.sweeps import NodeSweep
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 
 
 class LifecycleParts:

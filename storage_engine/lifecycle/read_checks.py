@@ -4,7 +4,7 @@ A read hides an expired record at once; when that record still has index entries
 read path enqueues ``(shard, offset)`` here (one bounded queue per namespace, its size
 ``read_check_queue_size``; a full queue drops the item and counts it). A worker thread
 drains the queues, marking those records dead with their index entries a chunk per
-shard lock hold, giving way to appends between slices (:class:`~storage_engine.pacing.Slices`).
+shard lock hold, giving way to appends between slices (:class:`~storage_engine.rules.pacing.Slices`).
 A dropped item is not lost work: the TTL scan (layer 2) finds the record anyway.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from storage_engine.api import LifecycleResult
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.pacing import Slices
-from storage_engine.work import sum_work
+from storage_engine.rules.pacing import Slices
+from storage_engine.rules.work import sum_work
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ a new generation (:mod:`storage_engine.tier.rewrite`); when the store fails, tha
 cleanly, the others go on, and the call raises the store's error at the end.
 
 ``bytes_reclaimed`` is the bytes a step freed and ``pending_delete_bytes`` those of dropped segments'
-files still on disk as ``.deleted`` (:func:`storage_engine.work.count_freed`), in a dry run too.
+files still on disk as ``.deleted`` (:func:`storage_engine.rules.work.count_freed`), in a dry run too.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import time
 from typing import Any
 
 from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState
-from storage_engine.cleaning import in_off_peak
-from storage_engine.expiry import segment_expired
+from storage_engine.errors import TierError
 from storage_engine.lifecycle.dry_rewrite import dead_counts, would_rewrite
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
-from storage_engine.policy import NamespacePolicy
-from storage_engine.tier.store import TierError
-from storage_engine.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.cleaning import in_off_peak
+from storage_engine.rules.expiry import segment_expired
+from storage_engine.rules.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop
 
 log = logging.getLogger(__name__)
 

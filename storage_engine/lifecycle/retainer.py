@@ -1,10 +1,10 @@
 """Kafka retention (DESIGN §3 "Retention"): sealed segments past ``retention_ms`` or beyond
-``retention_bytes`` are deleted whole, oldest first (:func:`storage_engine.retention.deletable_segments`),
+``retention_bytes`` are deleted whole, oldest first (:func:`storage_engine.rules.retention.deletable_segments`),
 never past what a subscription still needs (the runtime's retention hook).
 
 A step reports the bytes it freed (``bytes_reclaimed``) and those still on disk as ``.deleted`` files
 (``pending_delete_bytes``: renamed, waiting for ``file_delete_delay_ms`` or a reader), as every
-deleting step does (:func:`storage_engine.work.count_freed`); its dry run the same, from the same rules."""
+deleting step does (:func:`storage_engine.rules.work.count_freed`); its dry run the same, from the same rules."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 from storage_engine.api import LifecycleResult
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
-from storage_engine.retention import deletable_segments
-from storage_engine.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop
+from storage_engine.rules.retention import deletable_segments
+from storage_engine.rules.work import DryFiles, count_freed, pending_bytes, sum_work, would_drop
 
 
 class Retention:

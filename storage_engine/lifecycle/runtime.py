@@ -19,16 +19,16 @@ from typing import Any
 from storage_engine.api import LifecycleResult, SegmentInfo, SegmentState, SegmentTier
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
-from storage_engine.counters import Counters
 from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.lifecycle.disk_guard import DiskGuard
 from storage_engine.lifecycle.shards import LifecycleShard, ShardSource
-from storage_engine.pacing import Foreground, TokenBucket
-from storage_engine.policy import NamespacePolicy, NodePolicy, validate_node_policy
-from storage_engine.retention import RetentionPlan
-from storage_engine.rolling import idle_segment_due, sealed_view
-from storage_engine.validation import check_int, select_shards
-from storage_engine.work import sum_work
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy, validate_node_policy
+from storage_engine.rules.pacing import Foreground, TokenBucket
+from storage_engine.rules.retention import RetentionPlan
+from storage_engine.rules.rolling import idle_segment_due, sealed_view
+from storage_engine.rules.validation import check_int, select_shards
+from storage_engine.rules.work import sum_work
 
 SWEEP_COMPACT_INTERVAL_MS = 60_000  # a sweep asks RocksDB to compact a shard's dropped ranges at most this often
 # Counters present from the start, so a console shows 0 rather than nothing.
@@ -179,7 +179,7 @@ class LifecycleRuntime:
     @staticmethod
     def check_limit(limit: int | None, field: str = "limit") -> None:
         if limit is not None:
-            check_int(limit, field, 1)  # the rule in storage_engine.bounds' words: its numbers, no "≥ 1"
+            check_int(limit, field, 1)  # the rule in storage_engine.policies.bounds' words: its numbers, no "≥ 1"
 
     @staticmethod
     def result(operation: str, namespace: str | None, shard: int | None, t0: float, **values: Any) -> LifecycleResult:
@@ -205,13 +205,13 @@ class LifecycleRuntime:
         self, s: LifecycleShard, policy: NamespacePolicy, now: int, totals: dict[str, Any], dry_run: bool = False
     ) -> list[SegmentInfo]:
         """The shard's segments as a lifecycle step works on them: an idle active segment
-        (:func:`~storage_engine.rolling.idle_segment_due`) sealed first, counted in ``rolled``.
+        (:func:`~storage_engine.rules.rolling.idle_segment_due`) sealed first, counted in ``rolled``.
 
         Appends are what roll segments, so without this a shard nobody writes to would keep
         expired, old or dirty data in its active segment forever (DESIGN §3 "Idle shards").
         ``roll_empty`` keeps the end offset and never seals an empty segment. The check reads
         metadata the step lists anyway; only a seal lists again. A dry run sees the segment
-        sealed without sealing it (:func:`~storage_engine.rolling.sealed_view`), followed by the
+        sealed without sealing it (:func:`~storage_engine.rules.rolling.sealed_view`), followed by the
         empty active segment the seal would open (:func:`with_empty_active`), so every rule that
         looks at the active segment (retention's roll, the rules passing over the last segment)
         decides as it will on the real step's listing.

@@ -14,13 +14,13 @@ from collections.abc import Collection
 from typing import Any
 
 from storage_engine.api import LifecycleResult
-from storage_engine.cleaning import in_off_peak
 from storage_engine.errors import InvalidArgumentError, StorageError
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.shards import LifecycleShard, TTLEntry
-from storage_engine.pacing import Slices
-from storage_engine.policy import NamespacePolicy
-from storage_engine.work import sum_work, would_expire
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.cleaning import in_off_peak
+from storage_engine.rules.pacing import Slices
+from storage_engine.rules.work import sum_work, would_expire
 
 
 class TTLScanner:
@@ -46,7 +46,7 @@ class TTLScanner:
         namespaces, batches follow the built-in ``scan_batch_size``.
 
         Appends never wait on the scan (DESIGN §3 "Timeliness"): it runs in slices of
-        about half a millisecond (:class:`~storage_engine.pacing.Slices`), applies a
+        about half a millisecond (:class:`~storage_engine.rules.pacing.Slices`), applies a
         batch to a shard in chunks of at most a few hundred entries (one shard lock hold
         and one WriteBatch each), and between slices gives the interpreter to whoever
         waits for it, or, while appends are in flight, waits until they have finished.

@@ -13,10 +13,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 from storage_engine.api import SegmentInfo, ShardStats
-from storage_engine.batch_columns import RecordColumns
-from storage_engine.figures import SegmentFacts
-from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.work import ShardWork
+from storage_engine.formats.batch_columns import RecordColumns
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules.figures import SegmentFacts
+from storage_engine.rules.work import ShardWork
 
 # What a removal rule (key compaction's ``rewrite_segment(..., remove=rule)``) says per record.
 KEEP = 0
@@ -127,11 +127,11 @@ class LifecycleShard(Protocol):
     def stats(self) -> ShardStats: ...
 
     def due_facts(self) -> tuple[object | None, Callable[[], Sequence[SegmentFacts]], SegmentFacts]:
-        """Metadata for due times (:class:`storage_engine.due.DueShard`)."""
+        """Metadata for due times (:class:`storage_engine.rules.due.DueShard`)."""
         ...
 
     def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
-        """When the active segment is rolled for its expired share (:class:`storage_engine.due.DueShard`)."""
+        """When the active segment is rolled for its expired share (:class:`storage_engine.rules.due.DueShard`)."""
         ...
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from storage_engine.api import Record, VerifyReport
-from storage_engine.expiry import is_expired
 from storage_engine.lifecycle.shards import LifecycleShard
+from storage_engine.rules.expiry import is_expired
 
 MAX_PROBLEMS = 100  # problems a report lists (it counts them all)
 

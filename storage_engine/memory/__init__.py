@@ -1,5 +1,5 @@
 """The in-memory adapter: the whole contract without files, for tests and
-low-latency use. Nothing survives :meth:`~storage_engine.memory.adapter.MemoryAdapter.close`.
+low-latency use. Nothing survives :meth:`~storage_engine.adapters.memory.MemoryAdapter.close`.
 
 Segments are logical (DESIGN §2): they roll by :func:`record_size` and age by
 the same rule as the file adapter (:func:`should_roll`), so the catalog looks

@@ -12,7 +12,7 @@ from storage_engine.api import (
     SegmentInfo,
     SegmentState,
 )
-from storage_engine.figures import ExpiredFigures, ProfileRow, SegmentFacts
+from storage_engine.rules.figures import ExpiredFigures, ProfileRow, SegmentFacts
 
 
 @dataclass(slots=True, eq=False)
@@ -91,7 +91,7 @@ class MemorySegment:
         )
 
     def rows(self, first: int, last: int) -> Iterator[ProfileRow]:
-        """The figures' view of the stored records ``first..last`` (storage_engine.figures)."""
+        """The figures' view of the stored records ``first..last`` (storage_engine.rules.figures)."""
         for i in range(first - self.base_offset, last - self.base_offset + 1):
             r = self.records[i]
             if r is not None:

@@ -16,14 +16,12 @@ from storage_engine.api import (
     ShardStats,
     shard_stats_of,
 )
-from storage_engine.batch_columns import RecordColumns
 from storage_engine.clock import Clock
-from storage_engine.compaction_io import RecordCompactionReads
+from storage_engine.compaction.store_io import RecordCompactionReads
 from storage_engine.errors import (
     UnknownNamespaceError,
 )
-from storage_engine.expiry import is_expired
-from storage_engine.figures import FiguresCache, SegmentFacts
+from storage_engine.formats.batch_columns import RecordColumns
 from storage_engine.lifecycle import (
     KEEP,
     Removal,
@@ -33,8 +31,10 @@ from storage_engine.lifecycle import (
     removal_rule,
 )
 from storage_engine.memory.segment import MemorySegment
-from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.rolling import expired_roll_due
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules.expiry import is_expired
+from storage_engine.rules.figures import FiguresCache, SegmentFacts
+from storage_engine.rules.rolling import expired_roll_due
 
 
 @dataclass(slots=True, eq=False)
@@ -92,7 +92,7 @@ class MemoryShard(RecordCompactionReads):
                 if r is not None and r.offset not in dead:
                     yield r, sizes[i]
 
-    # -- reads (storage_engine.reads.ReadableShard) --------------------------------------------
+    # -- reads (storage_engine.rules.reads.ReadableShard) --------------------------------------------
     @property
     def policy(self) -> NamespacePolicy:
         return self.namespace.policy
@@ -187,13 +187,13 @@ class MemoryShard(RecordCompactionReads):
             return self.infos()
 
     def due_facts(self) -> tuple[object | None, Callable[[], list[SegmentFacts]], SegmentFacts]:
-        """For due times (:mod:`storage_engine.due`); no layout token: recomputed every call."""
+        """For due times (:mod:`storage_engine.rules.due`); no layout token: recomputed every call."""
         with self.lock:
             facts = [seg.facts() for seg in self.segments]
         return None, lambda: facts[:-1], facts[-1]
 
     def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
-        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.due`)."""
+        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.rules.due`)."""
         with self.lock:
             active = self.segments[-1]
             facts = active.facts()
@@ -265,7 +265,7 @@ class MemoryShard(RecordCompactionReads):
                 return work
         return work.add(self.drop_segments([base], now, 0))
 
-    # -- key compaction (storage_engine.compaction_io.CompactableShard) ------------------------
+    # -- key compaction (storage_engine.compaction.store_io.CompactableShard) ------------------------
     def compaction_records(self, base: int) -> list[Record]:
         """Every stored record of segment ``base`` (key compaction reads them)."""
         with self.lock:

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from storage_engine.api import EngineStats, NamespaceInfo, NewRecord, StorageAdapter
 from storage_engine.clock import Clock, SystemClock
 from storage_engine.errors import InvalidArgumentError, NamespaceExistsError, UnknownNamespaceError
-from storage_engine.framing import MEDIA_TYPE, decode_produce, encode_fetch
+from storage_engine.formats.framing import MEDIA_TYPE, decode_produce, encode_fetch
 from storage_engine.node.auth import BearerAuth
 from storage_engine.node.engine_metrics import EngineCollector, all_backlog
 from storage_engine.node.idempotency import IdempotencyCache
@@ -38,11 +38,8 @@ from storage_engine.node.schedule import add_schedule_routes
 from storage_engine.node.segment_files import add_segment_file_routes
 from storage_engine.node.subscriptions import add_subscription_routes
 from storage_engine.node.ttl_index import add_ttl_index_routes
-from storage_engine.placement import RoundRobin, shard_for_key
-from storage_engine.policy import NamespacePolicy
-from storage_engine.validation import MAX_SHARDS, validate_namespace_name
-from storage_engine.version import package_version
-from storage_engine.wire import (
+from storage_engine.node_api.placement import RoundRobin, shard_for_key
+from storage_engine.node_api.wire import (
     namespace_to_json,
     new_record_from_json,
     policy_from_json,
@@ -51,6 +48,9 @@ from storage_engine.wire import (
     segment_to_json,
     shard_stats_to_json,
 )
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.validation import MAX_SHARDS, validate_namespace_name
+from storage_engine.version import package_version
 
 log = logging.getLogger("storage_node")
 MAX_BATCH_RECORDS = 100_000
@@ -58,7 +58,7 @@ MAX_BATCH_RECORDS = 100_000
 
 class ProduceIsForeground:
     """A produce request counts as foreground work from its first byte to its last answer byte
-    (:class:`storage_engine.pacing.Foreground`): a TTL scan pauses while it runs, not only
+    (:class:`storage_engine.rules.pacing.Foreground`): a TTL scan pauses while it runs, not only
     while the engine appends (reading and decoding the body and answering need the GIL too)."""
 
     def __init__(self, app: ASGIApp, engine: StorageAdapter) -> None:

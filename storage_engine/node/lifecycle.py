@@ -2,7 +2,7 @@
 
 ``POST /v1/namespaces/{ns}/lifecycle/{operation}`` and
 ``POST /v1/node/lifecycle/{operation}`` run one bounded step of an operation
-of :mod:`storage_engine.protocol` and answer the engine's result (``more``
+of :mod:`storage_engine.node_api.protocol` and answer the engine's result (``more``
 says whether to call again). Repeating steps until done, with progress and
 cancellation, is the control plane's task runs' job: the node keeps no jobs of
 its own. :data:`CALLS` maps each operation to its engine call.
@@ -22,9 +22,9 @@ from storage_engine.api import DiskStatus, LifecycleResult, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.node.params import arguments
 from storage_engine.node.problems import problem_response
-from storage_engine.policy import node_policy_from
-from storage_engine.protocol import ARGUMENTS, Operation, StepRequest
-from storage_engine.validation import check_offset, int_from_text
+from storage_engine.node_api.protocol import ARGUMENTS, Operation, StepRequest
+from storage_engine.policies.policy import node_policy_from
+from storage_engine.rules.validation import check_offset, int_from_text
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable

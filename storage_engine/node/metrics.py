@@ -36,7 +36,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from storage_engine import logs
+from storage_engine.node_api import logs
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -153,7 +153,7 @@ def route_of(routes: list[Route], scope: Scope) -> Route | None:
 class RequestMetrics:
     """Outermost middleware: times every HTTP request and counts its answer by route template, and gives
     it a request id (the ``X-Request-ID`` sent, when a short token, else a new one) that every log line
-    written while serving it carries (:data:`storage_engine.logs.request_id`) and the answer repeats."""
+    written while serving it carries (:data:`storage_engine.node_api.logs.request_id`) and the answer repeats."""
 
     def __init__(self, app: ASGIApp, metrics: NodeMetrics, routes: list[Route]) -> None:
         self.app = app

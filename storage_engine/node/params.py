@@ -19,9 +19,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from storage_engine.bounds import MAX_INT64, MIN_INT64, int_rule
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import flag_value, int_from_text, int_value
+from storage_engine.policies.bounds import MAX_INT64, MIN_INT64, int_rule
+from storage_engine.rules.validation import flag_value, int_from_text, int_value
 
 MAX_BODY_BYTES = 64 << 20
 MAX_FIELD_CHARS = 64  # of a JSON key echoed in an error's field path
@@ -157,7 +157,7 @@ class Arguments(Mapping[str, Any]):
     JSON body's value (a body's ``null`` is an argument not given). ``takes`` are the names the route
     takes from either place, ``body_only`` those that are JSON values only a body can carry (a policy,
     records, a compaction plan). The typed getters check a value by one rule, whichever place it came
-    from; as a mapping it is what :meth:`storage_engine.protocol.StepRequest.from_params` reads."""
+    from; as a mapping it is what :meth:`storage_engine.node_api.protocol.StepRequest.from_params` reads."""
 
     def __init__(
         self,

@@ -1,8 +1,8 @@
-"""Every error the node answers, as RFC 9457 problem details (:mod:`storage_engine.problem`).
+"""Every error the node answers, as RFC 9457 problem details (:mod:`storage_engine.node_api.problem`).
 
 Engine errors, refused tokens, unknown routes, wrong methods and the node's own bugs all
 leave through here, so a client parses one shape (``NodeClient`` does, through
-:func:`storage_engine.wire.error_from_body`).
+:func:`storage_engine.node_api.wire.error_from_body`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from storage_engine import problem
 from storage_engine.errors import StorageError
-from storage_engine.wire import problem_for, status_for
+from storage_engine.node_api import problem
+from storage_engine.node_api.wire import problem_for, status_for
 
 log = logging.getLogger("storage_node")
 MAX_PATH_SHOWN = 200  # characters of a request path quoted in an error
@@ -49,7 +49,7 @@ def problem_response(
 
 
 def error_response(exc: StorageError, path: str) -> ProblemResponse:
-    """An engine error: its status (``storage_engine.wire.STATUS_BY_ERROR``), its code and its numbers."""
+    """An engine error: its status (``storage_engine.node_api.wire.STATUS_BY_ERROR``), its code and its numbers."""
     status = status_for(exc)
     if status >= 500:
         log.error("%s: %s", shown_path(path), exc)

@@ -1,7 +1,7 @@
 """The node's route table: every route answers errors as problem details.
 
 Engine errors (:class:`~storage_engine.errors.StorageError`) become their HTTP
-status with the body of :func:`storage_engine.wire.problem_for`; anything else
+status with the body of :func:`storage_engine.node_api.wire.problem_for`; anything else
 is a bug, logged whole and answered as ``internal_error`` without details.
 Request counts and durations are recorded around the whole app
 (:class:`storage_engine.node.metrics.RequestMetrics`), not here, so that refused

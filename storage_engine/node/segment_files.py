@@ -3,7 +3,7 @@
 ``GET /v1/namespaces/{ns}/shards/{shard}/segment-files`` lists a shard's sealed segments (with
 ``state=all`` the active one too, with its committed size), each with its file relative to the data
 directory, the bytes to read and, unless ``dead=false``, the offsets marked dead that are still in
-the file (:mod:`storage_engine.segment_files`). Spark jobs read segment files on their executors
+the file (:mod:`storage_engine.formats.segment_files`). Spark jobs read segment files on their executors
 from this list, never from file names, and never open the node's RocksDB.
 """
 
@@ -15,11 +15,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from storage_engine.adapters.listing import segment_file_page
 from storage_engine.api import StorageAdapter
 from storage_engine.errors import InvalidArgumentError
+from storage_engine.formats.segment_files import LIST_SEALED, LIST_STATES
 from storage_engine.node.params import arguments, shard_param
-from storage_engine.segment.listing import segment_file_page
-from storage_engine.segment_files import LIST_SEALED, LIST_STATES
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable

@@ -27,10 +27,11 @@ from typing import Any
 import prometheus_client
 import uvicorn
 
-from storage_engine import logs, open_engine
+from storage_engine import open_engine
 from storage_engine.config import ADAPTERS, Durability, EngineConfig
 from storage_engine.errors import DataDirLockedError, StorageError
 from storage_engine.node.app import build_app
+from storage_engine.node_api import logs
 from storage_engine.version import package_version
 
 log = logging.getLogger("storage_node")

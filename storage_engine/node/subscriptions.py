@@ -10,9 +10,9 @@ from starlette.responses import JSONResponse, Response
 
 from storage_engine.api import StorageAdapter, SubscriptionInfo
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.framing import MEDIA_TYPE, encode_fetch
+from storage_engine.formats.framing import MEDIA_TYPE, encode_fetch
 from storage_engine.node.params import arguments, shard_param
-from storage_engine.wire import read_result_to_json
+from storage_engine.node_api.wire import read_result_to_json
 
 if TYPE_CHECKING:
     from storage_engine.node.routes import RouteTable

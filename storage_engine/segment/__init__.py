@@ -1,7 +1,7 @@
 """The ``segment`` adapter (production default): Kafka-style segment files per
 shard, indexed in RocksDB. One module per thing on disk:
 
-- :mod:`storage_engine.codec` — the batch format inside segment files;
+- :mod:`storage_engine.formats.codec` — the batch format inside segment files;
 - :mod:`.segment` — one segment file; :mod:`.meta` — its metadata;
 - :mod:`.log` — the segments of one shard (rolling, reads, file lifecycle);
   :mod:`.recovery` — bringing them and the index back in line at open;

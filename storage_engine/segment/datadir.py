@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from storage_engine.errors import DataDirLockedError, InvalidArgumentError, PolicyValidationError
-from storage_engine.policy import NodePolicy, node_policy_from
+from storage_engine.policies.policy import NodePolicy, node_policy_from
 
 FORMAT_VERSION = 1
 NODE_POLICY_FILE = "NODE_POLICY"

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from rocksdict import WriteBatch
 
 from storage_engine.api import Record
-from storage_engine.codec import encoded_size
-from storage_engine.figures import FiguresCache
+from storage_engine.formats.codec import encoded_size
 from storage_engine.lifecycle import TTLEntry
+from storage_engine.rules.figures import FiguresCache
 from storage_engine.segment.index_keys import CF_DEAD, CF_TTL, deadline_value, offset_key, ttl_key
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.shard_index import ShardIndex

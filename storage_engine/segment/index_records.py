@@ -7,7 +7,7 @@ import logging
 import struct
 from dataclasses import dataclass, fields
 
-from storage_engine.policy import NamespacePolicy, namespace_policy_recovered
+from storage_engine.policies.policy import NamespacePolicy, namespace_policy_recovered
 
 CHECKPOINT_FORMAT = struct.Struct(">BQQQqqQ")
 

@@ -23,9 +23,9 @@ import zlib
 from concurrent.futures import Future
 from typing import Protocol
 
-from storage_engine.codec import EncodedRecords
 from storage_engine.config import Durability
 from storage_engine.errors import EngineClosedError
+from storage_engine.formats.codec import EncodedRecords
 
 log = logging.getLogger(__name__)
 

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from storage_engine.api import Record, SegmentInfo, SegmentState
-from storage_engine.codec import HEADER_SIZE, EncodedRecords
-from storage_engine.codec import iter_records as iter_batch_records
-from storage_engine.compaction_io import Columns, KeyHashes, file_columns, file_key_hashes, file_removed_bytes
+from storage_engine.compaction.store_io import Columns, KeyHashes, file_columns, file_key_hashes, file_removed_bytes
 from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import HEADER_SIZE, EncodedRecords
+from storage_engine.formats.codec import iter_records as iter_batch_records
 from storage_engine.lifecycle import Removal, ShardWork, removal_rule
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_keys import CF_OFFSETS, POSITION, offset_key
 from storage_engine.segment.meta import SegmentMeta
@@ -274,7 +274,7 @@ class ShardLog(ShardBase):
                 return seg
         return None
 
-    # -- key compaction: read from the files, vectorised (storage_engine.compaction_io) ------------
+    # -- key compaction: read from the files, vectorised (storage_engine.compaction.store_io) ------------
     def compaction_key_hashes(self, base: int) -> Iterator[KeyHashes]:
         seg = self._segment_file(base)
         return super().compaction_key_hashes(base) if seg is None else file_key_hashes(seg)
@@ -355,8 +355,8 @@ class ShardLog(ShardBase):
         collection of offsets, or a :data:`~storage_engine.lifecycle.RemovalRule`
         asked while the segment streams through (so memory does not grow with the
         segment): once per batch, or, for a rule with ``decide_layout`` (key
-        compaction's :class:`~storage_engine.keep_rule.CleaningRule`), once per read
-        chunk of batches in numpy columns (:mod:`storage_engine.columnar`); a batch
+        compaction's :class:`~storage_engine.compaction.keep_rule.CleaningRule`), once per read
+        chunk of batches in numpy columns (:mod:`storage_engine.formats.columnar`); a batch
         its ``by_offset`` keeps whole is copied without being decoded. Their tag and
         TTL entries, and their key entry where it still points at them, are deleted
         in the same WriteBatch as the swap's metadata, so the index matches whichever

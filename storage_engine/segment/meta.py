@@ -52,9 +52,9 @@ import struct
 from dataclasses import dataclass
 
 from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
-from storage_engine.figures import ExpiredFigures, SegmentFacts
-from storage_engine.policy import NamespacePolicy
-from storage_engine.rolling import should_roll
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.figures import ExpiredFigures, SegmentFacts
+from storage_engine.rules.rolling import should_roll
 
 _STRUCT = struct.Struct(">BQqQQQqqqqBBqqQBqBQQ")
 _STRUCT_V4 = struct.Struct(">BQqQQQqqqqBBqqQBqBQ")
@@ -239,7 +239,7 @@ class SegmentMeta:
         )
 
     def to_info(self, namespace: str, shard: int, figures: ExpiredFigures) -> SegmentInfo:
-        """The public view of this segment with its expired figures (see :mod:`storage_engine.figures`)."""
+        """The public view of this segment with its expired figures (see :mod:`storage_engine.rules.figures`)."""
         empty = self.record_count == 0
         return SegmentInfo(
             namespace=namespace,

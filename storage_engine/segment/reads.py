@@ -1,4 +1,4 @@
-"""The log stores' side of the engine's reads (:class:`storage_engine.reads.ReadableShard`).
+"""The log stores' side of the engine's reads (:class:`storage_engine.rules.reads.ReadableShard`).
 
 A :class:`LogReads` wraps one :class:`~storage_engine.segment.shard.ShardBase` for a read:
 records come from its segments (files or RocksDB), lookups from its RocksDB index, and two
@@ -15,11 +15,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from storage_engine.api import Record
-from storage_engine.expiry import segment_deadline
-from storage_engine.policy import NamespacePolicy
-from storage_engine.reads import ReadView
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.expiry import segment_deadline
+from storage_engine.rules.reads import ReadView
+from storage_engine.rules.validation import record_size
 from storage_engine.segment.shard import ShardBase
-from storage_engine.validation import record_size
 
 
 def first_visible(view: Any, offset: int, ttl_ms: int | None, now: int) -> int:

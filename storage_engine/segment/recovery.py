@@ -52,7 +52,8 @@ from pathlib import Path
 from rocksdict import WriteBatch
 
 from storage_engine.api import SegmentState
-from storage_engine.codec import (
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import (
     FLAG_HAS_EXPIRE,
     FLAG_HAS_KEYS,
     FLAG_HAS_TAGS,
@@ -61,8 +62,7 @@ from storage_engine.codec import (
     encoded_size,
     expire_flags,
 )
-from storage_engine.counters import Counters
-from storage_engine.errors import CorruptSegmentError
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import (

@@ -25,7 +25,7 @@ a close forgets the pending list; opening the shard removes every ``.deleted`` f
 (:mod:`storage_engine.segment.recovery`).
 
 A lifecycle step's ``bytes_reclaimed`` counts a file's bytes when the file is removed, not when it
-is renamed (:func:`storage_engine.work.count_freed`); a dry run asks the same rules what a real
+is renamed (:func:`storage_engine.rules.work.count_freed`); a dry run asks the same rules what a real
 step would remove now (:meth:`RetiredFiles.due`) and what it would leave pending
 (:meth:`RetiredFiles.stays_pending`).
 """
@@ -35,9 +35,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from storage_engine.counters import Counters
 from storage_engine.lifecycle import ShardWork
-from storage_engine.policy import NodePolicy
+from storage_engine.lifecycle.counters import Counters
+from storage_engine.policies.policy import NodePolicy
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.segment import DELETED_SUFFIX, Segment, file_name
 

@@ -2,9 +2,9 @@
 
 :class:`SegmentRewrite` streams ``<base>.log`` a read chunk of batches at a time
 and writes what stays to ``<base>.log.cleaned``, in the same batch format
-(:mod:`storage_engine.codec`) with the same offsets: a batch that loses records
+(:mod:`storage_engine.formats.codec`) with the same offsets: a batch that loses records
 keeps its records' offsets (gaps are legal; the header is rebuilt by
-:func:`storage_engine.columnar.rebuild_many`, the records are copied as encoded),
+:func:`storage_engine.formats.columnar.rebuild_many`, the records are copied as encoded),
 a batch that keeps every record is copied byte for byte, a batch that keeps none
 is left out. The file is only started at the first batch that changes (the
 unchanged prefix is copied then), so a segment where nothing goes writes nothing.
@@ -38,7 +38,8 @@ import numpy as np
 from rocksdict import WriteBatch
 
 from storage_engine.api import Record, SegmentState
-from storage_engine.codec import (
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import (
     ATTR_EXPIRE,
     ATTR_KEY,
     FLAG_HAS_EXPIRE,
@@ -48,8 +49,7 @@ from storage_engine.codec import (
     BatchHeader,
     decode_record,
 )
-from storage_engine.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
-from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.columnar import Layout, batch_groups, chunk_layout, layout_columns, rebuild_many
 from storage_engine.lifecycle import KEEP, SUPERSEDED, RemovalRule, ShardWork
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import CLEANED_SUFFIX, Segment, file_name

@@ -1,6 +1,6 @@
 """One segment file: ``<data_dir>/segments/<namespace>/<shard>/<base offset, 20 digits>.log``.
 
-The file is a sequence of record batches in the :mod:`storage_engine.codec`
+The file is a sequence of record batches in the :mod:`storage_engine.formats.codec`
 format, back to back, starting at byte 0; its name is the offset of its first
 record. Only the shard's I/O worker appends (at ``size``, with ``pwritev``);
 readers use ``pread`` and never look past the size the log has published, so
@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from storage_engine.api import Record, SegmentState
-from storage_engine.codec import HEADER_SIZE, BatchHeader, decode_header, iter_records
 from storage_engine.errors import CorruptSegmentError, SegmentDeletedError, StorageError
+from storage_engine.formats.codec import HEADER_SIZE, BatchHeader, decode_header, iter_records
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 
@@ -262,7 +262,7 @@ def iter_file_batches(
     For readers outside the node process: nothing but the file is opened (no index, no RocksDB).
     ``buffer`` maps those bytes read-only (pages are read as the walk reaches them) and stays valid
     until the walk ends; decode a batch's records with
-    ``storage_engine.codec.iter_records(buffer, position, header)`` (or use :func:`iter_file_records`).
+    ``storage_engine.formats.codec.iter_records(buffer, position, header)`` (or use :func:`iter_file_records`).
     The file is opened once, so a file swapped by a rewrite while it is walked is read whole from the
     old inode.
 

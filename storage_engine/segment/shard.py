@@ -35,16 +35,16 @@ from typing import Any
 
 from storage_engine.api import Record, SegmentInfo, SegmentState, ShardStats, shard_stats_of
 from storage_engine.clock import Clock
-from storage_engine.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
-from storage_engine.compaction_io import RecordCompactionReads
+from storage_engine.compaction.store_io import RecordCompactionReads
 from storage_engine.config import EngineConfig
-from storage_engine.counters import Counters
 from storage_engine.errors import CorruptSegmentError, EngineClosedError, UnknownNamespaceError
-from storage_engine.expiry import is_expired
-from storage_engine.figures import FiguresCache, ProfileRow, SegmentFacts
+from storage_engine.formats.codec import FLAG_HAS_EXPIRE, FLAG_HAS_KEYS, FLAG_HAS_TAGS, EncodedRecords, encoded_size
 from storage_engine.lifecycle import Removal, ShardWork, TTLEntry
-from storage_engine.policy import NamespacePolicy, NodePolicy
-from storage_engine.rolling import expired_roll_due
+from storage_engine.lifecycle.counters import Counters
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules.expiry import is_expired
+from storage_engine.rules.figures import FiguresCache, ProfileRow, SegmentFacts
+from storage_engine.rules.rolling import expired_roll_due
 from storage_engine.segment.dead_marks import mark_dead, mark_expired_entries
 from storage_engine.segment.iopool import SyncSchedule
 from storage_engine.segment.meta import SegmentMeta
@@ -93,7 +93,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         self._readers_done = threading.Condition()
         self._closed = False
         self._deleted = False
-        self.figures = FiguresCache()  # expired figures of partly expired segments (storage_engine.figures)
+        self.figures = FiguresCache()  # expired figures of partly expired segments (storage_engine.rules.figures)
         # Set when the shard cannot be served (a damaged sealed segment, a failed write);
         # reads and appends raise it, other shards are unaffected.
         self.failure: Exception | None = None
@@ -210,7 +210,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         return self.segment_infos()
 
     def due_facts(self) -> tuple[object | None, Callable[[], list[SegmentFacts]], SegmentFacts]:
-        """For due times (:mod:`storage_engine.due`): metadata only, sealed facts built when asked."""
+        """For due times (:mod:`storage_engine.rules.due`): metadata only, sealed facts built when asked."""
         view = self.view
         token, active = view.due_layout()
         return token, lambda: [m.facts() for m in view.metas()[:-1]], active.facts()
@@ -231,7 +231,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
         return infos
 
     def _profile_rows(self, first: int, last: int) -> Iterator[ProfileRow]:
-        """The figures' view of the stored records ``first..last`` (:mod:`storage_engine.figures`)."""
+        """The figures' view of the stored records ``first..last`` (:mod:`storage_engine.rules.figures`)."""
         dead = set(self.index.store.dead_offsets(self.index.prefix, first, last + 1))
         with self.reading() as current:
             for r in self.iter_records(current, first):
@@ -240,7 +240,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
                 yield r.timestamp, r.expire_at, encoded_size(r), r.offset in dead
 
     def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
-        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.due`)."""
+        """When the active segment passes its expired-share roll threshold (:mod:`storage_engine.rules.due`)."""
         _, active = self.view.due_layout()
         facts = active.facts()
         return expired_roll_due(
@@ -456,7 +456,7 @@ class ShardBase(RecordCompactionReads, abc.ABC):
     def compact_deleted(self) -> None:
         self.index.store.compact_ranges(self.index.prefix, self.clock.now_ms())
 
-    # -- key compaction (storage_engine.compaction_io.CompactableShard) -------------------------
+    # -- key compaction (storage_engine.compaction.store_io.CompactableShard) -------------------------
     def compaction_records(self, base: int) -> Iterator[Record]:
         """Every stored record of live segment ``base`` (dead ones included), in offset order."""
         for m in self.view.metas():

@@ -29,7 +29,7 @@ from storage_engine.segment.meta import SegmentMeta
 
 class IndexedBatch(Protocol):
     """What indexing and accounting one batch reads: an appended batch
-    (:class:`~storage_engine.codec.EncodedRecords`) or one re-read from a segment file
+    (:class:`~storage_engine.formats.codec.EncodedRecords`) or one re-read from a segment file
     at recovery (:class:`~storage_engine.segment.recovery.RecoveredBatch`)."""
 
     @property

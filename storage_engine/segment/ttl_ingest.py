@@ -55,7 +55,7 @@ def sst_options() -> Options:
 def open_sst(path: Path, scratch_root: Path) -> Iterator[Rdict]:
     """An SST file as a read-only view: rocksdict has no SST reader, so the file is ingested (copied,
     the caller's file stays) into a scratch database under ``scratch_root``, removed afterwards.
-    ``path`` is a checked file of the import directory (:func:`storage_engine.ttl_import.import_file`).
+    ``path`` is a checked file of the import directory (:func:`storage_engine.formats.ttl_import.import_file`).
 
     Raises :class:`InvalidArgumentError` (field ``file``) for a file that is not an SST file
     RocksDB accepts; the message names the file, never RocksDB's error (which may quote its bytes)."""

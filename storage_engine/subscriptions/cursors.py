@@ -10,8 +10,8 @@ from storage_engine.api import (
     SegmentInfo,
     SegmentState,
 )
-from storage_engine.expiry import segment_expired
-from storage_engine.retention import RetentionPlan
+from storage_engine.rules.expiry import segment_expired
+from storage_engine.rules.retention import RetentionPlan
 
 SUBSCRIPTION_COUNTERS = (
     "subscription_ttl_expired_total",

@@ -22,10 +22,10 @@ from storage_engine.errors import (
     InvalidArgumentError,
     OffsetOutOfRangeError,
 )
-from storage_engine.expiry import is_expired
 from storage_engine.lifecycle.runtime import LifecycleRuntime
 from storage_engine.lifecycle.sweeps import NodeSweep
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.expiry import is_expired
 from storage_engine.subscriptions.cursors import first_unacked, whole_segment_expired
 from storage_engine.subscriptions.registry import SubscriptionReads, Subscriptions
 

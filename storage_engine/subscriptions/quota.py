@@ -20,7 +20,7 @@ from storage_engine.errors import (
     ProducerHeldTooLongError,
 )
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.subscriptions.cursors import Subscription, first_unacked
 from storage_engine.subscriptions.registry import SubscriptionReads, Subscriptions
 

@@ -23,8 +23,9 @@ from storage_engine.errors import (
     UnknownSubscriptionError,
 )
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.policy import NamespacePolicy
-from storage_engine.retention import RetentionPlan
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.retention import RetentionPlan
+from storage_engine.rules.validation import check_int, check_shard, check_timestamp
 from storage_engine.subscriptions.cursors import (
     SUBSCRIPTION_COUNTERS,
     Subscription,
@@ -33,7 +34,6 @@ from storage_engine.subscriptions.cursors import (
     cap_retention_plan,
     first_unacked,
 )
-from storage_engine.validation import check_int, check_shard, check_timestamp
 
 INITIAL_POSITIONS = ("earliest", "latest")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")

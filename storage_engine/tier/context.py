@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from storage_engine.counters import Counters
-from storage_engine.pacing import Foreground, Slices, no_pause
+from storage_engine.lifecycle.counters import Counters
+from storage_engine.rules.pacing import Foreground, Slices, no_pause
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.tier.layout import data_key, manifest_key, namespace_prefix, shard_prefix
@@ -44,8 +44,8 @@ class TierContext:
 
     def transfer_pace(self) -> Callable[[], None]:
         """The give-way point of one transfer (an offload's or a rewrite's upload, a recall's download;
-        its own slices, so one per thread): :meth:`storage_engine.pacing.Slices.check` over the engine's
-        appends in flight, which pauses while any runs; :func:`~storage_engine.pacing.no_pause` without an
+        its own slices, so one per thread): :meth:`storage_engine.rules.pacing.Slices.check` over the engine's
+        appends in flight, which pauses while any runs; :func:`~storage_engine.rules.pacing.no_pause` without an
         engine's appends or with ``GIVE_WAY_TO_APPENDS`` off."""
         foreground = self._foreground()
         if foreground is None or not GIVE_WAY_TO_APPENDS:

@@ -30,8 +30,8 @@ def fetch_verified(
 
     The size is checked first. A manifest checksum that is not ``<algorithm>:<hex>`` of a known
     algorithm raises ``ValueError`` (:func:`storage_engine.tier.checksum.parse`) before anything is
-    read; the store's own errors (:class:`~storage_engine.tier.store.ObjectMissingError`, any
-    :class:`~storage_engine.tier.store.TierError`) pass through. On any error ``sink`` may already
+    read; the store's own errors (:class:`~storage_engine.errors.ObjectMissingError`, any
+    :class:`~storage_engine.errors.TierError`) pass through. On any error ``sink`` may already
     hold part or all of the object: the caller discards it. Whether the manifest describes the
     segment at all (offsets, generation) is the caller's check, not this one.
     """

@@ -23,7 +23,7 @@ One JSON object per segment, written after its data object
     }
 
 The data object is the segment file byte for byte: batches in the
-:mod:`storage_engine.codec` format from position 0, so ``offset_index`` positions and the
+:mod:`storage_engine.formats.codec` format from position 0, so ``offset_index`` positions and the
 engine's own reader (:func:`storage_engine.segment.segment.iter_file_batches` on a downloaded
 copy) work on it as on the local file. ``time_index`` says every record at or below the offset
 has a timestamp ≤ the time. ``dead_ranges`` is a snapshot: the node's index store stays the

@@ -50,19 +50,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from storage_engine.api import LifecycleResult, SegmentTier
+from storage_engine.errors import TierError
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.pacing import TokenBucket
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.pacing import TokenBucket
+from storage_engine.rules.validation import select_shards
+from storage_engine.rules.work import sum_work
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.layout import new_generation
 from storage_engine.tier.rewrite import clean_stale
 from storage_engine.tier.rules import local_copies_to_drop, offload_candidates
-from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import upload_segment
-from storage_engine.validation import select_shards
-from storage_engine.work import sum_work
 
 log = logging.getLogger(__name__)
 

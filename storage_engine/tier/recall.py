@@ -52,10 +52,11 @@ from pathlib import Path
 from typing import Any
 
 from storage_engine.api import DiskStatus, LifecycleResult, SegmentInfo, SegmentTier
-from storage_engine.cleaning import use_after_pending
 from storage_engine.errors import StorageError
 from storage_engine.lifecycle.runtime import LifecycleRuntime
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules.cleaning import use_after_pending
+from storage_engine.rules.validation import select_shards
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.tiered_log import TieredShardLog
@@ -64,7 +65,6 @@ from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.rules import recall_candidates
 from storage_engine.tier.verify import manifest_mismatches
-from storage_engine.validation import select_shards
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from storage_engine.counters import Counters
-from storage_engine.errors import SegmentDeletedError
+from storage_engine.errors import SegmentDeletedError, TierError
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
-from storage_engine.tier.store import ObjectTier, TierError
+from storage_engine.tier.store import ObjectTier
 
 BLOCK_BYTES = 1024 * 1024  # 256 KiB blocks made a 100 KB batch span two blocks in about 40 % of reads
 CACHE_DIR = "tier-cache"

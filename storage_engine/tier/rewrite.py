@@ -9,7 +9,7 @@ no offload, recall or other rewrite runs meanwhile), for segment ``base`` under 
 
 0. **Leftovers first**: the stale generations of the shard's segments (earlier crashes, or old
    objects a reader still held) are deleted (:func:`clean_stale`). A store that cannot be reached
-   fails the rewrite here with :class:`~storage_engine.tier.store.TierError`, before anything
+   fails the rewrite here with :class:`~storage_engine.errors.TierError`, before anything
    changed.
 1. **Rewrite locally**: the shared first step (:meth:`~storage_engine.segment.log.ShardLog.stage_rewrite`)
    writes ``<base>.log.cleaned`` in the shard's directory from the segment's bytes, its local file
@@ -54,13 +54,13 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from storage_engine.errors import TierError
 from storage_engine.lifecycle import Removal, ShardWork
 from storage_engine.segment.meta import TierState
 from storage_engine.segment.segment import Segment
 from storage_engine.segment.tiered_log import TieredShardLog
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.layout import new_generation
-from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import upload_segment
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 def clean_stale(tlog: TieredShardLog, shard: ShardTier) -> int:
     """Delete the objects of every stale generation of the shard's live segments (manifest, then
     data; missing ones are fine), forgetting each generation once its objects are gone; how many
-    were. Raises :class:`~storage_engine.tier.store.TierError` (what is left stays for the next step)."""
+    were. Raises :class:`~storage_engine.errors.TierError` (what is left stays for the next step)."""
     done = 0
     for meta in tlog.stale_metas():
         held = shard.retired.get((meta.base_offset, meta.stale_generation))

@@ -8,7 +8,7 @@
   (only when the local total ≥ ``local_retention_bytes``: drop while ``local total − size of the
   oldest ≥ local_retention_bytes``), and only if the segment is uploaded and verified; the walk
   stops at the first copy that breaks neither rule or exists nowhere else. Unset local retention
-  is the total retention (:func:`~storage_engine.policy.effective_local_retention`); the total
+  is the total retention (:func:`~storage_engine.policies.policy.effective_local_retention`); the total
   retention itself (``apply_retention``) still runs over every segment, local or remote;
 - :func:`recall_candidates`: the segments only in the object store whose local copies the policy
   keeps — every one when remote storage is disabled (nothing drops local copies then), else those
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
-from storage_engine.policy import NamespacePolicy, effective_local_retention
+from storage_engine.policies.policy import NamespacePolicy, effective_local_retention
 
 
 def offload_candidates(segments: Sequence[SegmentInfo]) -> list[SegmentInfo]:

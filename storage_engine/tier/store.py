@@ -31,34 +31,13 @@ from obstore.exceptions import BaseError as ObstoreError
 from obstore.exceptions import NotFoundError
 from obstore.store import LocalStore, S3Store
 
-from storage_engine.errors import InvalidArgumentError, StorageError
+from storage_engine.errors import InvalidArgumentError, ObjectMissingError, TierError
 from storage_engine.tier import checksum as checksums
 
 SCHEMES = ("file", "s3")
 READ_CHUNK = 8 << 20  # bytes per chunk when an object is streamed back (verification)
 
 T = TypeVar("T")
-
-
-class TierError(StorageError):
-    """The object store failed or refused an operation (network, permissions, a missing bucket)."""
-
-    code = "tier_unavailable"
-
-    def __init__(self, uri: str, key: str, operation: str, reason: str) -> None:
-        self.uri = uri
-        self.key = key
-        self.operation = operation
-        super().__init__(f"object store {uri}: {operation} {key!r} failed: {reason}")
-
-
-class ObjectMissingError(TierError):
-    """An object the catalog references is not in the object store."""
-
-    code = "tier_object_missing"
-
-    def __init__(self, uri: str, key: str, operation: str) -> None:
-        super().__init__(uri, key, operation, "no such object")
 
 
 @dataclass(frozen=True, slots=True)

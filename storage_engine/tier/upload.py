@@ -17,7 +17,7 @@ below are fixed before any byte leaves the node):
 4. on a local directory, fsync both objects (:meth:`~storage_engine.tier.store.ObjectTier.make_durable`;
    an S3 PUT is durable when acknowledged): the catalog's "uploaded" may let the local copy go.
 
-Any failure raises (:class:`~storage_engine.tier.store.TierError`, :class:`TierVerifyError`) and
+Any failure raises (:class:`~storage_engine.errors.TierError`, :class:`TierVerifyError`) and
 leaves the segment UPLOADING: the next offload uploads again under the same names.
 
 A rewrite of an offloaded segment (:mod:`storage_engine.tier.rewrite`) uploads its new file the
@@ -32,11 +32,11 @@ import hashlib
 from collections.abc import Callable, Iterator
 
 from storage_engine.errors import StorageError
-from storage_engine.pacing import no_pause
+from storage_engine.formats.segment_files import dead_ranges
+from storage_engine.rules.pacing import no_pause
 from storage_engine.segment.meta import SegmentMeta
 from storage_engine.segment.segment import Segment
 from storage_engine.segment.tiered_log import TieredShardLog
-from storage_engine.segment_files import dead_ranges
 from storage_engine.tier import checksum as checksums
 from storage_engine.tier.context import ShardTier
 from storage_engine.tier.manifest import Manifest, pairs
@@ -117,7 +117,7 @@ def upload_segment(
     file, or from ``source`` (a rewritten file, with its ``offset_index``); returns the bytes uploaded.
 
     ``pace`` is called before each ``SLICE_BYTES`` read and each chunk read back (the offload passes
-    :meth:`storage_engine.pacing.Slices.check`: the upload gives way to appends in flight there)."""
+    :meth:`storage_engine.rules.pacing.Slices.check`: the upload gives way to appends in flight there)."""
     tier = shard.tier
     key = shard.data_key(meta)
     seg = source if source is not None else log.local_file(meta.base_offset)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from storage_engine.errors import ObjectMissingError, TierError
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import file_name
 from storage_engine.segment.tiered_log import TieredShardLog
@@ -27,7 +28,6 @@ from storage_engine.tier.context import ShardTier
 from storage_engine.tier.fetch import fetch_verified
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest, ManifestError
-from storage_engine.tier.store import ObjectMissingError, TierError
 from storage_engine.tier.upload import TierVerifyError
 
 

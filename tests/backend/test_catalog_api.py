@@ -10,7 +10,7 @@ from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.catalog.services import sync_namespace
 from backend.apps.namespaces.models import Namespace
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 @pytest.fixture

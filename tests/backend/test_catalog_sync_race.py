@@ -21,7 +21,7 @@ from backend.apps.catalog.models import Segment, ShardStatus
 from backend.apps.metrics import services as metrics
 from backend.apps.namespaces.models import Namespace
 from storage_engine.api import NewRecord, SegmentInfo
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from backend import demo
 from backend.apps.lifecycle.management.commands.bootstrap import DEMO_NAMESPACES
 from backend.apps.lifecycle.management.commands.demo import ensure_subscription
 from backend.apps.namespaces.models import Namespace
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 def test_the_demo_fills_every_namespace_with_expiring_data_and_a_backlog(registered_node, node):

@@ -17,8 +17,8 @@ from backend.apps.namespaces.services import create_namespace, delete_namespace
 from backend.apps.nodes.gateway import node_health_summary
 from backend.apps.nodes.models import StorageNode
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import StorageError
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import start_node
 
 CAPACITY = 3_000_000

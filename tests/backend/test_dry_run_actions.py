@@ -18,7 +18,7 @@ from backend.apps.lifecycle.actions import ACTIONS
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord, SegmentTier
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import NodeProc, start_node
 from tests.support.receiver import Request, receiving
 

@@ -16,7 +16,7 @@ from backend.apps.lifecycle.models import DueSweep, Schedule
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 @pytest.fixture

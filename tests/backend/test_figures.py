@@ -28,7 +28,7 @@ from backend.apps.namespaces.models import Namespace, ShardPlacement
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import RunChange, TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 HOUR_MS = 3_600_000
 

@@ -10,7 +10,7 @@ from typing import Any
 from backend.apps.lifecycle import services
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 def run(api: Any, capture: Any, body: dict[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from backend.apps.lifecycle.models import Lease, Schedule
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError
+from storage_engine.node_api.client import NodeClient
 
 
 def test_a_lease_is_exclusive_until_it_expires(db):
@@ -82,7 +82,7 @@ def test_sweeps_follow_the_policies_at_once(api_as, orders):
 
 def test_a_sweep_run_covers_every_namespace_of_the_node(api_as, orders, node, django_capture_on_commit_callbacks):
     from storage_engine.api import NewRecord
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     api_as("admin").post("/api/namespaces/", {"name": "other", "shards": 1}, format="json")
     with NodeClient(node.url, node.token) as client:
@@ -287,7 +287,7 @@ def test_compaction_and_quota_schedules_follow_the_cleanup_policy(api_as, orders
 
 def test_compaction_action_and_estimate(api_as, orders, node, django_capture_on_commit_callbacks):
     from storage_engine.api import NewRecord
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
 
     admin = api_as("admin")
     admin.patch(

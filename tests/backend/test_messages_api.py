@@ -6,9 +6,9 @@ from backend.apps.audit.models import AuditEntry
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
-from storage_engine.placement import shard_for_key
+from storage_engine.node_api.client import NodeClient
+from storage_engine.node_api.placement import shard_for_key
 from tests.support.clocked_node import clocked_node
 
 

@@ -5,7 +5,7 @@ import pytest
 from backend.apps.namespaces.models import Namespace, SyncState
 from backend.apps.namespaces.services import push_pending_namespaces
 from backend.apps.nodes.models import StorageNode
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import start_node
 
 

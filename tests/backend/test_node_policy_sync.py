@@ -8,7 +8,7 @@ import shutil
 
 from backend.apps.nodes import services
 from backend.apps.nodes.models import StorageNode
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import free_port, start_node
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from backend.apps.audit.models import AuditEntry
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 def test_node_token_is_write_only(api_as):

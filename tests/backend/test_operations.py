@@ -17,7 +17,7 @@ from celery.signals import task_postrun, task_prerun
 from django.test import Client
 
 from backend.apps.core.request_ids import HEADER
-from storage_engine import logs
+from storage_engine.node_api import logs
 
 ROOT = Path(__file__).resolve().parents[2]
 

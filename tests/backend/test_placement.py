@@ -21,7 +21,7 @@ from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.services import DEFAULT_NODE_NAME
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import NodeProc, start_node
 
 

@@ -7,7 +7,7 @@ import pytest
 from backend.apps.audit.models import AuditEntry
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.services import push_pending_namespaces
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_every_field_has_value_source_and_presentation(admin, orders):
     }
     assert fields["cleanup_policy"]["choices"] == ["delete", "compact", "compact,delete"]
     assert {f["group"] for f in fields.values()} == {"expiry", "retention", "compaction", "subscriptions"}
-    # A field flows from storage_engine/policy.py alone (the expired-share roll of issue 26).
+    # A field flows from storage_engine/policies/policy.py alone (the expired-share roll of issue 26).
     roll = fields["segment_expired_roll_ratio"]
     assert (roll["value"], roll["default"], roll["unit"], roll["nullable"], roll["group"]) == (
         0.5,

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from storage_engine.errors import AlreadyRunningError, DiskFullError
-from storage_engine.problem import MEDIA_TYPE, TITLES, problem_type
+from storage_engine.node_api.problem import MEDIA_TYPE, TITLES, problem_type
 from tests.backend.conftest import make_user
 
 

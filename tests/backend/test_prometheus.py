@@ -23,7 +23,7 @@ from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import Kind, State, TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.backend.conftest import make_user
 from tests.support.promtool import check_metrics, check_rules, needs_promtool, run_rule_tests
 

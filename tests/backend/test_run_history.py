@@ -24,7 +24,7 @@ from backend.apps.runs import services as runs
 from backend.apps.runs.models import RunChange, State, TaskRun
 from backend.apps.runs.selectors import last_run_at, run_durations
 from storage_engine.api import LifecycleResult, NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 DAY_S = 24 * 3600
 START = datetime(2026, 5, 1, 0, 0, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 APPS = Path(__file__).resolve().parents[2] / "backend" / "apps"
-NODE_CALLERS = {"storage_engine.client", "httpx", "requests", "backend.apps.nodes.gateway"}
+NODE_CALLERS = {"storage_engine.node_api.client", "httpx", "requests", "backend.apps.nodes.gateway"}
 
 
 def imported(path: Path) -> set[str]:

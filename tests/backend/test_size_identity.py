@@ -20,7 +20,7 @@ from backend.apps.metrics import services as metrics
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import NodeProc, start_node
 
 SPLIT = ("local_bytes", "remote_only_bytes")

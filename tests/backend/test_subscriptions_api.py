@@ -7,7 +7,7 @@ import pytest
 from backend.apps.audit.models import AuditEntry
 from backend.apps.metrics.services import collect
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 
 
 @pytest.fixture

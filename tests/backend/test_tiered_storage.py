@@ -26,7 +26,7 @@ from backend.apps.metrics.models import MetricSeries
 from backend.apps.namespaces.models import Namespace
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import NodeProc, start_node
 from tests.support.promtool import needs_promtool, run_rule_tests
 

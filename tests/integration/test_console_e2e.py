@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import DiskFullError
+from storage_engine.node_api.client import NodeClient
 from tests.support import browser
 from tests.support.system import ADMIN_PASSWORD, System, running
 

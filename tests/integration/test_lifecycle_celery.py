@@ -17,7 +17,7 @@ from backend.apps.namespaces.services import create_namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.runs.models import TaskRun
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import Proc, spawn, start_node, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

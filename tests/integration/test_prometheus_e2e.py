@@ -21,7 +21,7 @@ from backend.apps.alerts import delivery, evaluation
 from backend.apps.alerts.models import AlertRule, Channel, Notification
 from backend.apps.metrics.services import write_points
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.backend.conftest import make_user
 from tests.support import promtool
 from tests.support.processes import BIN, NodeProc, Proc, free_port, http_ok, spawn, wait_until

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 
 from storage_engine.api import NewRecord, SegmentTier
-from storage_engine.client import NodeClient
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from tests.node.test_ttl_ingest import write_sst
 from tests.storage_engine.tier_engine import policy as tiered_policy
 from tests.support.processes import NodeProc

@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import (
     InvalidArgumentError,
     NamespaceExistsError,
@@ -22,8 +21,9 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownShardError,
 )
-from storage_engine.placement import shard_for_key
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.node_api.placement import shard_for_key
+from storage_engine.policies.policy import NamespacePolicy
 from tests.support.processes import BIN, free_port, start_node
 
 PERSISTENT = os.environ.get("TEST_NODE_ADAPTER", "segment") != "memory"
@@ -84,7 +84,7 @@ def test_namespace_lifecycle_and_errors(client):
 
 
 def test_policy_travels_with_put_and_is_validated(client):
-    from storage_engine.policy import NamespacePolicy
+    from storage_engine.policies.policy import NamespacePolicy
 
     client.create_namespace("p", 1)
     updated = client.update_namespace("p", NamespacePolicy(ttl_ms=60_000, segment_bytes=4096))
@@ -179,7 +179,7 @@ def test_bad_produce_bodies_are_400_naming_the_field_and_write_nothing(client, b
 
 
 def test_too_large_record_is_413(client):
-    from storage_engine.policy import NamespacePolicy
+    from storage_engine.policies.policy import NamespacePolicy
 
     client.create_namespace("small", 1, NamespacePolicy(max_record_bytes=100))
     with pytest.raises(RecordTooLargeError) as too_large:
@@ -207,7 +207,7 @@ def test_reads_by_key_tag_and_time(client):
 
 
 def test_segments_are_paginated(client):
-    from storage_engine.policy import NamespacePolicy
+    from storage_engine.policies.policy import NamespacePolicy
 
     client.create_namespace("seg", 1, NamespacePolicy(segment_bytes=1024))
     for _ in range(12):

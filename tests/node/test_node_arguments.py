@@ -24,10 +24,10 @@ from starlette.routing import Route as StarletteRoute
 
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.framing import MEDIA_TYPE, encode_produce
+from storage_engine.formats.framing import MEDIA_TYPE, encode_produce
 from storage_engine.node.app import build_app
+from storage_engine.node_api.client import NodeClient
 from tests.node.node_argument_effects import (
     FILLED,
     MANUAL,

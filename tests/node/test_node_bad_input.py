@@ -21,7 +21,7 @@ from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.node.app import build_app
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 NS = "orders"
 BIG = "9" * 5000  # past int()'s 4,300-digit limit

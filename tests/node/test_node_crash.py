@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import StorageError
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import start_node, wait_until
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.framing import MEDIA_TYPE, decode_fetch, encode_produce
+from storage_engine.formats.framing import MEDIA_TYPE, decode_fetch, encode_produce
 from storage_engine.node.app import build_app
 
 RECORDS = [

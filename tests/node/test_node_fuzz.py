@@ -27,7 +27,7 @@ from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.node.app import build_app
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 
 NS = "fz"
 SUB = "sub"

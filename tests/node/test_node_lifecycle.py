@@ -8,12 +8,12 @@ import httpx
 import pytest
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import (
     InvalidArgumentError,
     PolicyValidationError,
     UnknownNamespaceError,
 )
+from storage_engine.node_api.client import NodeClient
 
 
 @pytest.fixture

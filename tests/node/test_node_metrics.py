@@ -15,13 +15,13 @@ from starlette.testclient import TestClient
 
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.node.app import build_app
 from storage_engine.node.metric_catalog import ENGINE_COUNTERS, metric_name
 from storage_engine.node.server import parse_args
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.version import package_version
 from tests.support.processes import start_node
 from tests.support.promtool import check_metrics, require_promtool

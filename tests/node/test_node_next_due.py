@@ -7,8 +7,8 @@ import time
 import httpx
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 
 
 def test_next_due_names_each_sweeps_earliest_deadline(node):

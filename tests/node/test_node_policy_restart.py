@@ -8,8 +8,8 @@ import signal
 import httpx
 import pytest
 
-from storage_engine.client import NodeClient
 from storage_engine.errors import PolicyValidationError, RemoteError
+from storage_engine.node_api.client import NodeClient
 from tests.support.processes import NodeProc, start_node
 
 pytestmark = pytest.mark.slow

@@ -14,13 +14,13 @@ import pytest
 
 from storage_engine import errors
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
-from storage_engine.codec import scan_batches
+from storage_engine.formats.codec import scan_batches
 from storage_engine.node.server import build_parser
-from storage_engine.policy import NamespacePolicy
-from storage_engine.problem import MEDIA_TYPE, problem
+from storage_engine.node_api.client import NodeClient
+from storage_engine.node_api.problem import MEDIA_TYPE, problem
+from storage_engine.node_api.wire import error_from_body, problem_for
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.version import package_version
-from storage_engine.wire import error_from_body, problem_for
 from tests.support.processes import BIN, start_node
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.errors import (
     BacklogQuotaExceededError,
     InvalidArgumentError,
     SubscriptionExistsError,
     UnknownSubscriptionError,
 )
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 
 
 @pytest.fixture

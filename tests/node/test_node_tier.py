@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from storage_engine.api import NewRecord, SegmentTier
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.storage_engine.tier_engine import policy
 from tests.support.processes import NodeProc, start_node
 from tests.support.promtool import check_metrics, require_promtool

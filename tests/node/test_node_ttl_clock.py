@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
+from storage_engine.node_api.client import NodeClient
 from tests.support.clocked_node import clocked_node
 
 NODE_NOW = 1_600_000_000_000  # years away from this process's wall clock

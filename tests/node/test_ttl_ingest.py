@@ -18,11 +18,11 @@ from rocksdict import SstFileWriter
 
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import InvalidArgumentError, RemoteError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment.index_keys import ttl_key
 from storage_engine.segment.ttl_ingest import ForeignTTLEntryError, sst_options
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
-from storage_engine.codec import encode_batch, iter_records, scan_batches
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.formats.codec import encode_batch, iter_records, scan_batches
+from storage_engine.policies.policy import NamespacePolicy
 from tests.spark.helpers import DAY_MS, JAN1_MS
 from tests.support.processes import NodeProc, start_node
 

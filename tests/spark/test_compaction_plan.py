@@ -26,7 +26,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from tests.spark.conftest import NULLABLE_RECORD_SCHEMA
 from tests.spark.helpers import JAN1_MS, record
 
@@ -243,7 +243,7 @@ def test_plan_submitted_to_a_real_node(
     scan marked it), so it supersedes ``gone``'s earlier record and goes itself, as in the node's own
     compaction, even at a "now" its own expire_at has not reached. ``--plan-only`` writes the plan and
     leaves the node alone."""
-    from storage_engine.client import NodeClient
+    from storage_engine.node_api.client import NodeClient
     from tests.support.processes import start_node
 
     node = start_node(tmp_path / "node-data", adapter="segment")

@@ -22,7 +22,7 @@ from spark_jobs.manifest import MANIFEST_DIR
 from spark_jobs.segments import SegmentFile, decode_segment_table
 from spark_jobs.source import node_segment_files, offline_segment_files
 from storage_engine.api import NewRecord
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.spark.engine_data import Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import utc_day
 from tests.support.processes import NodeProc

@@ -24,7 +24,7 @@ from spark_jobs.jobs.lake_export import pyarrow_partitioning, run_export
 from spark_jobs.lake_swap import STAGING_DIR
 from spark_jobs.segments import SegmentFile, decode_segment_table
 from spark_jobs.source import node_segment_files
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.spark.engine_data import Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import utc_day
 

@@ -25,7 +25,7 @@ from spark_jobs.jobs.lifecycle_report import (
 )
 from spark_jobs.segments import decode_segment_table
 from spark_jobs.source import offline_segment_files
-from storage_engine.client import NodeClient
+from storage_engine.node_api.client import NodeClient
 from tests.spark.engine_data import HOUR_MS, START_MS, Appended, node_on, write_segments
 from tests.spark.lifecycle_expect import Rec, expected_report, report_rows_to_dict
 from tests.support.receiver import Receiver, receiving

@@ -21,7 +21,7 @@ from spark_jobs.transforms import (
     with_superseded,
 )
 from storage_engine.api import Record
-from storage_engine.codec import HEADER_SIZE, encode_batch
+from storage_engine.formats.codec import HEADER_SIZE, encode_batch
 from tests.spark.helpers import DAY_MS, JAN1_MS
 from tests.spark.lifecycle_expect import Rec, expected_report, report_rows_to_dict
 

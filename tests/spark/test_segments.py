@@ -28,14 +28,14 @@ from spark_jobs.segments import DEAD_MARK, SegmentFile, decode_segment_table, it
 from spark_jobs.source import engine_segment_files, node_segment_files, offline_segment_files
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, SegmentState
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.segment_files import DeadOffsets, SegmentFileInfo, SegmentFilePage, dead_ranges
 from storage_engine.node.app import build_app
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment.segment import SegmentFileChangedError, iter_file_batches, iter_file_records
-from storage_engine.segment_files import DeadOffsets, SegmentFileInfo, SegmentFilePage, dead_ranges
 from tests.spark.engine_data import NAMESPACES, START_MS, Appended, node_on, rewrite_segment, write_segments
 
 

@@ -29,10 +29,10 @@ from spark_jobs.segments import SegmentFile, decode_segment_table
 from spark_jobs.source import node_segment_files, node_tokens, source_from_args
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, SegmentTier
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from tests.spark.engine_data import HOUR_MS, START_MS
 from tests.spark.helpers import DAY_MS
 from tests.storage_engine.tier_util import BUCKET, Seaweed, Tier, seaweed_fixture, tier_fixture

@@ -21,10 +21,10 @@ from spark_jobs.source import engine_segment_files
 from spark_jobs.transforms import backfill_match, ttl_backfill
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment.index_keys import ttl_key
 from tests.spark.conftest import NULLABLE_RECORD_SCHEMA
 from tests.spark.helpers import JAN1_MS, record

@@ -19,9 +19,9 @@ from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
 
 ADAPTER_MODULES = {
-    "memory": "storage_engine.memory.adapter",
-    "segment": "storage_engine.segment.adapter",
-    "rocksdb": "storage_engine.rocksdb_adapter",
+    "memory": "storage_engine.adapters.memory",
+    "segment": "storage_engine.adapters.segment",
+    "rocksdb": "storage_engine.adapters.rocksdb",
 }
 PERSISTENT = {"segment", "rocksdb"}
 

@@ -17,7 +17,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import HOUR_MS, NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import HOUR_MS, NamespacePolicy, NodePolicy
 
 FAR_FUTURE = 4_000_000_000_000
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ class QuotaEngines:
         self.opened: list[Any] = []
 
     def __call__(self, capacity: int | None = None, **node: Any) -> Any:
-        from storage_engine.segment.adapter import SegmentAdapter
+        from storage_engine.adapters.segment import SegmentAdapter
 
         policy = NodePolicy(**{"file_reserved_ms": self.reserved_ms, "delete_when": other_hour(self.clock), **node})
         config = EngineConfig(

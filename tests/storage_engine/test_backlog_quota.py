@@ -13,7 +13,7 @@ import pytest
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.errors import BacklogQuotaExceededError, ProducerHeldTooLongError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from tests.storage_engine.lifecycle_util import make_ns
 
 

@@ -1,5 +1,5 @@
 """Bad arguments get the same typed error, naming the same field, on every adapter (memory,
-segment, rocksdb): the checks live once in ``storage_engine.validation``.
+segment, rocksdb): the checks live once in ``storage_engine.rules.validation``.
 
 Offsets and timestamps are signed 64-bit on disk and in the index keys; a larger number
 must be refused at the boundary, not fail inside ``struct``.
@@ -23,7 +23,7 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownShardError,
 )
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from tests.storage_engine.lifecycle_util import make_ns
 
 INT64_MAX = (1 << 63) - 1

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage_engine.api import NewRecord, Record
-from storage_engine.codec import (
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import (
     HEADER_SIZE,
     decode_batch,
     decode_header,
@@ -17,7 +18,6 @@ from storage_engine.codec import (
     iter_record_slices,
     scan_batches,
 )
-from storage_engine.errors import CorruptSegmentError
 
 MAX_TS = (1 << 63) - 1
 

@@ -10,9 +10,9 @@ import pytest
 from storage_engine.api import NewRecord, Record, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.compaction.checkpoint import CleanerState
-from storage_engine.keymap import KeyMap
-from storage_engine.keymap_size import LOAD_FACTOR, SLOT_BYTES
-from storage_engine.policy import DAY_MS, NamespacePolicy
+from storage_engine.compaction.keymap import KeyMap
+from storage_engine.policies.keymap_size import LOAD_FACTOR, SLOT_BYTES
+from storage_engine.policies.policy import DAY_MS, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
 
 T0 = 1_700_000_000_000

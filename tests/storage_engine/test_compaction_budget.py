@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.client import NodeClient
 from storage_engine.clock import ManualClock
+from storage_engine.compaction.keymap import KeyMap
 from storage_engine.errors import InvalidArgumentError, PolicyValidationError
-from storage_engine.keymap import KeyMap
-from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES, SLOT_BYTES
-from storage_engine.policy import NodePolicy, node_policy_from, validate_node_policy
+from storage_engine.node_api.client import NodeClient
+from storage_engine.policies.keymap_size import MIN_MAP_BUDGET_BYTES, SLOT_BYTES
+from storage_engine.policies.policy import NodePolicy, node_policy_from, validate_node_policy
 from tests.storage_engine.lifecycle_util import assert_verified, make_ns, read_all
 
 KEYS = 6

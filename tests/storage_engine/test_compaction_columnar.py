@@ -12,14 +12,14 @@ import random
 import numpy as np
 import pytest
 
-from storage_engine import keymap
 from storage_engine.api import Record
-from storage_engine.batch_columns import batch_columns, rebuild_batch
 from storage_engine.bench.__main__ import main as bench_main
-from storage_engine.codec import decode_header, encode_batch
-from storage_engine.columnar import batch_groups, chunk_layout, rebuild
+from storage_engine.compaction import keymap
+from storage_engine.compaction.keymap import KeyMap, hash_keys, layout_key_hashes
 from storage_engine.errors import CorruptSegmentError
-from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes
+from storage_engine.formats.batch_columns import batch_columns, rebuild_batch
+from storage_engine.formats.codec import decode_header, encode_batch
+from storage_engine.formats.columnar import batch_groups, chunk_layout, rebuild
 
 T0 = 1_700_000_000_000
 

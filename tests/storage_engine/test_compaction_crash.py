@@ -29,7 +29,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment import index_store
 
 data_dir, adapter, point, nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

@@ -24,7 +24,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from tests.storage_engine.conftest import ADAPTER_MODULES
 
 LAG_MS = 60_000

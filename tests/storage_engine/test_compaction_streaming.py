@@ -13,14 +13,14 @@ import pytest
 
 from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record
-from storage_engine.batch_columns import batch_columns, batch_keys, rebuild_batch
 from storage_engine.clock import ManualClock
-from storage_engine.codec import decode_batch, decode_header, encode_batch
 from storage_engine.compaction.cleaner import MAP_OVERHEAD_BYTES
+from storage_engine.compaction.keymap import KeyMap
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.keymap import KeyMap
-from storage_engine.keymap_size import BITMAP_SHARE, LOAD_FACTOR, SLOT_BYTES
-from storage_engine.policy import MiB, NamespacePolicy
+from storage_engine.formats.batch_columns import batch_columns, batch_keys, rebuild_batch
+from storage_engine.formats.codec import decode_batch, decode_header, encode_batch
+from storage_engine.policies.keymap_size import BITMAP_SHARE, LOAD_FACTOR, SLOT_BYTES
+from storage_engine.policies.policy import MiB, NamespacePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
 
 T0 = 1_700_000_000_000

@@ -27,8 +27,8 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownShardError,
 )
-from storage_engine.policy import NamespacePolicy
-from storage_engine.validation import RECORD_OVERHEAD_BYTES, record_size
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.validation import RECORD_OVERHEAD_BYTES, record_size
 
 SMALL_SEGMENTS = NamespacePolicy(segment_bytes=1024, retention_ms=None)
 FAR_FUTURE = 4_000_000_000_000  # an expire_at no test clock reaches

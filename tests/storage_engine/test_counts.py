@@ -14,7 +14,7 @@ from dataclasses import fields
 from storage_engine.api import COMPACTION_COUNTS, LIFECYCLE_COUNTS, OFFLOAD_COUNTS, RECALL_COUNTS, LifecycleResult
 from storage_engine.compaction.cleaner import CompactionTotals
 from storage_engine.lifecycle.sweeps import add_results
-from storage_engine.work import ShardWork, sum_work
+from storage_engine.rules.work import ShardWork, sum_work
 
 
 def test_shard_work_has_exactly_the_lifecycle_counts() -> None:

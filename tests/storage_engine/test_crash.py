@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from storage_engine import open_engine
+from storage_engine.adapters.indexed import IndexedLogAdapter
 from storage_engine.api import NewRecord, Record
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.segment.base_adapter import IndexedLogAdapter
 
 # Iterations per adapter: the segment adapter has the recovery code; RocksDB's
 # WriteBatch is atomic by itself, so a few runs check the shared layers.
@@ -36,7 +36,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import NamespaceExistsError
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 data_dir, adapter, durability, run = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 engine = open_engine(EngineConfig(data_dir=data_dir, adapter=adapter, durability=Durability(durability), io_workers=2))

@@ -4,7 +4,7 @@ under 5 % after every lifecycle sweep, so the built-in "expired ratio above 20 %
 The load is the demo producer's own code (``backend.demo.DemoProducer``: the backfill, then a tick
 a second) on the demo namespaces created with the demo's policies (``backend.demo.POLICIES``, as
 ``bootstrap --demo`` does), through a stand-in for the node's produce route that places records
-as the node does (``storage_engine.placement``). The control plane is played as it schedules:
+as the node does (``storage_engine.node_api.placement``). The control plane is played as it schedules:
 each deadline-driven sweep at the node's next due time (``next_due``, plus the grace and the minimum
 gap per kind of ``backend/apps/lifecycle/services.py``), and the interval safety nets. Injected
 clock, no sleeping.
@@ -21,8 +21,8 @@ from backend import demo
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.errors import UnknownNamespaceError
-from storage_engine.placement import RoundRobin, shard_for_key
-from storage_engine.policy import namespace_policy_from
+from storage_engine.node_api.placement import RoundRobin, shard_for_key
+from storage_engine.policies.policy import namespace_policy_from
 from tests.storage_engine.conftest import OpenAdapter
 
 HOUR_S = 3_600

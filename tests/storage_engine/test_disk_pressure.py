@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from storage_engine import open_engine
+from storage_engine.adapters.segment import SegmentAdapter
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.cleaning import forced_cleaning
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import HOUR_MS, NodePolicy
-from storage_engine.segment.adapter import SegmentAdapter
+from storage_engine.policies.policy import HOUR_MS, NodePolicy
+from storage_engine.rules.cleaning import forced_cleaning
 from tests.storage_engine.lifecycle_util import QuotaEngines, append_one, assert_verified, make_ns, offsets, other_hour
 
 BIG = b"b" * 60_000  # four records fill a 256 KiB segment

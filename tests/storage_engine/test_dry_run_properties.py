@@ -30,7 +30,7 @@ from storage_engine import open_engine
 from storage_engine.api import LifecycleResult, NewRecord, SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import HOUR_MS, NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import HOUR_MS, NamespacePolicy, NodePolicy
 from tests.storage_engine.lifecycle_util import assert_verified, read_all
 
 T0 = 1_700_000_000_000

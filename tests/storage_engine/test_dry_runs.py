@@ -18,8 +18,8 @@ import pytest
 from storage_engine.api import LifecycleResult, NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.node.lifecycle import run_step
-from storage_engine.policy import NodePolicy
-from storage_engine.protocol import SPECS, Operation, Scope, StepRequest
+from storage_engine.node_api.protocol import SPECS, Operation, Scope, StepRequest
+from storage_engine.policies.policy import NodePolicy
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, other_hour, read_all
 

@@ -17,8 +17,8 @@ import pytest
 from storage_engine.api import NewRecord, SegmentInfo, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.errors import PolicyValidationError
-from storage_engine.policy import NamespacePolicy, namespace_policy_from
-from storage_engine.rolling import EXPIRED_ROLL_MIN_AGE_MS, expired_roll_count, idle_segment_due
+from storage_engine.policies.policy import NamespacePolicy, namespace_policy_from
+from storage_engine.rules.rolling import EXPIRED_ROLL_MIN_AGE_MS, expired_roll_count, idle_segment_due
 from tests.storage_engine.lifecycle_util import assert_verified, make_ns, read_all
 
 FAR = 4_000_000_000_000

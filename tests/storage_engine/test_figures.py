@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.figures import ExpiryProfile, FiguresCache, SegmentFacts
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.figures import ExpiryProfile, FiguresCache, SegmentFacts
 from tests.storage_engine.lifecycle_util import make_ns, offsets, read_all
 
 TTL = 60_000

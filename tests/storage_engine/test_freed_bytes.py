@@ -1,4 +1,4 @@
-"""Freed and pending bytes (issue 26; storage_engine.work.count_freed): a step that deletes reports as
+"""Freed and pending bytes (issue 26; storage_engine.rules.work.count_freed): a step that deletes reports as
 ``bytes_reclaimed`` only the bytes it actually freed, and as ``pending_delete_bytes`` those still on disk as
 ``.deleted`` files (``file_delete_delay_ms``, or a reader holding them); the step that later removes them counts
 them freed then, once. Retention, reclamation and file cleaning follow the one definition, and each dry run
@@ -13,7 +13,7 @@ import pytest
 
 from storage_engine.api import LifecycleResult, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns
 

@@ -16,8 +16,8 @@ import pytest
 
 from storage_engine.api import LifecycleResult, NewRecord, SegmentInfo, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.policy import DAY_MS, HOUR_MS, NamespacePolicy, NodePolicy
-from storage_engine.rolling import idle_segment_due, roll_after_ms
+from storage_engine.policies.policy import DAY_MS, HOUR_MS, NamespacePolicy, NodePolicy
+from storage_engine.rules.rolling import idle_segment_due, roll_after_ms
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns, read_all
 

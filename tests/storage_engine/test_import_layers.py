@@ -31,15 +31,15 @@ import storage_engine
 PACKAGE = "storage_engine"
 ROOT = Path(storage_engine.__file__).resolve().parent
 
-# Key compaction is written against CompactableShard (storage_engine.compaction_io); each
+# Key compaction is written against CompactableShard (storage_engine.compaction.store_io); each
 # adapter's shard implements it, so the compaction modules never reach an adapter's module.
 ADAPTER_MODULES = {
-    "storage_engine.memory.adapter",
+    "storage_engine.adapters.indexed",
+    "storage_engine.adapters.memory",
+    "storage_engine.adapters.rocksdb",
+    "storage_engine.adapters.segment",
     "storage_engine.memory.segment",
     "storage_engine.memory.shard",
-    "storage_engine.rocksdb_adapter",
-    "storage_engine.segment.adapter",
-    "storage_engine.segment.base_adapter",
     "storage_engine.segment.dead_marks",
     "storage_engine.segment.log",
     "storage_engine.segment.recovery",
@@ -51,7 +51,7 @@ ADAPTER_MODULES = {
 ADAPTER_FREE = {
     "storage_engine.engine",
     "storage_engine.compaction.cleaner",
-    "storage_engine.compaction_io",
+    "storage_engine.compaction.store_io",
     "storage_engine.lifecycle.parts",
     "storage_engine.subscriptions.registry",
     "storage_engine.subscriptions.expiry",

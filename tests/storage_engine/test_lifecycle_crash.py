@@ -15,7 +15,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.expiry import is_expired
+from storage_engine.rules.expiry import is_expired
 from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 
 T0 = 1_700_000_000_000
@@ -27,7 +27,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment import index_store, segment
 
 data_dir, adapter, op, point, nth = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
 
 from storage_engine.api import NewRecord
-from storage_engine.expiry import is_expired
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
+from storage_engine.rules.expiry import is_expired
 from tests.storage_engine.conftest import ADAPTER_MODULES
 from tests.storage_engine.lifecycle_util import EngineMachine
 

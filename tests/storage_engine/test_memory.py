@@ -6,8 +6,8 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy
-from storage_engine.validation import record_size
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.validation import record_size
 
 
 def test_logical_segments_roll_by_record_size() -> None:

@@ -1,4 +1,4 @@
-"""The name rule is stated once (storage_engine.validation) and the console's hint and check are built from a
+"""The name rule is stated once (storage_engine.rules.validation) and the console's hint and check are built from a
 copy of it (frontend/src/lib/nameRule.json): the copy may not drift, and what the hint shows is accepted."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import NAME_MAX_LENGTH, NAME_RULE, name_rule_facts, validate_namespace_name
+from storage_engine.rules.validation import NAME_MAX_LENGTH, NAME_RULE, name_rule_facts, validate_namespace_name
 
 COPY = Path(__file__).resolve().parents[2] / "frontend" / "src" / "lib" / "nameRule.json"
 

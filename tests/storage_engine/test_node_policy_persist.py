@@ -18,7 +18,7 @@ from storage_engine.api import StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
 from storage_engine.errors import InvalidArgumentError, PolicyValidationError
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 from storage_engine.segment import datadir
 from tests.storage_engine.conftest import OpenAdapter
 

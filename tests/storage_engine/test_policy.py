@@ -7,9 +7,9 @@ from dataclasses import fields
 
 import pytest
 
-from storage_engine.bounds import unit_of
 from storage_engine.errors import PolicyValidationError
-from storage_engine.policy import (
+from storage_engine.policies.bounds import unit_of
+from storage_engine.policies.policy import (
     FIELDS,
     NAMESPACE_FIELDS,
     NODE_FIELDS,
@@ -168,7 +168,7 @@ def test_number_rules_state_their_bounds_in_digits_and_their_unit(field, value, 
 
 
 def test_the_unit_read_from_a_fields_name_is_the_one_it_is_described_with():
-    """One helper (storage_engine.bounds.unit_of) words every unit; it agrees with every field's description."""
+    """One helper (storage_engine.policies.bounds.unit_of) words every unit; every field's description agrees."""
     described = {name: info.unit for name, info in FIELDS.items() if info.unit in ("ms", "bytes", "ratio")}
     assert len(described) > 25
     assert {name: unit_of(name).split(" ")[0] for name in described} == described

@@ -1,4 +1,4 @@
-"""The node boundary's lifecycle vocabulary (storage_engine.protocol): one definition of every
+"""The node boundary's lifecycle vocabulary (storage_engine.node_api.protocol): one definition of every
 operation, requests checked when made, and results parsed back into the engine's dataclasses."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from storage_engine.api import DiskStatus, LifecycleResult
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.node.lifecycle import CALLS
-from storage_engine.protocol import ARGUMENTS, SPECS, Operation, Scope, StepRequest, operation_of, result_from
+from storage_engine.node_api.protocol import ARGUMENTS, SPECS, Operation, Scope, StepRequest, operation_of, result_from
 
 
 def test_every_operation_has_a_spec_and_an_engine_call():

@@ -9,8 +9,8 @@ import pytest
 from storage_engine.api import NewRecord, SegmentState, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.errors import OffsetOutOfRangeError
-from storage_engine.policy import DAY_MS, NamespacePolicy, NodePolicy
-from storage_engine.retention import deletable_segments
+from storage_engine.policies.policy import DAY_MS, NamespacePolicy, NodePolicy
+from storage_engine.rules.retention import deletable_segments
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns, offsets
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from storage_engine import pacing
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.lifecycle import TTLEntry
-from storage_engine.pacing import Foreground, Slices
+from storage_engine.rules import pacing
+from storage_engine.rules.pacing import Foreground, Slices
 from tests.storage_engine.lifecycle_util import append_one, assert_verified, make_ns, offsets
 
 

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from storage_engine import open_engine
+from storage_engine.adapters.rocksdb import RocksDBAdapter
+from storage_engine.adapters.segment import SegmentAdapter
 from storage_engine.api import NewRecord, SegmentState
 from storage_engine.clock import ManualClock
-from storage_engine.codec import EncodedRecords, decode_batch, encode_records, scan_batches
 from storage_engine.config import Durability, EngineConfig
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.policy import NamespacePolicy
-from storage_engine.rocksdb_adapter import RocksDBAdapter
-from storage_engine.segment.adapter import SegmentAdapter
+from storage_engine.formats.codec import EncodedRecords, decode_batch, encode_records, scan_batches
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment.iopool import IOPool
 from storage_engine.segment.log import ShardLog
 

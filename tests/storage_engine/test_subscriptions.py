@@ -19,7 +19,7 @@ from storage_engine.errors import (
     UnknownShardError,
     UnknownSubscriptionError,
 )
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import make_ns
 

@@ -14,12 +14,12 @@ import pytest
 
 from storage_engine.api import NewRecord, Record, SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.policy import NamespacePolicy
+from storage_engine.errors import TierError
+from storage_engine.policies.policy import NamespacePolicy
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import iter_file_batches, iter_file_records
 from storage_engine.tier.layout import parse_key
 from storage_engine.tier.manifest import Manifest
-from storage_engine.tier.store import TierError
 from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import T0, clock_fixture, engine_fixture, engine_for  # noqa: F401 (fixtures)
 from tests.storage_engine.tier_util import Tier, seaweed_fixture, tier_fixture  # noqa: F401 (fixtures)
@@ -323,7 +323,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment import index_store, tiered_log
 from storage_engine.segment import log as log_module
 from storage_engine.tier import rewrite, store

@@ -15,7 +15,7 @@ import pytest
 
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
 from storage_engine.tier.layout import parse_key
 from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import T0, engine_for
@@ -30,7 +30,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment import index_store, segment, tiered_log
 from storage_engine.tier import store
 

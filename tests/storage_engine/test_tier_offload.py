@@ -14,14 +14,14 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.errors import PolicyValidationError
-from storage_engine.policy import MiB, NamespacePolicy, NodePolicy, namespace_policy_from
+from storage_engine.errors import PolicyValidationError, TierError
+from storage_engine.node_api.wire import segment_from_json, segment_to_json
+from storage_engine.policies.policy import MiB, NamespacePolicy, NodePolicy, namespace_policy_from
 from storage_engine.segment.meta import SegmentMeta, TierState
 from storage_engine.segment.segment import iter_file_records
 from storage_engine.tier.manifest import Manifest
 from storage_engine.tier.remote_reads import CACHE_DIR
-from storage_engine.tier.store import ObjectTier, TierError
-from storage_engine.wire import segment_from_json, segment_to_json
+from storage_engine.tier.store import ObjectTier
 from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
     T0,
     N,

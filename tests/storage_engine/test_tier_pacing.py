@@ -1,7 +1,7 @@
 """Uploads give way to appends (issue 19, "offload never delays appends by more than the pacing
 budget"): an upload reads, hashes and hands the store ``SLICE_BYTES`` at a time, with a give-way
 point before each piece and each chunk read back; the offload makes those points wait for appends in
-flight (:class:`storage_engine.pacing.Foreground`) and still finishes under a steady load. The store
+flight (:class:`storage_engine.rules.pacing.Foreground`) and still finishes under a steady load. The store
 cuts the pieces into parts of exactly ``PART_BYTES`` whatever their sizes, so an S3 upload is still
 proved by its ETag, without reading it back. Against a ``file://`` tier and SeaweedFS; no timing."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.pacing import Foreground
+from storage_engine.rules.pacing import Foreground
 from storage_engine.tier import context, offload, upload
 from storage_engine.tier.store import READ_CHUNK, ObjectTier
 from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from storage_engine.adapters.segment import SegmentAdapter
 from storage_engine.api import NewRecord, SegmentTier
-from storage_engine.cleaning import DELETE, DROP_LOCAL, clean_action, cleanable_prefix
 from storage_engine.clock import ManualClock
-from storage_engine.policy import HOUR_MS, NodePolicy
-from storage_engine.segment.adapter import SegmentAdapter
-from storage_engine.tier.store import ObjectTier, TierError
+from storage_engine.errors import TierError
+from storage_engine.policies.policy import HOUR_MS, NodePolicy
+from storage_engine.rules.cleaning import DELETE, DROP_LOCAL, clean_action, cleanable_prefix
+from storage_engine.tier.store import ObjectTier
 from tests.storage_engine.lifecycle_util import QuotaEngines, make_ns, read_all
 
 BIG = b"b" * 60_000  # four records fill a 256 KiB segment
@@ -194,11 +195,11 @@ def test_offload_lag_and_bytes_by_tier_as_gauges(engines: QuotaEngines) -> None:
     ],
 )
 def test_tier_errors_have_an_http_status_and_a_title(code: str, status: int) -> None:
-    from storage_engine.problem import TITLES
+    from storage_engine.errors import ObjectMissingError
+    from storage_engine.node_api.problem import TITLES
+    from storage_engine.node_api.wire import problem_for, status_for
     from storage_engine.tier.manifest import ManifestError
-    from storage_engine.tier.store import ObjectMissingError
     from storage_engine.tier.upload import TierVerifyError
-    from storage_engine.wire import problem_for, status_for
 
     errors = {
         "tier_unavailable": TierError("s3://b", "k", "put", "connection refused"),

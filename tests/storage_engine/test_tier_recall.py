@@ -13,13 +13,12 @@ import pytest
 
 from storage_engine.api import SegmentTier, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.errors import InvalidArgumentError
-from storage_engine.policy import NodePolicy
-from storage_engine.protocol import SPECS, Operation, StepRequest
+from storage_engine.errors import InvalidArgumentError, TierError
+from storage_engine.node_api.protocol import SPECS, Operation, StepRequest
+from storage_engine.node_api.wire import problem_for, status_for
+from storage_engine.policies.policy import NodePolicy
 from storage_engine.tier.recall import TMP_SUFFIX, RecallDiskError
-from storage_engine.tier.store import TierError
 from storage_engine.tier.upload import TierVerifyError
-from storage_engine.wire import problem_for, status_for
 from tests.storage_engine.lifecycle_util import KILL_HOOKS, run_child
 from tests.storage_engine.tier_engine import (  # noqa: F401 (fixtures)
     T0,
@@ -291,7 +290,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord
 from storage_engine.clock import ManualClock
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from storage_engine.segment import index_store, tiered_log
 from storage_engine.tier import store
 

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from storage_engine.api import SegmentInfo, SegmentState, SegmentTier
-from storage_engine.counters import Counters
-from storage_engine.policy import NamespacePolicy, effective_local_retention
+from storage_engine.errors import ObjectMissingError
+from storage_engine.lifecycle.counters import Counters
+from storage_engine.policies.policy import NamespacePolicy, effective_local_retention
 from storage_engine.tier import checksum
 from storage_engine.tier.layout import data_key, manifest_key, new_generation, parse_key, shard_prefix
 from storage_engine.tier.manifest import Manifest, ManifestError
 from storage_engine.tier.remote_reads import BLOCK_BYTES, TierCache
 from storage_engine.tier.rules import local_copies_to_drop, offload_candidates
-from storage_engine.tier.store import ObjectMissingError, ObjectTier
+from storage_engine.tier.store import ObjectTier
 
 NOW = 1_000_000
 

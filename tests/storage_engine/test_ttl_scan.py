@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from storage_engine.api import NewRecord, StorageAdapter
-from storage_engine.cleaning import hour_of
 from storage_engine.clock import ManualClock
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
+from storage_engine.rules.cleaning import hour_of
 from tests.storage_engine.conftest import OpenAdapter
 from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, offsets
 

@@ -9,7 +9,7 @@ import pytest
 
 from storage_engine.api import NewRecord, StorageAdapter
 from storage_engine.clock import ManualClock
-from storage_engine.expiry import effective_expiry, is_expired, segment_deadline
+from storage_engine.rules.expiry import effective_expiry, is_expired, segment_deadline
 from tests.storage_engine.lifecycle_util import FAR_FUTURE, append_one, assert_verified, make_ns, offsets
 
 

@@ -21,7 +21,7 @@ from storage_engine import open_engine
 from storage_engine.api import NewRecord, Record, StorageAdapter
 from storage_engine.clock import ManualClock
 from storage_engine.config import EngineConfig
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 from tests.storage_engine.tier_util import Tier
 
 T0 = 1_700_000_000_000

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from storage_engine.tier.store import ObjectTier, TierError
+from storage_engine.errors import TierError
+from storage_engine.tier.store import ObjectTier
 
 BUCKET = "tier"
 ACCESS_KEY = "tier-test-key"

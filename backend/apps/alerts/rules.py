@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from backend.apps.metrics.catalog import NAMESPACE, NODE, QUEUE, SERIES, SHARD
-from storage_engine.policy import NamespacePolicy, NodePolicy
+from storage_engine.policies.policy import NamespacePolicy, NodePolicy
 
 # The disk-use fit 24 h ahead (a ratio), per node; no value, so nothing to evaluate, until the node's disk
 # samples span metrics.selectors.FORECAST_MIN_HISTORY_S.

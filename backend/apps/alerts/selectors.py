@@ -18,7 +18,7 @@ from backend.apps.metrics.models import MetricSeries
 from backend.apps.namespaces.models import Namespace
 from backend.apps.nodes.models import StorageNode
 from backend.apps.policies.selectors import CLUSTER, cluster_policy, effective_namespace_policy, effective_node_policy
-from storage_engine.policy import NamespacePolicy, resolve_policy
+from storage_engine.policies.policy import NamespacePolicy, resolve_policy
 
 
 def alert_list() -> QuerySet[Alert]:

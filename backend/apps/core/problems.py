@@ -1,7 +1,7 @@
 """The REST API's one error shape: RFC 9457 problem details, the very shape the storage node answers.
 
-Every 4xx/5xx of ``/api/...`` is ``application/problem+json``, built by :func:`storage_engine.problem.problem`
-(engine errors through :func:`storage_engine.wire.problem_for`)::
+Every 4xx/5xx of ``/api/...`` is ``application/problem+json``, built by :func:`storage_engine.node_api.problem.problem`
+(engine errors through :func:`storage_engine.node_api.wire.problem_for`)::
 
     {"type": "tag:lifecycle-store,2025:problem/validation_error", "title": "Invalid input", "status": 400,
      "detail": "name: This field may not be blank.", "code": "validation_error",
@@ -26,7 +26,6 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from storage_engine import problem as problems
 from storage_engine.errors import (
     InvalidArgumentError,
     NodeUnavailableError,
@@ -34,7 +33,8 @@ from storage_engine.errors import (
     RemoteError,
     StorageError,
 )
-from storage_engine.wire import problem_for
+from storage_engine.node_api import problem as problems
+from storage_engine.node_api.wire import problem_for
 
 MEDIA_TYPE = problems.MEDIA_TYPE
 API_PREFIX = "/api/"
@@ -102,7 +102,7 @@ def errors_sentence(errors: Mapping[str, list[str]]) -> str:
 
 
 def build(status: int, code: str, detail: str, instance: str | None, **extensions: Any) -> dict[str, Any]:
-    """A problem details object (``storage_engine.problem.problem``)."""
+    """A problem details object (``storage_engine.node_api.problem.problem``)."""
     return problems.problem(status, code, detail, instance=instance, **extensions)
 
 

@@ -1,4 +1,4 @@
-"""The id a log line carries (``storage_engine.logs``): a request's, or a Celery task's.
+"""The id a log line carries (``storage_engine.node_api.logs``): a request's, or a Celery task's.
 
 A request keeps the ``X-Request-ID`` a proxy or client sent when it is a short token, or
 gets a new one; the response says which, so a user's report can be matched with the logs.
@@ -13,7 +13,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from storage_engine import logs
+from storage_engine.node_api import logs
 
 HEADER = "X-Request-ID"
 _ACCEPTED = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -5,9 +5,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backend.apps.core.roles import ROLES
-from storage_engine.bounds import MAX_INT64
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import int_from_text
+from storage_engine.policies.bounds import MAX_INT64
+from storage_engine.rules.validation import int_from_text
 
 
 class StrictFieldsMixin:

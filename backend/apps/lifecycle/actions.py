@@ -2,7 +2,7 @@
 an operator is told about it.
 
 Scope on the node, whether it deletes data, whether it offers a dry run and which arguments it takes
-come from the operation's spec in :mod:`storage_engine.protocol` (defined once for the node, the client
+come from the operation's spec in :mod:`storage_engine.node_api.protocol` (defined once for the node, the client
 and this app); the UI reads this table through ``GET /api/actions`` rather than keeping its own.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backend.apps.runs.models import Kind
-from storage_engine.protocol import SPECS, Operation, OperationSpec, Scope, StepRequest
+from storage_engine.node_api.protocol import SPECS, Operation, OperationSpec, Scope, StepRequest
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ One shard (``shard`` given): from an offset, from a time, the latest record of a
 key, or the records with a tag. Without a shard:
 
 - **by key**: placement is by key (``crc32(key) mod shards``, the node's keyed
-  produce route and :func:`storage_engine.placement.shard_for_key`), so the key's
+  produce route and :func:`storage_engine.node_api.placement.shard_for_key`), so the key's
   own shard is asked first; a record produced to a chosen shard can sit
   elsewhere, so the other shards follow until one answers (``all_shards``: every
   shard answers with its latest record of the key);
@@ -30,8 +30,8 @@ from backend.apps.nodes.gateway import client_for
 from backend.apps.policies.selectors import effective_namespace_policy
 from storage_engine.api import Record
 from storage_engine.errors import InvalidArgumentError, OffsetOutOfRangeError
-from storage_engine.expiry import effective_expiry
-from storage_engine.placement import shard_for_key
+from storage_engine.node_api.placement import shard_for_key
+from storage_engine.rules.expiry import effective_expiry
 
 MAX_SHOWN_BYTES = 4096
 MAX_LIMIT = 200
@@ -201,7 +201,7 @@ def _merged_by_time(namespace: Any, time_ms: int | None, positions: str | None, 
 
 def with_effective_expiry(namespace: Any, answer: dict[str, Any]) -> dict[str, Any]:
     """Each record of a browse answer with ``effective_expires_at``: when it stops being visible, its own
-    TTL or the namespace's, whichever is first (``storage_engine.expiry.effective_expiry``, DESIGN §3)."""
+    TTL or the namespace's, whichever is first (``storage_engine.rules.expiry.effective_expiry``, DESIGN §3)."""
     ttl_ms = effective_namespace_policy(namespace).ttl_ms
     for row in answer.get("records") or ():
         row["effective_expires_at"] = effective_expiry(row["timestamp"], row["expire_at"], ttl_ms)

@@ -4,11 +4,11 @@ from rest_framework import serializers
 
 from backend.apps.core.serializers import Int64TextField, ProblemSerializer, StrictSerializer
 from backend.apps.core.serializers import NodeRefusalSerializer as NodeRefusalSerializer  # the views' 413/429/507
-from storage_engine.bounds import MAX_TTL_MS, int_rule, range_rule
+from storage_engine.policies.bounds import MAX_TTL_MS, int_rule, range_rule
 
 
 def bounded_int(field: str, minimum: int, maximum: int, **kwargs: Any) -> serializers.IntegerField:
-    """An integer field refused in the engine's words (:mod:`storage_engine.bounds`): its numbers and the
+    """An integer field refused in the engine's words (:mod:`storage_engine.policies.bounds`): its numbers and the
     unit its name carries (``ttl_ms``: "must be at least 1 ms"), not DRF's unit-less defaults."""
     messages = {
         "invalid": int_rule(minimum, maximum, field),

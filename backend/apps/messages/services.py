@@ -9,7 +9,7 @@ from backend.apps.namespaces.selectors import hosting_nodes, node_for_shard
 from backend.apps.nodes.gateway import client_for
 from storage_engine.api import NewRecord
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.placement import RoundRobin, shard_for_key
+from storage_engine.node_api.placement import RoundRobin, shard_for_key
 
 _round_robin = RoundRobin()
 _RECORD_FIELD = "records[0]."
@@ -34,7 +34,7 @@ def produce(
     plane picks the shard and sends the record to the node hosting it, since a node
     does not know which of the namespace's shards live elsewhere. ``ttl_ms`` goes to the node as
     it is: the node makes it ``expire_at`` on its own clock (one conversion, in
-    :func:`storage_engine.wire.new_record_from_json`), never this process's clock.
+    :func:`storage_engine.node_api.wire.new_record_from_json`), never this process's clock.
     """
     record = NewRecord(
         value=None if value is None else value.encode(),

@@ -5,11 +5,11 @@ from backend.apps.core.serializers import PolicyOverridesField, PolicyValueField
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.selectors import shard_nodes
 from backend.apps.nodes.models import StorageNode
-from storage_engine.validation import MAX_SHARDS, NAME_MAX_LENGTH, NAME_RULE, NAMESPACE_NAME, RESERVED_NAMES
+from storage_engine.rules.validation import MAX_SHARDS, NAME_MAX_LENGTH, NAME_RULE, NAMESPACE_NAME, RESERVED_NAMES
 
 
 class NameField(serializers.RegexField):
-    """A namespace or subscription name: the engine's rule (storage_engine.validation), refused in its words."""
+    """A namespace or subscription name: the engine's rule (storage_engine.rules.validation), refused in its words."""
 
     def __init__(self, **kwargs: object) -> None:
         messages = {"invalid": NAME_RULE, "max_length": NAME_RULE}

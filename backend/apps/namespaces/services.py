@@ -30,8 +30,8 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownSubscriptionError,
 )
-from storage_engine.policy import NamespacePolicy, resolve_policy
-from storage_engine.validation import validate_namespace_name, validate_shard_count
+from storage_engine.policies.policy import NamespacePolicy, resolve_policy
+from storage_engine.rules.validation import validate_namespace_name, validate_shard_count
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from django.conf import settings
 
 from backend.apps.core.outgoing import NODE, OutgoingURLRefused, check_outgoing_url
 from backend.apps.nodes.models import StorageNode
-from storage_engine.client import NodeClient
 from storage_engine.config import ADAPTERS
 from storage_engine.errors import NodeUnavailableError, RemoteError, StorageError
+from storage_engine.node_api.client import NodeClient
 
 log = logging.getLogger(__name__)
 

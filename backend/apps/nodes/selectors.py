@@ -7,7 +7,7 @@ import logging
 from django.conf import settings
 
 from backend.apps.nodes.models import StorageNode
-from storage_engine.policy import NodePolicy, resolve_policy
+from storage_engine.policies.policy import NodePolicy, resolve_policy
 
 log = logging.getLogger(__name__)
 

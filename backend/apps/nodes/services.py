@@ -27,8 +27,8 @@ from backend.apps.core.signals import schedules_changed
 from backend.apps.nodes.gateway import client_for
 from backend.apps.nodes.models import StorageNode
 from backend.apps.nodes.selectors import effective_node_policy
-from storage_engine.client import NodePolicyState
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, PolicyValidationError, StorageError
+from storage_engine.node_api.client import NodePolicyState
 
 log = logging.getLogger(__name__)
 

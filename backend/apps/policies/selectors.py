@@ -6,7 +6,7 @@ from typing import Any
 
 from backend.apps.nodes.selectors import NODE_LAYER, effective_node_policy
 from backend.apps.policies.models import ClusterPolicy
-from storage_engine.policy import (
+from storage_engine.policies.policy import (
     FIELDS,
     NamespacePolicy,
     NodePolicy,

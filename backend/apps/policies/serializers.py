@@ -2,9 +2,9 @@ from rest_framework import serializers
 
 from backend.apps.core.models import SyncState
 from backend.apps.core.serializers import PolicyValueField, StrictSerializer
-from storage_engine.policy import FIELDS
+from storage_engine.policies.policy import FIELDS
 
-# How policy fields are grouped and typed (storage_engine.policy.FieldInfo), in the order they first appear.
+# How policy fields are grouped and typed (storage_engine.policies.policy.FieldInfo), in the order they first appear.
 POLICY_GROUPS = tuple(dict.fromkeys(info.group for info in FIELDS.values()))
 POLICY_UNITS = tuple(dict.fromkeys(info.unit for info in FIELDS.values()))
 POLICY_SOURCES = ("builtin", "cluster", "namespace", "node")

@@ -17,7 +17,7 @@ from backend.apps.policies.selectors import (
     NODE,
 )
 from storage_engine.errors import PolicyValidationError
-from storage_engine.policy import NodePolicy, resolve_policy
+from storage_engine.policies.policy import NodePolicy, resolve_policy
 
 
 def changed_overrides(

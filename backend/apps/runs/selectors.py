@@ -58,7 +58,7 @@ def run_summary(run: TaskRun) -> RunSummary:
 
 def pending_bytes(run: TaskRun) -> int:
     """Bytes the run's deletions left on disk as ``.deleted`` files (not freed yet: ``file_delete_delay_ms``, or a
-    reader holding them; storage_engine.work.count_freed): what each node reported after its last step, summed
+    reader holding them; storage_engine.rules.work.count_freed): what each node reported after its last step, summed
     over the run's nodes. A later run (or the file cleaner) that removes them counts them freed then."""
     levels = (run.params or {}).get("pending_delete_bytes") or {}
     return sum(int(v or 0) for v in levels.values()) if isinstance(levels, dict) else 0

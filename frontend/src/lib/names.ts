@@ -1,5 +1,5 @@
 // The name rule of namespaces (and subscriptions), built from the engine's own statement of it:
-// nameRule.json is a copy of storage_engine.validation.name_rule_facts(), checked equal by
+// nameRule.json is a copy of storage_engine.rules.validation.name_rule_facts(), checked equal by
 // tests/storage_engine/test_name_rule.py. The hint and the check below come from it, never by hand.
 
 import rule from "./nameRule.json";

@@ -22,7 +22,7 @@ import { NAME_HINT, nameProblem } from "../lib/names";
 import { placedOn, SPREAD, spreadPlacement } from "../lib/placement";
 import { nextSort, sortRows, type SortState } from "../lib/table";
 
-// Mirrors storage_engine/validation.py; the server remains the authority.
+// Mirrors storage_engine/rules/validation.py; the server remains the authority.
 const MAX_SHARDS = 1024;
 
 export function NamespacesPage() {

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand
 from backend import demo
 from backend.apps.namespaces.models import Namespace
 from backend.apps.namespaces.services import create_subscription
-from storage_engine.client import NodeClient
 from storage_engine.errors import UnknownNamespaceError
+from storage_engine.node_api.client import NodeClient
 
 
 def ensure_subscription() -> None:

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from storage_engine.bounds import MAX_INT64, MIN_INT64, finite_number, int_ok, int_rule, range_rule, unit_of
 from storage_engine.errors import PolicyValidationError
-from storage_engine.keymap_size import MIN_MAP_BUDGET_BYTES
+from storage_engine.policies.bounds import MAX_INT64, MIN_INT64, finite_number, int_ok, int_rule, range_rule, unit_of
+from storage_engine.policies.keymap_size import MIN_MAP_BUDGET_BYTES
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -176,7 +176,7 @@ def _check_field(name: str, value: Any, default: Any, errors: dict[str, str]) ->
         return
     # Numbers: a bool is not one; NaN and ±Infinity compare false with every bound (they would
     # pass) and a stored one breaks every later JSON answer; past 64 bits nothing can store it.
-    # The texts (bounds in digits, the unit from the field's name) are storage_engine.bounds'.
+    # The texts (bounds in digits, the unit from the field's name) are storage_engine.policies.bounds'.
     low, high = _BOUNDS.get(name, (None, None))
     if expected is int and not int_ok(value):
         errors[name] = int_rule(MIN_INT64 if low is None else int(low), MAX_INT64 if high is None else int(high), name)

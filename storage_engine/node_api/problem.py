@@ -16,7 +16,7 @@ An error body is ``application/problem+json``::
 
 Defined here, outside the node, with no web framework import, so that the node and the
 control plane's REST API build the very same shape (the node through
-:func:`storage_engine.wire.problem_for`, the REST API through ``backend.apps.core.problems``).
+:func:`storage_engine.node_api.wire.problem_for`, the REST API through ``backend.apps.core.problems``).
 The codes are shared: the engine's (``invalid_argument``, ``not_found``, ``disk_full``…) mean
 the same on both, and the REST API adds its own (``validation_error`` with ``errors``:
 field → [messages], ``not_authenticated``, ``permission_denied``, ``csrf_failed``,

@@ -43,8 +43,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from storage_engine.api import DiskStatus, SegmentInfo
-from storage_engine.cleaning import disk_status
-from storage_engine.policy import NodePolicy
+from storage_engine.policies.policy import NodePolicy
+from storage_engine.rules.cleaning import disk_status
 
 
 @dataclass(slots=True)

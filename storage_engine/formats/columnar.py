@@ -1,6 +1,6 @@
 """Vectorised (numpy) views of encoded record batches, for key compaction.
 
-:mod:`storage_engine.codec` stays pure Python (Spark jobs import it); this module reads
+:mod:`storage_engine.formats.codec` stays pure Python (Spark jobs import it); this module reads
 the same format (see the codec's docstring) with numpy, the batches of a read chunk at
 a time, and never decodes values, tags or headers:
 
@@ -8,7 +8,7 @@ a time, and never decodes values, tags or headers:
   fields compaction needs into arrays (:class:`Layout`);
 - :meth:`Layout.key_words` reads keys 8 bytes at a time, for hashing them;
 - :func:`rebuild` makes a new batch of some of a batch's records from their encoded
-  bytes (byte for byte what :func:`storage_engine.codec.rebuild_batch` makes).
+  bytes (byte for byte what :func:`storage_engine.formats.codec.rebuild_batch` makes).
 
 **Record positions.** A record starts where the previous one ends (``4 + size`` after
 its start), a chain through the data. A batch whose records all have the first one's
@@ -21,7 +21,7 @@ after it is then known, and guessing goes on from there). Every such batch of a 
 is a lane of the same numpy calls; when guesses keep failing (records of many sizes)
 and few records are found per step, the rest is walked in Python, so the cost stays
 near the plain walk's. The structural checks are the codec's
-(:func:`~storage_engine.codec.batch_columns`): sizes, attributes, strictly increasing
+(:func:`~storage_engine.formats.codec.batch_columns`): sizes, attributes, strictly increasing
 deltas, the key within its record, the record count and last delta against the header,
 the records filling the batch exactly. A batch failing one is handed to the codec's
 walk, which raises the :class:`~storage_engine.errors.CorruptSegmentError` with its
@@ -36,8 +36,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from storage_engine.batch_columns import RecordColumns, batch_columns
-from storage_engine.codec import (
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.batch_columns import RecordColumns, batch_columns
+from storage_engine.formats.codec import (
     ATTR_EXPIRE,
     ATTR_KEY,
     FLAG_HAS_EXPIRE,
@@ -50,7 +51,6 @@ from storage_engine.codec import (
     BatchHeader,
     EncodedRecords,
 )
-from storage_engine.errors import CorruptSegmentError
 
 I64 = np.int64
 U64 = np.uint64
@@ -410,7 +410,7 @@ def rebuild(layout: Layout, b: int, keep: np.ndarray) -> bytes:
 
 
 def layout_columns(buf: bytes | memoryview, layout: Layout, b: int) -> RecordColumns:
-    """The :class:`~storage_engine.codec.RecordColumns` of batch ``b`` of a layout (lists,
+    """The :class:`~storage_engine.formats.codec.RecordColumns` of batch ``b`` of a layout (lists,
     keys as bytes), for removal rules that are not vectorised."""
     lo, hi = int(layout.first[b]), int(layout.first[b + 1])
     fx = layout.fixed(np.arange(lo, hi))

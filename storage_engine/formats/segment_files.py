@@ -9,8 +9,8 @@ rewrites it). The reader decodes the file with the engine's own reader
 (:func:`storage_engine.segment.segment.iter_file_batches`) and leaves the dead offsets out, so it
 never holds a record the engine counts as dead.
 
-Pure Python (no RocksDB, no HTTP): the node builds these (:mod:`storage_engine.segment.listing`),
-:class:`~storage_engine.client.NodeClient` reads them back, and Spark executors import
+Pure Python (no RocksDB, no HTTP): the node builds these (:mod:`storage_engine.adapters.listing`),
+:class:`~storage_engine.node_api.client.NodeClient` reads them back, and Spark executors import
 :class:`DeadOffsets`.
 """
 

@@ -17,9 +17,9 @@ from typing import Protocol
 
 from storage_engine.api import ReadResult, Record
 from storage_engine.errors import OffsetOutOfRangeError, SegmentDeletedError
-from storage_engine.expiry import is_expired
-from storage_engine.policy import NamespacePolicy
-from storage_engine.validation import check_read_offset, check_tag_offset
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.expiry import is_expired
+from storage_engine.rules.validation import check_read_offset, check_tag_offset
 
 
 class ReadView(Protocol):

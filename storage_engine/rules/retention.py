@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storage_engine.api import SegmentInfo, SegmentState
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 
 def retention_applies(policy: NamespacePolicy) -> bool:

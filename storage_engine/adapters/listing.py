@@ -1,4 +1,4 @@
-"""A shard's segment files for readers outside the node (:mod:`storage_engine.segment_files`).
+"""A shard's segment files for readers outside the node (:mod:`storage_engine.formats.segment_files`).
 
 The one place that says which files of a data directory a reader may read, how many bytes of each,
 and which records in them are dead: the node answers ``GET .../segment-files`` with it, and a
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from storage_engine.api import SegmentState, SegmentTier, StorageAdapter
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.segment_files import LIST_SEALED, LIST_STATES, SegmentFileInfo, SegmentFilePage, dead_ranges
+from storage_engine.formats.segment_files import LIST_SEALED, LIST_STATES, SegmentFileInfo, SegmentFilePage, dead_ranges
 
 
 def segment_file_page(
@@ -39,7 +39,7 @@ def segment_file_page(
     Raises :class:`~storage_engine.errors.UnknownNamespaceError` / ``UnknownShardError``, and
     :class:`InvalidArgumentError` for a bad ``state`` or an adapter without segment files.
     """
-    from storage_engine.segment.adapter import SegmentAdapter
+    from storage_engine.adapters.segment import SegmentAdapter
     from storage_engine.segment.log import ShardLog
     from storage_engine.segment.segment import file_name
     from storage_engine.segment.tiered_log import TieredShardLog

@@ -27,11 +27,10 @@ from storage_engine.api import (
     SegmentInfo,
 )
 from storage_engine.errors import InvalidArgumentError, NodeUnavailableError, StorageError
-from storage_engine.framing import MEDIA_TYPE, decode_fetch, encode_produce
-from storage_engine.policy import NamespacePolicy
-from storage_engine.protocol import StepRequest, operation_of, result_from
-from storage_engine.segment_files import SegmentFileInfo, SegmentFilePage
-from storage_engine.wire import (
+from storage_engine.formats.framing import MEDIA_TYPE, decode_fetch, encode_produce
+from storage_engine.formats.segment_files import SegmentFileInfo, SegmentFilePage
+from storage_engine.node_api.protocol import StepRequest, operation_of, result_from
+from storage_engine.node_api.wire import (
     error_from_body,
     namespace_from_json,
     new_record_to_json,
@@ -39,6 +38,7 @@ from storage_engine.wire import (
     record_from_json,
     segment_from_json,
 )
+from storage_engine.policies.policy import NamespacePolicy
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class NodeClient:
     ) -> dict[str, Any]:
         """Request arguments for a produce: the body (binary framing or JSON) and its headers. A
         ``ttl_ms`` travels as it is, in JSON (the binary batch has no field for it): the node turns
-        it into ``expire_at`` on its own clock (:func:`storage_engine.wire.new_record_from_json`)."""
+        it into ``expire_at`` on its own clock (:func:`storage_engine.node_api.wire.new_record_from_json`)."""
         headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
         if self.binary and ttl_ms is None:
             headers["Content-Type"] = MEDIA_TYPE
@@ -243,7 +243,7 @@ class NodeClient:
         manual: bool = False,
         dry_run: bool = False,
     ) -> LifecycleResult:
-        """One bounded lifecycle step (see :mod:`storage_engine.protocol`): ``namespace`` ``None``
+        """One bounded lifecycle step (see :mod:`storage_engine.node_api.protocol`): ``namespace`` ``None``
         for a node-wide one. The request is checked before it is sent."""
         request = StepRequest(operation_of(operation), namespace, shard, limit, manual, dry_run)
         result = self.step(request)

@@ -7,7 +7,7 @@ segment's metadata, before the batch is written) and a lifecycle step
 (:func:`idle_segment_due`: the same, plus whole expiry and the expired share). The expired
 share is decided at lifecycle steps only, on idle and busy shards alike: sealing is only
 worth it when reclamation follows in the same step (sealing alone frees nothing), the
-figure needs the segment's expiry profile (:mod:`storage_engine.figures`), which an append
+figure needs the segment's expiry profile (:mod:`storage_engine.rules.figures`), which an append
 must not pay for, and the node's due times (:func:`expired_roll_due`) put a reclaim sweep
 at the moment the share passes the threshold, appends or not.
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from storage_engine.api import SegmentInfo, SegmentState
-from storage_engine.expiry import segment_expired
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.expiry import segment_expired
 
 EXPIRED_ROLL_MIN_AGE_MS = 10_000
 """An active segment younger than this (since it was created, on the node's clock) is not

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storage_engine.api import DiskStatus, SegmentInfo, SegmentState, SegmentTier
-from storage_engine.policy import HOUR_MS, NodePolicy
+from storage_engine.policies.policy import HOUR_MS, NodePolicy
 
 DAY_HOURS = 24
 

@@ -5,7 +5,7 @@ indexes and metadata in the RocksDB index store (``<data_dir>/index/``), sealed
 segments of namespaces with ``remote_storage_enabled`` also (or only) in the
 object-store tier (``EngineConfig.tier_uri``, :mod:`storage_engine.tier`).
 Everything above the shard is shared with the ``rocksdb`` adapter
-(:mod:`storage_engine.segment.base_adapter`); the shard is a
+(:mod:`storage_engine.adapters.indexed`); the shard is a
 :class:`~storage_engine.segment.tiered_log.TieredShardLog`.
 """
 
@@ -17,13 +17,14 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from storage_engine.adapters.indexed import IndexedLogAdapter
 from storage_engine.api import EngineStats, LifecycleResult, VerifyReport
 from storage_engine.clock import Clock
 from storage_engine.config import EngineConfig
+from storage_engine.errors import TierError
 from storage_engine.lifecycle import MAX_PROBLEMS
-from storage_engine.pacing import Foreground
-from storage_engine.policy import NamespacePolicy
-from storage_engine.segment.base_adapter import IndexedLogAdapter
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.pacing import Foreground
 from storage_engine.segment.datadir import fsync_dir
 from storage_engine.segment.index_records import NamespaceRecord
 from storage_engine.segment.meta import TierState
@@ -35,7 +36,7 @@ from storage_engine.tier.figures import tier_gauges
 from storage_engine.tier.offload import Offloader
 from storage_engine.tier.recall import Recaller
 from storage_engine.tier.rewrite import rewrite_offloaded
-from storage_engine.tier.store import TierError, default_tier_uri
+from storage_engine.tier.store import default_tier_uri
 from storage_engine.tier.verify import verify_tier
 
 log = logging.getLogger(__name__)

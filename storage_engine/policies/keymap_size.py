@@ -1,6 +1,6 @@
-"""The geometry of compaction's key map (:class:`storage_engine.keymap.KeyMap`) and the
+"""The geometry of compaction's key map (:class:`storage_engine.compaction.keymap.KeyMap`) and the
 smallest budget it can honour, in a module of its own: the policy validation
-(:mod:`storage_engine.policy`) refuses a node's ``compaction_map_budget_bytes`` below the
+(:mod:`storage_engine.policies.policy`) refuses a node's ``compaction_map_budget_bytes`` below the
 same minimum that ``compact(map_budget_bytes=...)`` refuses, and must not import the
 compaction module (which imports the policy)."""
 

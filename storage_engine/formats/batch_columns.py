@@ -1,8 +1,8 @@
-"""Column walks over encoded record batches (the format: :mod:`storage_engine.codec`).
+"""Column walks over encoded record batches (the format: :mod:`storage_engine.formats.codec`).
 
 Offsets, keys, timestamps and deadlines of a batch's records without decoding values, tags or
 headers, and a batch rebuilt with only some of its records: key compaction's per-record path
-(the vectorised one is :mod:`storage_engine.columnar`).
+(the vectorised one is :mod:`storage_engine.formats.columnar`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from storage_engine.api import Record
-from storage_engine.codec import (
+from storage_engine.errors import CorruptSegmentError
+from storage_engine.formats.codec import (
     ATTR_EXPIRE,
     ATTR_KEY,
     ATTR_VALUE,
@@ -32,7 +33,6 @@ from storage_engine.codec import (
     EncodedRecords,
     check_record_count,
 )
-from storage_engine.errors import CorruptSegmentError
 
 # -- columnar walks (key compaction) -------------------------------------------------------------
 _RECORD_KEY = struct.Struct(">IBI16xI")  # size, attributes, offset_delta, key_length

@@ -42,8 +42,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from storage_engine.columnar import I64, Layout, as_u8, words_at
-from storage_engine.keymap_size import LOAD_FACTOR, MIN_MAP_BUDGET_BYTES, MIN_MAP_SLOTS, SLOT_BYTES, bitmap_bytes
+from storage_engine.formats.columnar import I64, Layout, as_u8, words_at
+from storage_engine.policies.keymap_size import (
+    LOAD_FACTOR,
+    MIN_MAP_BUDGET_BYTES,
+    MIN_MAP_SLOTS,
+    SLOT_BYTES,
+    bitmap_bytes,
+)
 
 MAX_ROUND_SPAN = (1 << 32) - 1  # offsets one round's map spans at most (its deltas are 32-bit)
 U64 = np.uint64

@@ -4,10 +4,10 @@ Per kind of node-wide sweep, the earliest moment a sweep has something to do:
 
 - ``expire-scan``: the first TTL-index entry's ``expire_at`` (the index is ordered by it);
 - ``reclaim``: the earliest segment *deadline* (every record of the segment expired, the
-  namespace TTL included, :func:`~storage_engine.expiry.segment_deadline`): the moment a
+  namespace TTL included, :func:`~storage_engine.rules.expiry.segment_deadline`): the moment a
   whole segment can go. The active segment counts too: a lifecycle step seals it once its
   deadline passes (DESIGN §3 "Idle shards"), or once more than ``segment_expired_roll_ratio``
-  of its records are expired (:func:`storage_engine.rolling.expired_roll_due`), busy shard or
+  of its records are expired (:func:`storage_engine.rules.rolling.expired_roll_due`), busy shard or
   not, so that the reclaim sweep seals it at that moment and drops or rewrites it. Rewrites
   of partly dead segments are not timed here: the TTL scan is what makes segments dead, so
   a scan that marked records dead is followed by a reclaim (the control plane's rule), and the beat schedule stays as
@@ -26,7 +26,7 @@ sealed segments of a shard only when they changed since the last call, and other
 the active segment's metadata alone: O(shards) per call at steady state, whatever the
 number of segments. No record is read, except that an active segment some of whose records
 have expired answers its expired-share time from its expiry profile
-(:meth:`storage_engine.figures.FiguresCache.expired_by`), which the figures keep for it anyway
+(:meth:`storage_engine.rules.figures.FiguresCache.expired_by`), which the figures keep for it anyway
 and which reads only the records appended since it was last asked.
 """
 
@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from storage_engine.expiry import segment_deadline
-from storage_engine.figures import SegmentFacts
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.expiry import segment_deadline
+from storage_engine.rules.figures import SegmentFacts
 
 DUE_KINDS = ("expire-scan", "reclaim", "retention")
 
@@ -55,7 +55,7 @@ class DueShard(Protocol):
 
     def expired_roll_due(self, policy: NamespacePolicy, now: int) -> int | None:
         """When the active segment's expired share passes ``segment_expired_roll_ratio``
-        (:func:`storage_engine.rolling.expired_roll_due`; ``None``: not as it stands)."""
+        (:func:`storage_engine.rules.rolling.expired_roll_due`; ``None``: not as it stands)."""
         ...
 
 

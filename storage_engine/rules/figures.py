@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TypeVar
 
-from storage_engine.expiry import effective_expiry, segment_deadline
+from storage_engine.rules.expiry import effective_expiry, segment_deadline
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ import binascii
 import dataclasses
 from typing import Any
 
-from storage_engine import errors, problem
+from storage_engine import errors
 from storage_engine.api import (
     NamespaceInfo,
     NewRecord,
@@ -20,8 +20,9 @@ from storage_engine.api import (
     SegmentTier,
     ShardStats,
 )
-from storage_engine.bounds import MAX_TTL_MS, int_ok, int_rule
-from storage_engine.policy import NamespacePolicy, namespace_policy_from
+from storage_engine.node_api import problem
+from storage_engine.policies.bounds import MAX_TTL_MS, int_ok, int_rule
+from storage_engine.policies.policy import NamespacePolicy, namespace_policy_from
 
 # error class → HTTP status (the node's contract, see docs/node-api.md)
 STATUS_BY_ERROR: dict[type[errors.StorageError], int] = {
@@ -92,7 +93,7 @@ def error_body(exc: errors.StorageError) -> dict[str, Any]:
 
 
 def problem_for(exc: errors.StorageError, instance: str | None = None) -> dict[str, Any]:
-    """The error as RFC 9457 problem details (:mod:`storage_engine.problem`): the node's error body.
+    """The error as RFC 9457 problem details (:mod:`storage_engine.node_api.problem`): the node's error body.
     The fields of :func:`error_body` but its code and message are the extension members."""
     extensions = {k: v for k, v in error_body(exc).items() if k not in ("error", "message")}
     return problem.problem(status_for(exc), exc.code, str(exc), instance=instance, **extensions)

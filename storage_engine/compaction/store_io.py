@@ -2,7 +2,7 @@
 shard answers it: from :class:`~storage_engine.api.Record` objects
 (:class:`RecordCompactionReads`, the ``memory`` and ``rocksdb`` adapters) or from a
 segment file, vectorised (the ``file_*`` functions, which the ``segment`` adapter's
-shard calls with its files; :mod:`storage_engine.columnar`).
+shard calls with its files; :mod:`storage_engine.formats.columnar`).
 
 Nothing here knows an adapter: each adapter's shard implements the protocol, so
 compaction imports no adapter module (``tests/storage_engine/test_import_layers.py``).
@@ -18,17 +18,17 @@ from typing import Protocol
 import numpy as np
 
 from storage_engine.api import Record, SegmentInfo
-from storage_engine.batch_columns import RecordColumns, batch_columns
-from storage_engine.codec import ATTR_KEY, HEADER_SIZE, BatchHeader, encoded_size
-from storage_engine.columnar import batch_groups, chunk_layout
-from storage_engine.keymap import hash_keys, layout_key_hashes
+from storage_engine.compaction.keymap import hash_keys, layout_key_hashes
+from storage_engine.formats.batch_columns import RecordColumns, batch_columns
+from storage_engine.formats.codec import ATTR_KEY, HEADER_SIZE, BatchHeader, encoded_size
+from storage_engine.formats.columnar import batch_groups, chunk_layout
 from storage_engine.lifecycle import LifecycleShard
 
 COLUMN_CHUNK = 1_000  # records per RecordColumns for adapters that yield Record objects
 
 KeyHashes = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 """``(offsets, h, c, records read)``: the keyed records of a run of a segment, their key
-hashes (:func:`storage_engine.keymap.key_hashes`) and how many records were read."""
+hashes (:func:`storage_engine.compaction.keymap.key_hashes`) and how many records were read."""
 
 Columns = tuple[RecordColumns, list[int]]
 """``(columns, stored size of each record)`` of a run of a segment."""
@@ -77,7 +77,7 @@ def reclaimable_bytes(shard: CompactableShard, info: SegmentInfo, remove: Collec
 class RecordCompactionReads(abc.ABC):
     """:meth:`CompactableShard.compaction_key_hashes` and :meth:`~CompactableShard.compaction_columns`
     from :meth:`compaction_records`, a chunk of ``COLUMN_CHUNK`` records at a time; the keys
-    are hashed the way segment files' are (:func:`storage_engine.keymap.hash_keys`)."""
+    are hashed the way segment files' are (:func:`storage_engine.compaction.keymap.hash_keys`)."""
 
     @abc.abstractmethod
     def compaction_records(self, base: int) -> Iterable[Record]:
@@ -125,7 +125,7 @@ class SegmentFile(Protocol):
 
 def file_key_hashes(seg: SegmentFile) -> Iterator[KeyHashes]:
     """:meth:`CompactableShard.compaction_key_hashes` of a segment file: a read chunk of batches
-    at a time, vectorised (:func:`storage_engine.columnar.chunk_layout`)."""
+    at a time, vectorised (:func:`storage_engine.formats.columnar.chunk_layout`)."""
     path = str(seg.path)
 
     def hashed(buf: bytes, group: list[tuple[int, BatchHeader]]) -> KeyHashes:

@@ -27,10 +27,8 @@ from storage_engine.api import (
     ShardStats,
 )
 from storage_engine.clock import Clock
-from storage_engine.codec import encode_records
-from storage_engine.compaction_io import CompactableShard
+from storage_engine.compaction.store_io import CompactableShard
 from storage_engine.config import Durability, EngineConfig
-from storage_engine.counters import Counters
 from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
@@ -38,8 +36,19 @@ from storage_engine.errors import (
     NamespaceExistsError,
     StorageError,
 )
+from storage_engine.formats.codec import encode_records
+from storage_engine.formats.ttl_import import import_dir, import_file
 from storage_engine.lifecycle import LifecycleShard, TTLEntry
-from storage_engine.policy import NamespacePolicy
+from storage_engine.lifecycle.counters import Counters
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.validation import (
+    check_policy,
+    check_shard,
+    find_namespace,
+    validate_namespace_name,
+    validate_records,
+    validate_shard_count,
+)
 from storage_engine.segment.datadir import DataDir, tree_bytes
 from storage_engine.segment.index_keys import ttl_bound
 from storage_engine.segment.index_records import NamespaceRecord
@@ -49,15 +58,6 @@ from storage_engine.segment.reads import LogReads
 from storage_engine.segment.shard import ShardBase
 from storage_engine.segment.ttl_ingest import ingest_ttl_file
 from storage_engine.subscriptions.cursors import Subscription
-from storage_engine.ttl_import import import_dir, import_file
-from storage_engine.validation import (
-    check_policy,
-    check_shard,
-    find_namespace,
-    validate_namespace_name,
-    validate_records,
-    validate_shard_count,
-)
 
 
 @dataclass(slots=True)

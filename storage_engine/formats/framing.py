@@ -1,7 +1,7 @@
 """Binary framing of record batches on the node's produce and fetch routes.
 
 Media type ``application/vnd.lcs.batch``: the body is exactly one batch in the
-segment file format of :mod:`storage_engine.codec` (header, CRC-32, records),
+segment file format of :mod:`storage_engine.formats.codec` (header, CRC-32, records),
 so a damaged or truncated body is detected before anything is written.
 
 - Produce: the batch's base offset is 0 and offsets are 0..n-1; a record
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from storage_engine.api import NewRecord, ReadResult, Record
-from storage_engine.codec import decode_header, decode_records, encode_batch, encode_records
 from storage_engine.errors import CorruptSegmentError, InvalidArgumentError
+from storage_engine.formats.codec import decode_header, decode_records, encode_batch, encode_records
 
 MEDIA_TYPE = "application/vnd.lcs.batch"
 BROKER_TIME = -1

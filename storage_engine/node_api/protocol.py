@@ -11,7 +11,7 @@ run step. The answer is the engine's :class:`~storage_engine.api.LifecycleResult
 :func:`result_from` into the same dataclass.
 
 Who uses it: the node's routes (:mod:`storage_engine.node.lifecycle`),
-:meth:`storage_engine.client.NodeClient.lifecycle_step`, the control plane's
+:meth:`storage_engine.node_api.client.NodeClient.lifecycle_step`, the control plane's
 actions (``backend.apps.lifecycle.actions``, which the UI reads through
 ``GET /api/actions``).
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 from storage_engine.api import DiskStatus, LifecycleResult
 from storage_engine.errors import InvalidArgumentError
-from storage_engine.validation import flag_value, int_value
+from storage_engine.rules.validation import flag_value, int_value
 
 
 class Scope(enum.StrEnum):

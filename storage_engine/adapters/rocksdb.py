@@ -3,7 +3,7 @@
 Records live in the index store's ``records`` column family, one entry per
 record keyed ``ns_id u32 | shard u16 | offset u64`` (so a shard is one key
 range in offset order), the value being the record in the
-:mod:`storage_engine.codec` record format. Indexes, segment metadata,
+:mod:`storage_engine.formats.codec` record format. Indexes, segment metadata,
 checkpoints and namespaces are the same column families as the ``segment``
 adapter's (:mod:`storage_engine.segment.index_store`), minus the sparse
 offset index, which the records family makes unnecessary.
@@ -32,13 +32,13 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from storage_engine.adapters.indexed import IndexedLogAdapter
 from storage_engine.api import Record, SegmentInfo, SegmentState
-from storage_engine.batch_columns import RecordColumns
 from storage_engine.clock import Clock
-from storage_engine.codec import EncodedRecords, decode_record, iter_record_slices
 from storage_engine.config import EngineConfig
+from storage_engine.formats.batch_columns import RecordColumns
+from storage_engine.formats.codec import EncodedRecords, decode_record, iter_record_slices
 from storage_engine.lifecycle import KEEP, SUPERSEDED, Removal, RemovalRule, ShardWork, removal_rule
-from storage_engine.segment.base_adapter import IndexedLogAdapter
 from storage_engine.segment.index_keys import CF_DEAD, CF_RECORDS, offset_key
 from storage_engine.segment.index_records import NamespaceRecord
 from storage_engine.segment.meta import SegmentMeta

@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from storage_engine.api import NewRecord, Record
-from storage_engine.bounds import MAX_INT64, int_ok, int_rule
 from storage_engine.errors import (
     InvalidArgumentError,
     InvalidRecordError,
@@ -17,7 +16,8 @@ from storage_engine.errors import (
     UnknownNamespaceError,
     UnknownShardError,
 )
-from storage_engine.policy import NamespacePolicy, validate_namespace_policy
+from storage_engine.policies.bounds import MAX_INT64, int_ok, int_rule
+from storage_engine.policies.policy import NamespacePolicy, validate_namespace_policy
 
 T = TypeVar("T")
 

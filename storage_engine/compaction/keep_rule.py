@@ -12,9 +12,9 @@ map's superseded bitmap answers without the key.
 
 A :class:`CleaningRule` answers three ways, all giving the same decisions:
 
-- called with :class:`~storage_engine.codec.RecordColumns` (the ``rocksdb`` and memory
+- called with :class:`~storage_engine.formats.codec.RecordColumns` (the ``rocksdb`` and memory
   adapters, dry runs): a list;
-- :meth:`CleaningRule.decide_layout` with a :class:`~storage_engine.columnar.Layout` of
+- :meth:`CleaningRule.decide_layout` with a :class:`~storage_engine.formats.columnar.Layout` of
   one batch (segment files): a ``uint8`` array, keys hashed from the encoded bytes;
 - :meth:`CleaningRule.by_offset` for dense offsets wholly within the round: a ``uint8``
   array from the bitmap alone, nothing of the batch decoded (``None`` when it cannot).
@@ -26,12 +26,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from storage_engine.batch_columns import RecordColumns
-from storage_engine.codec import ATTR_KEY, ATTR_VALUE
-from storage_engine.columnar import I64, Layout
-from storage_engine.keymap import KeyMap, hash_keys, layout_key_hashes
+from storage_engine.compaction.keymap import KeyMap, hash_keys, layout_key_hashes
+from storage_engine.formats.batch_columns import RecordColumns
+from storage_engine.formats.codec import ATTR_KEY, ATTR_VALUE
+from storage_engine.formats.columnar import I64, Layout
 from storage_engine.lifecycle import KEEP, REMOVE, SUPERSEDED
-from storage_engine.policy import NamespacePolicy
+from storage_engine.policies.policy import NamespacePolicy
 
 _SUPERSEDED = np.uint8(SUPERSEDED)
 

@@ -18,24 +18,24 @@ from storage_engine.api import (
     ShardStats,
 )
 from storage_engine.clock import Clock
-from storage_engine.compaction_io import CompactableShard
+from storage_engine.compaction.store_io import CompactableShard
 from storage_engine.config import EngineConfig
-from storage_engine.counters import Counters
 from storage_engine.engine import Engine
 from storage_engine.errors import (
     EngineClosedError,
     NamespaceExistsError,
     UnknownNamespaceError,
 )
+from storage_engine.formats.ttl_import import import_dir, import_file
 from storage_engine.lifecycle import (
     LifecycleShard,
     TTLEntry,
 )
+from storage_engine.lifecycle.counters import Counters
 from storage_engine.memory.shard import MemoryNamespace, MemoryShard
-from storage_engine.policy import NamespacePolicy
-from storage_engine.rolling import should_roll
-from storage_engine.ttl_import import import_dir, import_file
-from storage_engine.validation import (
+from storage_engine.policies.policy import NamespacePolicy
+from storage_engine.rules.rolling import should_roll
+from storage_engine.rules.validation import (
     check_policy,
     check_shard,
     find_namespace,
