@@ -80,10 +80,15 @@ horizon), ride in the swap's single WriteBatch (crash safety needs them in
 one write; none for plain superseded records), and a dry run keeps one bit
 per offset of the segments it would change (what earlier simulated rounds
 removed).
-"""
 
-# Modules: ``checkpoint`` (the cleaner checkpoint), ``cleanable`` (the cleanable range and
-# when it is due), ``rules`` (the keep rule of a round, a dry run's removals), ``cleaner``
-# (:class:`~storage_engine.compaction.cleaner.LogCleaner`, the engine's part); the key map is
-# :mod:`storage_engine.compaction.keymap`, the keep rule's vectorised mask :mod:`storage_engine.compaction.keep_rule`,
-# how each store's segments are read :mod:`storage_engine.compaction.store_io`.
+Modules: ``checkpoint`` (the cleaner checkpoint), ``cleanable`` (the cleanable range and when it
+is due), ``rules`` (the keep rule of a round, a dry run's removals), ``keymap`` (the key map),
+``keep_rule`` (the keep rule's vectorised mask), ``store_io`` (what key compaction asks of a shard:
+:class:`~storage_engine.compaction.store_io.CompactableShard`, and how each store's segments are read),
+``cleaner`` (:class:`~storage_engine.compaction.cleaner.LogCleaner`, the engine's part).
+
+May import :mod:`storage_engine.lifecycle`, :mod:`storage_engine.rules`, :mod:`storage_engine.formats`,
+:mod:`storage_engine.policies` and the contract — never a store, an adapter or the tier: every store's
+shard implements :class:`~storage_engine.compaction.store_io.CompactableShard`, and the stores import
+this package, not the reverse.
+"""

@@ -24,6 +24,7 @@ module                      part
 ``verify``                  index/data agreement rules and the namespace report
 ``parts``                   :class:`~storage_engine.lifecycle.parts.LifecycleParts`,
                             the parts wired together for one engine
+``counters``                thread-safe engine counters, shared by every part of an adapter
 ==========================  ==========================================================
 
 Key compaction (the log cleaner) is :mod:`storage_engine.compaction`; subscriptions
@@ -31,6 +32,9 @@ Key compaction (the log cleaner) is :mod:`storage_engine.compaction`; subscripti
 
 This module names what a store implements and uses (the shard protocol, removal rules,
 TTL entries, the verification rules), so a store imports them from one place.
+
+May import :mod:`storage_engine.rules`, :mod:`storage_engine.formats`, :mod:`storage_engine.policies` and
+the contract (``api``, ``config``, ``errors``, ``clock``) — never a store, the tier, compaction or the engine.
 """
 
 from storage_engine.lifecycle.shards import (

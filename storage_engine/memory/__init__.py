@@ -1,5 +1,5 @@
-"""The in-memory adapter: the whole contract without files, for tests and
-low-latency use. Nothing survives :meth:`~storage_engine.adapters.memory.MemoryAdapter.close`.
+"""The in-memory store under the ``memory`` adapter (:mod:`storage_engine.adapters.memory`): the
+whole contract without files, for tests and low-latency use. Nothing survives :meth:`~storage_engine.adapters.memory.MemoryAdapter.close`.
 
 Segments are logical (DESIGN §2): they roll by :func:`record_size` and age by
 the same rule as the file adapter (:func:`should_roll`), so the catalog looks
@@ -12,6 +12,9 @@ it; entries leave the heap lazily), dead records are a set per segment, a
 rewrite frees the slots of dead records (offsets stay positional), and whole
 segments leave the list. "Disk" use is the stored bytes against
 ``EngineConfig.disk_capacity_bytes``.
+
+May import :mod:`storage_engine.compaction`, :mod:`storage_engine.lifecycle`, :mod:`storage_engine.rules`,
+:mod:`storage_engine.formats` and the contract — never an adapter or another store.
 """
 
 # Modules: ``segment`` (a logical segment), ``shard`` (a shard's log, indexes and lifecycle

@@ -1,5 +1,5 @@
-"""The ``segment`` adapter (production default): Kafka-style segment files per
-shard, indexed in RocksDB. One module per thing on disk:
+"""The segment store under the ``segment`` adapter (production default): Kafka-style segment files
+per shard, indexed in RocksDB. One module per thing on disk:
 
 - :mod:`storage_engine.formats.codec` — the batch format inside segment files;
 - :mod:`.segment` — one segment file; :mod:`.meta` — its metadata;
@@ -14,5 +14,15 @@ shard, indexed in RocksDB. One module per thing on disk:
   checkpoint and namespace records; :mod:`.ttl_ingest` — bulk TTL SST loads;
 - :mod:`.datadir` — the data directory's lock and format marker;
 - :mod:`.iopool` — the I/O worker pool (group commit);
-- :mod:`.base_adapter` and :mod:`.adapter` — the StorageAdapter.
+- :mod:`.tiered_log` — a shard's segments with their tier states (local, uploading, both, remote);
+- :mod:`.retired` — deleted files waiting for their delay and their readers.
+
+The adapters over this store are :mod:`storage_engine.adapters.segment` and
+:mod:`storage_engine.adapters.rocksdb` (which uses the index store only), with what they share in
+:mod:`storage_engine.adapters.indexed`.
+
+May import :mod:`storage_engine.compaction`, :mod:`storage_engine.lifecycle` (the shard protocols),
+:mod:`storage_engine.rules`, :mod:`storage_engine.formats` and the contract — never an adapter,
+:class:`~storage_engine.engine.Engine` or :mod:`storage_engine.tier`: the tier is built on this store
+(its metadata, files and tier states), so it imports this package and not the reverse.
 """

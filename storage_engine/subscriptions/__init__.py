@@ -19,6 +19,9 @@ The cursor math:
 - backlog bytes: whole segments after the cursor plus the segment holding it
   prorated by offset (O(segments), no record is read);
 - backlog age: now − timestamp of the first visible record after the cursor.
+
+May import :mod:`storage_engine.lifecycle`, :mod:`storage_engine.rules`, :mod:`storage_engine.policies` and the
+contract — never a store or an adapter (a store hands over its cursors through :data:`CursorWriter`).
 """
 
 # Modules: ``cursors`` (a subscription's cursors, their format and the cursor math),

@@ -17,4 +17,12 @@ transparently. One module per thing in the object store or one rule:
 The segment states (local, uploading, both, remote) and their changes are
 :mod:`storage_engine.segment.tiered_log`; the design, the crash-safety protocol and what is not
 done yet are in ``docs/tiered-storage.md``.
+
+May import :mod:`storage_engine.segment` (segment metadata, files and tier states),
+:mod:`storage_engine.lifecycle`, :mod:`storage_engine.rules`, :mod:`storage_engine.formats` and the
+contract; its errors (:class:`~storage_engine.errors.TierError`,
+:class:`~storage_engine.errors.ObjectMissingError`) live in :mod:`storage_engine.errors`, so the lifecycle
+parts and compaction catch them without importing this package. Only
+:mod:`storage_engine.adapters.segment` (and the benches) compose it. Replication
+(``storage_engine/replication/``, to come) goes beside this package, on the same terms.
 """
