@@ -1,5 +1,6 @@
 """The in-memory store under the ``memory`` adapter (:mod:`storage_engine.adapters.memory`): the
-whole contract without files, for tests and low-latency use. Nothing survives :meth:`~storage_engine.adapters.memory.MemoryAdapter.close`.
+whole contract without files, for tests and low-latency use. Nothing survives
+:meth:`~storage_engine.adapters.memory.MemoryAdapter.close`.
 
 Segments are logical (DESIGN §2): they roll by :func:`record_size` and age by
 the same rule as the file adapter (:func:`should_roll`), so the catalog looks
