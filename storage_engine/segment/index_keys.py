@@ -101,7 +101,7 @@ INDEX_ONLY_CFS = (CF_OFFSETS, CF_TIMES, CF_KEYS, CF_TAGS, CF_SEGMENTS, CF_CHECKP
 OFFSET_KEYED_CFS = (CF_OFFSETS, CF_RECORDS, CF_DEAD)
 
 
-# Key compaction's per-shard cleaner checkpoint: P → storage_engine.compaction.CleanerState.pack()
+# Key compaction's per-shard cleaner checkpoint: P → storage_engine.compaction.checkpoint.CleanerState.pack()
 # (first dirty offset and cleaning passes). Kept when a shard is re-indexed (offsets never change).
 CF_CLEANER = "cleaner"
 
