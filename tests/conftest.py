@@ -12,6 +12,7 @@ os.environ.setdefault("APP_ENV", "test")
 
 from tests.support.processes import NodeProc, start_node
 from tests.support.services import ensure_postgres, ensure_redis
+from tests.support.workers import group_expensive_fixtures
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -27,3 +28,9 @@ def node(tmp_path: Path) -> Iterator[NodeProc]:
     proc = start_node(tmp_path / "node-data")
     yield proc
     proc.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (`make test` runs `-n … --dist loadgroup`), tests sharing one expensive thing run on one
+    # worker, so it starts once: tests/support/workers.py says which.
+    group_expensive_fixtures(items)
