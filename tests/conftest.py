@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,9 +12,21 @@ import pytest
 
 os.environ.setdefault("APP_ENV", "test")
 
-from tests.support.processes import NodeProc, start_node
+from tests.support.processes import NodeProc, kill_leftovers, own_children, start_node
 from tests.support.services import ensure_postgres, ensure_redis
 from tests.support.workers import group_expensive_fixtures
+
+
+def _killed(signum: int, _frame: object) -> None:
+    kill_leftovers()
+    os._exit(128 + signum)
+
+
+# However this test process ends (normally, on an exception, or killed by a timeout or a stopped xdist run), no
+# node, worker or launched system it started outlives it to eat the machine's two cores.
+own_children()
+atexit.register(kill_leftovers)
+signal.signal(signal.SIGTERM, _killed)
 
 
 @pytest.fixture(scope="session", autouse=True)
