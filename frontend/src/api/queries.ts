@@ -2,7 +2,7 @@
 // `api.POST`, … of the generated client (./client.ts), typed by the OpenAPI schema.
 
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { samePlaceholder } from "../lib/messages";
+import { samePlaceholder } from "../features/messages/messages";
 import { answer, api, acceptStatus, ApiError, confirmBody, getCsrfToken, getPage, listPaged, resetCsrfToken, rowsOf } from "./client";
 import type {
   AlertChannelInput,

@@ -6,7 +6,7 @@ import type { Health, NamespaceListRow, User } from "../api/types";
 import { namespaceRow } from "../test/fixtures";
 import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
-import { NAME_HINT } from "../lib/names";
+import { NAME_HINT } from "../features/namespaces/names";
 const operator: User = { username: "olga", role: "operator" };
 const admin: User = { username: "ada", role: "admin" };
 const viewer: User = { username: "vic", role: "viewer" };
