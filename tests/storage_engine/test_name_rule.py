@@ -1,5 +1,6 @@
 """The name rule is stated once (storage_engine.validation) and the console's hint and check are built from a
-copy of it (frontend/src/features/namespaces/nameRule.json): the copy may not drift, and what the hint shows is accepted."""
+copy of it (frontend/src/features/namespaces/nameRule.json): the copy may not drift, and what the hint shows
+is accepted."""
 
 from __future__ import annotations
 
