@@ -6,12 +6,13 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install ui up test test-python test-ui lint browser peers prometheus clean help api-types
+.PHONY: install ui up test test-python test-ui lint check test-unit browser peers prometheus clean help api-types
 
 help:
 	@echo "make up    - install, build the UI, migrate, seed a demo and start node, web, worker and beat"
 	@echo "make test  - install what the tests need and run the full suite (browser tests included)"
-	@echo "make lint  - ruff and mypy"
+	@echo "make check - the quick loop: lint, types, import contracts and the engine's and the apps' unit tests"
+	@echo "make lint  - ruff, mypy and the import contracts"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,9 +74,24 @@ lint: install
 test-ui: ui
 	cd frontend && npm test
 
+# pytest runs in PYTEST_WORKERS processes (pytest-xdist; tests/support/workers.py says what each keeps to itself
+# and which tests share one); PYTEST_WORKERS=0 runs it in this process. A JUnit report with every test's time goes
+# to var/test-results.xml: `python -m tests.support.timing_report var/test-results.xml` (docs/testing.md).
+PYTEST_WORKERS ?= 3
+PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+PYTEST = APP_ENV=test $(BIN)/python -m pytest $(PYTEST_XDIST)
+# pytest's exit code 5 means it collected no tests (a filter that matched nothing): not a failure.
+NO_TESTS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+
 test-python: install ui browser peers prometheus
-	@APP_ENV=test $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	@mkdir -p var; $(PYTEST) --junitxml=var/test-results.xml $(PYTEST_ARGS); $(NO_TESTS_OK)
+
+# The unit tests of the engine and the apps: no browser, no Spark, no launched system or crash test (`slow`).
+test-unit: install
+	@$(PYTEST) -m "not slow and not browser and not spark" tests/storage_engine tests/backend \
+	  tests/test_function_imports.py $(PYTEST_ARGS); $(NO_TESTS_OK)
+
+check: lint test-unit
 
 test: lint test-ui test-python
 

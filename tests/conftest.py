@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +12,21 @@ import pytest
 
 os.environ.setdefault("APP_ENV", "test")
 
-from tests.support.processes import NodeProc, start_node
+from tests.support.processes import NodeProc, kill_leftovers, own_children, start_node
 from tests.support.services import ensure_postgres, ensure_redis
+from tests.support.workers import group_expensive_fixtures
+
+
+def _killed(signum: int, _frame: object) -> None:
+    kill_leftovers()
+    os._exit(128 + signum)
+
+
+# However this test process ends (normally, on an exception, or killed by a timeout or a stopped xdist run), no
+# node, worker or launched system it started outlives it to eat the machine's two cores.
+own_children()
+atexit.register(kill_leftovers)
+signal.signal(signal.SIGTERM, _killed)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -27,3 +42,9 @@ def node(tmp_path: Path) -> Iterator[NodeProc]:
     proc = start_node(tmp_path / "node-data")
     yield proc
     proc.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (`make test` runs `-n … --dist loadgroup`), tests sharing one expensive thing run on one
+    # worker, so it starts once: tests/support/workers.py says which.
+    group_expensive_fixtures(items)

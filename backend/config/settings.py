@@ -190,8 +190,10 @@ LOGIN_THROTTLE_RATE = env("LOGIN_THROTTLE_RATE", "10/min")
 # header is ignored (it is the client's to forge); N: the client is the Nth address from the right.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Workers consume this queue; separate systems sharing one Redis use separate queues. The test suite has its
-# own, so that a `make up` on the same Redis never takes its tasks or answers its worker pings.
-CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery-test" if APP_ENV == "test" else "celery")
+# own, so that a `make up` on the same Redis never takes its tasks or answers its worker pings, and each of its
+# pytest-xdist workers (``gw0``, ``gw1``…) has one of its own too.
+_TEST_QUEUE = "-".join(filter(None, ("celery-test", os.environ.get("PYTEST_XDIST_WORKER", ""))))
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", _TEST_QUEUE if APP_ENV == "test" else "celery")
 # Worker pings and other broadcasts go to this system's workers only (Celery's default is "celery" for all).
 CELERY_CONTROL_EXCHANGE = CELERY_TASK_DEFAULT_QUEUE
 CELERY_TASK_ACKS_LATE = True

@@ -22,8 +22,8 @@ from storage_engine.policies.policy import NamespacePolicy, validate_namespace_p
 T = TypeVar("T")
 
 # The name rule of namespaces and subscriptions, in one place: the regex, the words every refusal says, and
-# the facts the console's hint is built from (frontend/src/lib/nameRule.json is a copy of name_rule_facts(),
-# checked equal by a test).
+# the facts the console's hint is built from (frontend/src/features/namespaces/nameRule.json is a copy of
+# name_rule_facts(), checked equal by a test).
 NAME_CHARS = "A-Za-z0-9._-"
 NAME_MAX_LENGTH = 200
 RESERVED_NAMES = (".", "..")  # a directory's own names: a namespace is a directory of the data dir

@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 from spark_jobs.config import JobConfig
 from spark_jobs.schema import RECORD_SCHEMA
 from spark_jobs.session import build_session
+from tests.support.workers import worker_id
 
 TEST_CONFIG = JobConfig(
     app_name="spark-jobs-tests",
@@ -31,7 +32,7 @@ TEST_CONFIG = JobConfig(
         # Short-lived test JVM on 2 cores: C1 alone and a serial GC roughly halve its CPU time.
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         # The in-memory catalog's databases (the export's table) go here, not into ./spark-warehouse.
-        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / "spark-jobs-tests-warehouse"),
+        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / f"spark-jobs-tests-warehouse-{worker_id()}"),
     },
 )
 

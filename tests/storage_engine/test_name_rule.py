@@ -1,5 +1,6 @@
 """The name rule is stated once (storage_engine.rules.validation) and the console's hint and check are built from a
-copy of it (frontend/src/lib/nameRule.json): the copy may not drift, and what the hint shows is accepted."""
+copy of it (frontend/src/features/namespaces/nameRule.json): the copy may not drift, and what the hint shows
+is accepted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from storage_engine.errors import InvalidArgumentError
 from storage_engine.rules.validation import NAME_MAX_LENGTH, NAME_RULE, name_rule_facts, validate_namespace_name
 
-COPY = Path(__file__).resolve().parents[2] / "frontend" / "src" / "lib" / "nameRule.json"
+COPY = Path(__file__).resolve().parents[2] / "frontend" / "src" / "features" / "namespaces" / "nameRule.json"
 
 
 def test_the_consoles_copy_of_the_name_rule_is_the_engines() -> None:

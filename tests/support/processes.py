@@ -18,6 +18,15 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# Every process a test starts carries the test process's id in its environment (:func:`own_children`), and hands
+# it down to everything it starts in turn (a launched system's node, web, worker and beat, in sessions of their
+# own), so that :func:`kill_leftovers` finds them all even when the test process died before its fixtures' teardown.
+OWNER_ENV = "LCS_TEST_OWNER"
+
+
+def own_children() -> None:
+    """Mark every process started from now on (any way: spawn, subprocess, Spark's JVM) as this process's."""
+    os.environ[OWNER_ENV] = str(os.getpid())
 
 
 def free_port() -> int:
@@ -84,6 +93,25 @@ class Proc:
         if self.popen.poll() is None:
             self.popen.kill()
             self.popen.wait(5)
+
+
+def kill_leftovers(owner: int | None = None) -> list[int]:
+    """SIGKILL every live process started (directly or not) by the test process ``owner`` (this one by default);
+    returns their pids. Called when a test process ends, however it ends (tests/conftest.py)."""
+    marker = f"{OWNER_ENV}={owner or os.getpid()}".encode()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if marker not in environ.read().split(b"\0"):
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return killed
 
 
 def descendants_of(pid: int) -> list[int]:

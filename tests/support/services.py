@@ -9,6 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support.processes import OWNER_ENV
+
+
+def _service_env() -> dict[str, str]:
+    """A service started here outlives the test run: it must not carry the run's mark (kill_leftovers)."""
+    return {name: value for name, value in os.environ.items() if name != OWNER_ENV}
+
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
@@ -52,6 +59,7 @@ def ensure_redis() -> None:
             "/var/log/redis/ci.log",
         ],
         check=False,
+        env=_service_env(),
     )
     if not _wait("127.0.0.1", 6379, 15):
         raise RuntimeError("Redis is down on 127.0.0.1:6379 and could not be started")
@@ -62,6 +70,10 @@ def ensure_postgres() -> None:
         return
     versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
     if versions:
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"], check=False)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"],
+            check=False,
+            env=_service_env(),
+        )
     if not _wait("127.0.0.1", 5432, 30):
         raise RuntimeError("PostgreSQL is down on 127.0.0.1:5432 and could not be started")

@@ -1,22 +1,17 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { clearCookies, jsonResponse, mockFetch } from "../test/utils";
-import {
-  ApiError,
-  createNamespace,
-  errorMessage,
-  flattenFieldErrors,
-  getHealth,
-  getMe,
-  listAll,
-  login,
-  resetCsrfToken,
-  toApiPath,
-} from "./client";
+import { answer, api, ApiError, confirmBody, errorMessage, flattenFieldErrors, getPage, listAll, resetCsrfToken, toApiPath } from "./client";
+import { getHealth, getMe, login } from "./queries";
+import type { NamespaceCreate } from "./types";
 
-function headersOf(init: RequestInit | undefined): Record<string, string> {
-  return (init?.headers ?? {}) as Record<string, string>;
+/** The request headers a mocked fetch call sent, by their usual names. */
+function headersOf(init: RequestInit | undefined): Record<string, string | undefined> {
+  const headers = new Headers(init?.headers);
+  return new Proxy({}, { get: (_t, name: string) => headers.get(name) ?? undefined });
 }
+
+const createNamespace = (body: NamespaceCreate) => answer(api.POST("/api/namespaces/", { body }));
 
 beforeEach(() => {
   clearCookies();
@@ -274,5 +269,46 @@ describe("helpers", () => {
       "e.0.f": ["w"],
     });
     expect(flattenFieldErrors(["top"])).toEqual({ non_field_errors: ["top"] });
+  });
+});
+
+describe("the generated client", () => {
+  it("fills path parameters URI-encoded, sends queries in the query string and drops empty values", async () => {
+    const fetch = mockFetch({
+      "GET /api/namespaces/a%20b/reports/lifecycle/summary": { days: [] },
+      "GET /api/metrics/series": { lines: [] },
+    });
+    await answer(api.GET("/api/namespaces/{name}/reports/lifecycle/summary", { params: { path: { name: "a b" }, query: { days: 7 } } }));
+    await answer(api.GET("/api/metrics/series", { params: { query: { series: "disk_used_ratio", range: "1h", namespace: "", node: undefined } } }));
+    expect(fetch.mock.calls.map((c) => c[0])).toEqual([
+      "/api/namespaces/a%20b/reports/lifecycle/summary?days=7",
+      "/api/metrics/series?series=disk_used_ratio&range=1h",
+    ]);
+    expect(fetch.mock.calls[0]![1]?.body).toBeUndefined();
+  });
+
+  it("sends a DELETE's confirmation as its JSON body and answers undefined for a 204", async () => {
+    document.cookie = "csrftoken=t; path=/";
+    const fetch = mockFetch({ "DELETE /api/namespaces/orders/": () => new Response(null, { status: 204 }) });
+    await expect(answer(api.DELETE("/api/namespaces/{name}/", { params: { path: { name: "orders" } }, body: confirmBody("orders") }))).resolves.toBeUndefined();
+    expect(JSON.parse(String(fetch.mock.calls[0]![1]?.body))).toEqual({ confirm: "orders" });
+    expect(headersOf(fetch.mock.calls[0]![1])["X-CSRFToken"]).toBe("t");
+  });
+
+  it("leaves an aborted request an AbortError", async () => {
+    mockFetch({
+      "GET /api/auth/me": () => {
+        throw new DOMException("aborted", "AbortError");
+      },
+    });
+    const err = await answer(api.GET("/api/auth/me")).catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(ApiError);
+    expect((err as Error).name).toBe("AbortError");
+  });
+
+  it("getPage calls the link's path with its query, cursor included", async () => {
+    const fetch = mockFetch({ "GET /api/alerts/": { next: null, previous: null, results: [] } });
+    await getPage("http://127.0.0.1:8000/api/alerts/?state=firing&cursor=abc");
+    expect(fetch.mock.calls[0]![0]).toBe("/api/alerts/?state=firing&cursor=abc");
   });
 });

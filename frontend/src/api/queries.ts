@@ -1,53 +1,13 @@
-// TanStack Query hooks and keys. Pages use these, never fetch directly.
+// TanStack Query hooks and keys. Pages use these, never fetch directly: every call is one `api.GET`,
+// `api.POST`, … of the generated client (./client.ts), typed by the OpenAPI schema.
 
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { setAlertRuleEnabled, testAlertChannel } from "./client";
-import { samePlaceholder } from "../lib/messages";
-import {
-  ackAlert,
-  cancelRun,
-  createNamespace,
-  createSubscription,
-  createNode,
-  deleteAlertChannel,
-  deleteAlertRule,
-  deleteNamespace,
-  deleteNode,
-  deleteSubscription,
-  getAlertStatus,
-  getCompactionEstimate,
-  getHealth,
-  getLifecycleReport,
-  getMe,
-  getMetricSeries,
-  getMetricsSummary,
-  getNamespace,
-  getNamespaceSummary,
-  getPage,
-  getPolicy,
-  getRun,
-  browseMessages,
-  listAlertChannels,
-  listAlertRules,
-  listNamespaces,
-  listNodes,
-  listSubscriptions,
-  login,
-  logout,
-  moveSubscriptionCursor,
-  produceMessage,
-  saveAlertChannel,
-  saveAlertRule,
-  silenceAlert,
-  listActions,
-  startNamespaceAction,
-  startNodeAction,
-  startSparkJob,
-  syncNamespace,
-  updatePolicy,
-} from "./client";
+import { samePlaceholder } from "../features/messages/messages";
+import { answer, api, acceptStatus, ApiError, confirmBody, getCsrfToken, getPage, listPaged, resetCsrfToken, rowsOf } from "./client";
 import type {
   AlertChannelInput,
+  Health,
+  StorageNode,
   AlertRuleInput,
   CursorPage,
   CursorRequest,
@@ -107,6 +67,83 @@ export const FIGURES_REFRESH_MS = 15_000;
 
 type Polling = { refetchInterval?: number | false };
 
+// ---- Calls with logic of their own --------------------------------------------
+
+/** The logged-in user, or null when not logged in (401/403). */
+export async function getMe(signal?: AbortSignal): Promise<User | null> {
+  try {
+    return await answer(api.GET("/api/auth/me", { signal }));
+  } catch (err) {
+    if (err instanceof ApiError && err.isUnauthenticated) return null;
+    throw err;
+  }
+}
+
+export async function login(credentials: LoginRequest): Promise<User> {
+  // Always start from a fresh token: this also sets the cookie.
+  await getCsrfToken(true);
+  const user = await answer(api.POST("/api/auth/login", { body: credentials }));
+  resetCsrfToken(); // Django rotates the token at login.
+  return user;
+}
+
+export async function logout(): Promise<void> {
+  try {
+    await api.POST("/api/auth/logout");
+  } finally {
+    resetCsrfToken();
+  }
+}
+
+function isHealth(body: unknown): body is Health {
+  return (
+    !!body &&
+    typeof body === "object" &&
+    typeof (body as Health).status === "string" &&
+    !!(body as Health).components &&
+    typeof (body as Health).components === "object"
+  );
+}
+
+/** Public health check; a 503 carrying a health body is data, not an error. */
+export async function getHealth(signal?: AbortSignal): Promise<Health> {
+  // The schema types the 200 answer; a 503 is whatever the server sent, so it is checked.
+  const { data, error } = await api.GET("/api/health", { signal, middleware: [acceptStatus(503)] });
+  const body: unknown = data ?? error;
+  if (!isHealth(body)) {
+    throw new ApiError(503, "The health endpoint answered without component data.", {}, body);
+  }
+  return body;
+}
+
+/** The storage nodes: not paginated today (the schema says an array); a page is accepted too. */
+async function listNodes(signal?: AbortSignal): Promise<StorageNode[]> {
+  const body = (await answer(api.GET("/api/nodes/", { signal }))) as StorageNode[] | CursorPage<StorageNode>;
+  return (await rowsOf(body, "/api/nodes/", signal)).items;
+}
+
+function getPolicy(scope: PolicyScope, signal?: AbortSignal): Promise<PolicyView> {
+  switch (scope.kind) {
+    case "cluster":
+      return answer(api.GET("/api/policies/cluster", { signal }));
+    case "namespace":
+      return answer(api.GET("/api/namespaces/{name}/policy", { params: { path: { name: scope.name } }, signal }));
+    case "node":
+      return answer(api.GET("/api/nodes/{name}/policy", { params: { path: { name: scope.name } }, signal }));
+  }
+}
+
+function updatePolicy(scope: PolicyScope, body: PolicyChangeRequest): Promise<PolicyView> {
+  switch (scope.kind) {
+    case "cluster":
+      return answer(api.PATCH("/api/policies/cluster", { body }));
+    case "namespace":
+      return answer(api.PATCH("/api/namespaces/{name}/policy", { params: { path: { name: scope.name } }, body }));
+    case "node":
+      return answer(api.PATCH("/api/nodes/{name}/policy", { params: { path: { name: scope.name } }, body }));
+  }
+}
+
 export function useMe() {
   return useQuery({
     queryKey: queryKeys.me,
@@ -152,7 +189,7 @@ export function useLogout() {
 export function useNamespaces(options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.namespaces,
-    queryFn: ({ signal }) => listNamespaces(signal),
+    queryFn: ({ signal }) => listPaged("/api/namespaces/", { signal }),
     refetchInterval: options.refetchInterval ?? false,
     refetchIntervalInBackground: false,
   });
@@ -161,7 +198,7 @@ export function useNamespaces(options: Polling = {}) {
 export function useCreateNamespace() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: NamespaceCreate) => createNamespace(body),
+    mutationFn: (body: NamespaceCreate) => answer(api.POST("/api/namespaces/", { body })),
     onSuccess: (created: Namespace) => {
       // Show the new row at once (a new namespace stores nothing yet), then reconcile with the server.
       qc.setQueryData<{ items: NamespaceListRow[]; truncated: boolean }>(queryKeys.namespaces, (old) => {
@@ -188,14 +225,14 @@ export function useCreateNamespace() {
 export function useNamespace(name: string) {
   return useQuery({
     queryKey: queryKeys.namespace(name),
-    queryFn: ({ signal }) => getNamespace(name, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/namespaces/{name}/", { params: { path: { name } }, signal })),
   });
 }
 
 export function useNamespaceSummary(name: string, options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.namespaceSummary(name),
-    queryFn: ({ signal }) => getNamespaceSummary(name, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/namespaces/{name}/summary", { params: { path: { name } }, signal })),
     refetchInterval: options.refetchInterval ?? false,
     refetchIntervalInBackground: false,
   });
@@ -204,7 +241,8 @@ export function useNamespaceSummary(name: string, options: Polling = {}) {
 export function useDeleteNamespace() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ name, confirm }: { name: string; confirm: string }) => deleteNamespace(name, confirm),
+    mutationFn: ({ name, confirm }: { name: string; confirm: string }) =>
+      answer(api.DELETE("/api/namespaces/{name}/", { params: { path: { name } }, body: confirmBody(confirm) })),
     onSuccess: (_r, { name }) => {
       qc.removeQueries({ queryKey: queryKeys.namespace(name) });
       void qc.invalidateQueries({ queryKey: queryKeys.namespaces });
@@ -215,7 +253,7 @@ export function useDeleteNamespace() {
 export function useSyncNamespace(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: () => syncNamespace(name),
+    mutationFn: () => answer(api.POST("/api/namespaces/{name}/sync", { params: { path: { name } } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: queryKeys.namespaceSummary(name) });
       void qc.invalidateQueries({ queryKey: ["page", "segments"] });
@@ -225,13 +263,13 @@ export function useSyncNamespace(name: string) {
 
 /** The lifecycle actions the control plane offers (they change only with a new version). */
 export function useActions() {
-  return useQuery({ queryKey: queryKeys.actions, queryFn: ({ signal }) => listActions(signal), staleTime: Infinity });
+  return useQuery({ queryKey: queryKeys.actions, queryFn: ({ signal }) => answer(api.GET("/api/actions", { signal })), staleTime: Infinity });
 }
 
 export function useCompactionEstimate(name: string, enabled: boolean) {
   return useQuery({
     queryKey: queryKeys.compactionEstimate(name),
-    queryFn: ({ signal }) => getCompactionEstimate(name, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/namespaces/{name}/compaction-estimate", { params: { path: { name } }, signal })),
     enabled,
     staleTime: 0,
   });
@@ -240,7 +278,7 @@ export function useCompactionEstimate(name: string, enabled: boolean) {
 export function useNamespaceAction(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: NamespaceActionRequest) => startNamespaceAction(name, body),
+    mutationFn: (body: NamespaceActionRequest) => answer(api.POST("/api/namespaces/{name}/actions", { params: { path: { name } }, body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
   });
 }
@@ -248,7 +286,7 @@ export function useNamespaceAction(name: string) {
 export function useNodeAction(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: NodeActionRequest) => startNodeAction(name, body),
+    mutationFn: (body: NodeActionRequest) => answer(api.POST("/api/nodes/{name}/actions", { params: { path: { name } }, body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
   });
 }
@@ -292,7 +330,7 @@ export function useNodes(options: Polling = {}) {
 export function useCreateNode() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: NodeCreate) => createNode(body),
+    mutationFn: (body: NodeCreate) => answer(api.POST("/api/nodes/", { body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.nodes }),
   });
 }
@@ -300,7 +338,7 @@ export function useCreateNode() {
 export function useDeleteNode() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (name: string) => deleteNode(name),
+    mutationFn: (name: string) => answer(api.DELETE("/api/nodes/{name}/", { params: { path: { name } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.nodes }),
   });
 }
@@ -341,7 +379,7 @@ export function useRunsPage(url: string) {
 export function useRun(id: number | null) {
   return useQuery({
     queryKey: queryKeys.run(id ?? 0),
-    queryFn: ({ signal }) => getRun(id!, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/runs/{id}/", { params: { path: { id: id! } }, signal })),
     enabled: id !== null,
     refetchInterval: (q) => (q.state.status === "error" || (q.state.data && !isActiveRun(q.state.data)) ? false : RUN_POLL_MS),
   });
@@ -350,7 +388,7 @@ export function useRun(id: number | null) {
 export function useCancelRun() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => cancelRun(id),
+    mutationFn: (id: number) => answer(api.POST("/api/runs/{id}/cancel", { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
   });
 }
@@ -360,7 +398,7 @@ export function useCancelRun() {
 export function useMessages(name: string, q: MessageQuery | null) {
   return useQuery({
     queryKey: queryKeys.messages(name, q ?? {}),
-    queryFn: ({ signal }) => browseMessages(name, q!, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/namespaces/{name}/messages", { params: { path: { name }, query: q! }, signal })),
     enabled: !!name && q !== null,
     placeholderData: samePlaceholder(name),
     staleTime: 30_000,
@@ -371,7 +409,7 @@ export function useMessages(name: string, q: MessageQuery | null) {
 export function useProduceMessage(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: ProduceRequest) => produceMessage(name, body),
+    mutationFn: (body: ProduceRequest) => answer(api.POST("/api/namespaces/{name}/messages", { params: { path: { name } }, body })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ["messages", name] });
       void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) });
@@ -385,7 +423,7 @@ export function useProduceMessage(name: string) {
 export function useSubscriptions(name: string) {
   return useQuery({
     queryKey: queryKeys.subscriptions(name),
-    queryFn: ({ signal }) => listSubscriptions(name, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/namespaces/{name}/subscriptions", { params: { path: { name } }, signal })),
     refetchInterval: 10_000,
   });
 }
@@ -393,7 +431,8 @@ export function useSubscriptions(name: string) {
 export function useCreateSubscription(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: { name: string; initial: "earliest" | "latest" }) => createSubscription(name, body),
+    mutationFn: (body: { name: string; initial: "earliest" | "latest" }) =>
+      answer(api.POST("/api/namespaces/{name}/subscriptions", { params: { path: { name } }, body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
   });
 }
@@ -402,7 +441,12 @@ export function useDeleteSubscription(name: string) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: ({ subscription, confirm }: { subscription: string; confirm: string }) =>
-      deleteSubscription(name, subscription, confirm),
+      answer(
+        api.DELETE("/api/namespaces/{name}/subscriptions/{subscription}", {
+          params: { path: { name, subscription } },
+          body: confirmBody(confirm),
+        }),
+      ),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
   });
 }
@@ -411,7 +455,7 @@ export function useMoveCursor(name: string) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: ({ subscription, body }: { subscription: string; body: CursorRequest }) =>
-      moveSubscriptionCursor(name, subscription, body),
+      answer(api.POST("/api/namespaces/{name}/subscriptions/{subscription}/cursor", { params: { path: { name, subscription } }, body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.subscriptions(name) }),
   });
 }
@@ -421,7 +465,7 @@ export function useMoveCursor(name: string) {
 export function useMetricsSummary(options: { refetchInterval?: number | false } = {}) {
   return useQuery({
     queryKey: queryKeys.metricsSummary,
-    queryFn: ({ signal }) => getMetricsSummary(signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/metrics/summary", { signal })),
     refetchInterval: options.refetchInterval ?? false,
     refetchIntervalInBackground: false,
   });
@@ -431,7 +475,7 @@ export function useMetricsSummary(options: { refetchInterval?: number | false } 
 export function useAlertStatus(options: Polling = {}) {
   return useQuery({
     queryKey: queryKeys.alertStatus,
-    queryFn: ({ signal }) => getAlertStatus(signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/alerts/status", { signal })),
     refetchInterval: options.refetchInterval ?? false,
     refetchIntervalInBackground: false,
   });
@@ -445,7 +489,7 @@ export function useMetricSeries(
   const { namespace, node, refetchInterval, enabled } = options;
   return useQuery({
     queryKey: queryKeys.metricSeries(series, range, { namespace, node }),
-    queryFn: ({ signal }) => getMetricSeries({ series, range, namespace, node }, signal),
+    queryFn: ({ signal }) => answer(api.GET("/api/metrics/series", { params: { query: { series, range, namespace, node } }, signal })),
     enabled: enabled ?? true,
     refetchInterval: refetchInterval ?? false,
     refetchIntervalInBackground: false,
@@ -458,7 +502,7 @@ export function useMetricSeries(
 export function useAckAlert() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => ackAlert(id),
+    mutationFn: (id: number) => answer(api.POST("/api/alerts/{id}/ack", { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "alerts"] }),
   });
 }
@@ -466,7 +510,8 @@ export function useAckAlert() {
 export function useSilenceAlert() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, minutes }: { id: number; minutes: number }) => silenceAlert(id, minutes),
+    mutationFn: ({ id, minutes }: { id: number; minutes: number }) =>
+      answer(api.POST("/api/alerts/{id}/silence", { params: { path: { id } }, body: { minutes } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ["page", "alerts"] });
       void qc.invalidateQueries({ queryKey: queryKeys.alertStatus });
@@ -475,13 +520,19 @@ export function useSilenceAlert() {
 }
 
 export function useAlertRules() {
-  return useQuery({ queryKey: queryKeys.alertRules, queryFn: ({ signal }) => listAlertRules(signal) });
+  return useQuery({ queryKey: queryKeys.alertRules, queryFn: async ({ signal }) => rowsOf(await answer(api.GET("/api/alert-rules/", { signal })), "/api/alert-rules/", signal),
+  });
 }
 
 export function useSaveAlertRule() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ body, id }: { body: AlertRuleInput; id?: number }) => saveAlertRule(body, id),
+    mutationFn: ({ body, id }: { body: AlertRuleInput; id?: number }) =>
+      answer(
+        id === undefined
+          ? api.POST("/api/alert-rules/", { body })
+          : api.PATCH("/api/alert-rules/{id}/", { params: { path: { id } }, body }),
+      ),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
   });
 }
@@ -489,7 +540,7 @@ export function useSaveAlertRule() {
 export function useDeleteAlertRule() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => deleteAlertRule(id),
+    mutationFn: (id: number) => answer(api.DELETE("/api/alert-rules/{id}/", { params: { path: { id } } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       void qc.invalidateQueries({ queryKey: ["page", "alerts"] }); // its open alerts closed
@@ -502,7 +553,8 @@ export function useDeleteAlertRule() {
 export function useSetAlertRuleEnabled() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, enabled }: { id: number; enabled: boolean }) => setAlertRuleEnabled(id, enabled),
+    mutationFn: ({ id, enabled }: { id: number; enabled: boolean }) =>
+      answer(api.POST("/api/alert-rules/{id}/enabled", { params: { path: { id } }, body: { enabled } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       void qc.invalidateQueries({ queryKey: ["page", "alerts"] });
@@ -513,17 +565,23 @@ export function useSetAlertRuleEnabled() {
 
 /** Send a test message through a channel (operators). */
 export function useTestAlertChannel() {
-  return useMutation({ mutationFn: (id: number) => testAlertChannel(id) });
+  return useMutation({ mutationFn: (id: number) => answer(api.POST("/api/alert-channels/{id}/test", { params: { path: { id } } })) });
 }
 
 export function useAlertChannels() {
-  return useQuery({ queryKey: queryKeys.alertChannels, queryFn: ({ signal }) => listAlertChannels(signal) });
+  return useQuery({ queryKey: queryKeys.alertChannels, queryFn: async ({ signal }) => rowsOf(await answer(api.GET("/api/alert-channels/", { signal })), "/api/alert-channels/", signal),
+  });
 }
 
 export function useSaveAlertChannel() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ body, id }: { body: AlertChannelInput; id?: number }) => saveAlertChannel(body, id),
+    mutationFn: ({ body, id }: { body: AlertChannelInput; id?: number }) =>
+      answer(
+        id === undefined
+          ? api.POST("/api/alert-channels/", { body })
+          : api.PATCH("/api/alert-channels/{id}/", { params: { path: { id } }, body }),
+      ),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertChannels }),
   });
 }
@@ -531,7 +589,7 @@ export function useSaveAlertChannel() {
 export function useDeleteAlertChannel() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (id: number) => deleteAlertChannel(id),
+    mutationFn: (id: number) => answer(api.DELETE("/api/alert-channels/{id}/", { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertChannels }),
   });
 }
@@ -541,7 +599,8 @@ export function useDeleteAlertChannel() {
 export function useLifecycleReport(name: string, days: number) {
   return useQuery({
     queryKey: queryKeys.lifecycleReport(name, days),
-    queryFn: ({ signal }) => getLifecycleReport(name, days, signal),
+    queryFn: ({ signal }) =>
+      answer(api.GET("/api/namespaces/{name}/reports/lifecycle/summary", { params: { path: { name }, query: { days } }, signal })),
     placeholderData: keepPreviousData,
   });
 }
@@ -549,7 +608,7 @@ export function useLifecycleReport(name: string, days: number) {
 export function useStartSparkJob() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: SparkJobRequest) => startSparkJob(body),
+    mutationFn: (body: SparkJobRequest) => answer(api.POST("/api/spark-jobs", { body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["page", "runs"] }),
   });
 }

@@ -6,7 +6,7 @@ import type { Health, NamespaceListRow, User } from "../api/types";
 import { namespaceRow } from "../test/fixtures";
 import { clearCookies, jsonResponse, mockFetch, renderApp } from "../test/utils";
 
-import { NAME_HINT } from "../lib/names";
+import { NAME_HINT } from "../features/namespaces/names";
 const operator: User = { username: "olga", role: "operator" };
 const admin: User = { username: "ada", role: "admin" };
 const viewer: User = { username: "vic", role: "viewer" };
@@ -203,7 +203,7 @@ describe("namespaces", () => {
     expect(screen.getByTestId("create-namespace-success").textContent).toContain("billing");
     const post = fetch.mock.calls.filter((c) => c[1]?.method === "POST").at(-1)!;
     expect(JSON.parse(String(post[1]!.body))).toEqual({ name: "billing", shards: 3 });
-    expect((post[1]!.headers as Record<string, string>)["X-CSRFToken"]).toBe("tok");
+    expect(new Headers(post[1]!.headers).get("X-CSRFToken")).toBe("tok");
   });
 
   it("creates a namespace with an infinite retention (null) and a TTL", async () => {

@@ -5,17 +5,17 @@
 
 import { lazy, type ReactNode } from "react";
 import type { Role } from "../api/types";
-import { NamespacesPage } from "../pages/NamespacesPage";
-import { OverviewPage } from "../pages/OverviewPage";
+import { NamespacesPage } from "../features/namespaces/NamespacesPage";
+import { OverviewPage } from "../features/overview/OverviewPage";
 
-const NamespaceDetailPage = lazy(() => import("../pages/NamespaceDetailPage"));
-const PoliciesPage = lazy(() => import("../pages/PoliciesPage"));
-const SegmentsPage = lazy(() => import("../pages/SegmentsPage"));
-const TasksPage = lazy(() => import("../pages/TasksPage"));
-const MessagesPage = lazy(() => import("../pages/MessagesPage"));
-const NodesPage = lazy(() => import("../pages/NodesPage"));
-const AuditPage = lazy(() => import("../pages/AuditPage"));
-const AlertsPage = lazy(() => import("../pages/AlertsPage"));
+const NamespaceDetailPage = lazy(() => import("../features/namespaces/NamespaceDetailPage"));
+const PoliciesPage = lazy(() => import("../features/policies/PoliciesPage"));
+const SegmentsPage = lazy(() => import("../features/segments/SegmentsPage"));
+const TasksPage = lazy(() => import("../features/runs/TasksPage"));
+const MessagesPage = lazy(() => import("../features/messages/MessagesPage"));
+const NodesPage = lazy(() => import("../features/nodes/NodesPage"));
+const AuditPage = lazy(() => import("../features/audit/AuditPage"));
+const AlertsPage = lazy(() => import("../features/alerts/AlertsPage"));
 
 export interface AppPage {
   /** Stable id: the nav link's test id is `nav-<id>`. */

@@ -1,9 +1,9 @@
 import { createBrowserRouter, type RouteObject } from "react-router";
-import { RequireAuth } from "../auth/RequireAuth";
-import { AppShell } from "../components/AppShell";
-import { RouteError } from "../components/RouteError";
-import { LoginPage } from "../pages/LoginPage";
-import { NotFoundPage } from "../pages/NotFoundPage";
+import { RequireAuth } from "../features/auth/RequireAuth";
+import { AppShell } from "./AppShell";
+import { RouteError } from "./RouteError";
+import { LoginPage } from "../features/auth/LoginPage";
+import { NotFoundPage } from "./NotFoundPage";
 import { appPages } from "./pages";
 
 export const routes: RouteObject[] = [

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, withQuery } from "../api/client";
 import type { MetricSeries } from "../api/types";
-import { formatThreshold, isRatioMetric, parseThreshold } from "./alerts";
-import { auditDiffRows, formatAuditValue, shallowDiff } from "./audit";
+import { formatThreshold, isRatioMetric, parseThreshold } from "../features/alerts/alerts";
+import { auditDiffRows, formatAuditValue, shallowDiff } from "../features/audit/audit";
 import {
   EMPTY_SEGMENT_FILTERS,
   formFromSearch,
@@ -10,7 +10,7 @@ import {
   searchFromForm,
   segmentFilterParams,
 } from "./filters";
-import { jumpSearch, messageQueryFromSearch, nextPageSearch, outOfRangeMessage, outOfRangeOf } from "./messages";
+import { jumpSearch, messageQueryFromSearch, nextPageSearch, outOfRangeMessage, outOfRangeOf } from "../features/messages/messages";
 import {
   diskLevel,
   forecastCrossing,
@@ -23,7 +23,7 @@ import {
   seriesOption,
   seriesSummary,
   trimForecast,
-} from "./metrics";
+} from "../features/overview/metrics";
 import { compareValues, nextSort, sortRows } from "./table";
 
 const MiB = 1024 ** 2;
