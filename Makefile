@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 UI_STAMP := frontend/node_modules/.installed-$(shell cat frontend/package-lock.json 2>/dev/null | cksum | cut -d' ' -f1)
 CHROMIUM ?= /usr/bin/chromium
+# Python caches compiled modules (and pytest its rewritten test modules) even where the environment says not to:
+# without the cache every node, worker and test process the suite starts compiles the code again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install ui up test test-python test-ui lint check test-unit browser peers prometheus clean help api-types
 
@@ -77,8 +80,8 @@ test-ui: ui
 # pytest runs in PYTEST_WORKERS processes (pytest-xdist; tests/support/workers.py says what each keeps to itself
 # and which tests share one); PYTEST_WORKERS=0 runs it in this process. A JUnit report with every test's time goes
 # to var/test-results.xml: `python -m tests.support.timing_report var/test-results.xml` (docs/testing.md).
-PYTEST_WORKERS ?= 3
-PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
 PYTEST = APP_ENV=test $(BIN)/python -m pytest $(PYTEST_XDIST)
 # pytest's exit code 5 means it collected no tests (a filter that matched nothing): not a failure.
 NO_TESTS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc

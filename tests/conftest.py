@@ -14,7 +14,7 @@ os.environ.setdefault("APP_ENV", "test")
 
 from tests.support.processes import NodeProc, kill_leftovers, own_children, start_node
 from tests.support.services import ensure_postgres, ensure_redis
-from tests.support.workers import group_expensive_fixtures
+from tests.support.workers import SharedFixtureScheduling
 
 
 def _killed(signum: int, _frame: object) -> None:
@@ -44,7 +44,7 @@ def node(tmp_path: Path) -> Iterator[NodeProc]:
     proc.stop()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Under pytest-xdist (`make test` runs `-n … --dist loadgroup`), tests sharing one expensive thing run on one
-    # worker, so it starts once: tests/support/workers.py says which.
-    group_expensive_fixtures(items)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> SharedFixtureScheduling:
+    # Under pytest-xdist (`make test` runs `-n …`), tests sharing one expensive thing run on one worker, so it
+    # starts once: tests/support/workers.py says which.
+    return SharedFixtureScheduling(config, log)

@@ -25,8 +25,11 @@ OWNER_ENV = "LCS_TEST_OWNER"
 
 
 def own_children() -> None:
-    """Mark every process started from now on (any way: spawn, subprocess, Spark's JVM) as this process's."""
-    os.environ[OWNER_ENV] = str(os.getpid())
+    """Mark every process started from now on (any way: spawn, subprocess, Spark's JVM) as this process's. The
+    mark lists every test process above too (an xdist worker's children carry the controller's id and the
+    worker's), so that killing the owner of an owner finds them."""
+    owners = os.environ.get(OWNER_ENV, "").split()
+    os.environ[OWNER_ENV] = " ".join([*owners, str(os.getpid())])
 
 
 def free_port() -> int:
@@ -98,15 +101,16 @@ class Proc:
 def kill_leftovers(owner: int | None = None) -> list[int]:
     """SIGKILL every live process started (directly or not) by the test process ``owner`` (this one by default);
     returns their pids. Called when a test process ends, however it ends (tests/conftest.py)."""
-    marker = f"{OWNER_ENV}={owner or os.getpid()}".encode()
+    prefix, me = f"{OWNER_ENV}=".encode(), str(owner or os.getpid()).encode()
     killed = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as environ:
-                if marker not in environ.read().split(b"\0"):
-                    continue
+                marks = [v[len(prefix) :] for v in environ.read().split(b"\0") if v.startswith(prefix)]
+            if not marks or me not in marks[0].split():
+                continue
             os.kill(int(entry), signal.SIGKILL)
             killed.append(int(entry))
         except (OSError, ValueError):

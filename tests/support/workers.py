@@ -1,24 +1,31 @@
 """The suite under pytest-xdist: which tests share a worker, and what each worker keeps to itself.
 
-``make test`` runs ``pytest -n N --dist loadgroup``: tests are handed to N worker processes, each with its own
-PostgreSQL (or SQLite) test database (pytest-django adds the worker's id to the name), Celery queue (the settings
-add the worker's id, ``PYTEST_XDIST_WORKER``), cache key prefix (the settings add the process id), Spark warehouse
-and temp directories (pytest's ``tmp_path`` is per worker), and every node or system a test starts takes a free
-port. A test that starts an expensive thing shared with others (a SparkSession, a system launched once for a
-module) must meet those others on one worker, or each worker would start its own copy:
-:func:`group_expensive_fixtures` puts them in one ``xdist_group``.
+``make test`` runs ``pytest -n N``: tests are handed to N worker processes, each with its own PostgreSQL (or
+SQLite) test database (pytest-django adds the worker's id to the name), Celery queue (the settings add the
+worker's id, ``PYTEST_XDIST_WORKER``), cache key prefix (the settings add the process id), Spark warehouse and
+temp directories (pytest's ``tmp_path`` is per worker); every node or system a test starts takes a free port.
+
+A test that starts an expensive thing shared with others must meet those others on one worker, or each worker
+would start its own copy. :class:`SharedFixtureScheduling` hands out work in units: all of the Spark suite
+(one SparkSession: a JVM takes a core for half a minute and a gigabyte), all of a module with a module-scoped
+fixture (a system launched once, a browser, a node shared by the module's tests), and every other test on its
+own. (xdist's ``--dist loadgroup`` would do the same from ``xdist_group`` marks, but pytest 9 ignores the id
+xdist 3.8 rewrites to carry the group, so its groups are silently dropped.) SeaweedFS, asked for by the s3 tier
+tests, starts in a few seconds and runs once in each worker that needs it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+from pathlib import Path
 
-import pytest
+from xdist.scheduler import LoadScopeScheduling
 
-# Session-wide fixtures that start a process of their own and are used by many modules: one group each, whichever
-# module their tests are in. (SeaweedFS, asked for by the s3 tier tests, starts in a few seconds and runs once in
-# each worker that needs it; a JVM takes a core for half a minute and a gigabyte, so Spark runs in one worker.)
-SHARED_SESSION_FIXTURES = ("spark",)
+ROOT = Path(__file__).resolve().parents[2]
+SPARK_SUITE = "tests/spark/"
+MODULE_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=\"module\"")
 
 
 def worker_id() -> str:
@@ -26,25 +33,28 @@ def worker_id() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
-def _module_scoped_fixture_of_the_suite(item: pytest.Item) -> bool:
-    """Whether the test uses a module-scoped fixture defined in the suite itself (a launched system, a node, a
-    browser page shared by a module's tests): such a module runs on one worker."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
+@functools.cache
+def has_module_fixture(path: str) -> bool:
+    """Whether the test module at ``path`` (relative to the repository) defines a module-scoped fixture."""
+    try:
+        return bool(MODULE_FIXTURE.search((ROOT / path).read_text()))
+    except OSError:
         return False
-    for definitions in info.name2fixturedefs.values():
-        for definition in definitions:
-            module = getattr(definition.func, "__module__", "") or ""
-            if definition.scope == "module" and module.startswith("tests."):
-                return True
-    return False
 
 
-def group_expensive_fixtures(items: list[pytest.Item]) -> None:
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        shared = next((name for name in SHARED_SESSION_FIXTURES if name in names), None)
-        if shared is not None:
-            item.add_marker(pytest.mark.xdist_group(shared))
-        elif _module_scoped_fixture_of_the_suite(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test is handed out in: tests of one unit run on one worker, one after another."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(SPARK_SUITE):
+        return SPARK_SUITE
+    if has_module_fixture(path):
+        return path
+    return nodeid
+
+
+class SharedFixtureScheduling(LoadScopeScheduling):
+    """xdist's load-scope scheduling over :func:`work_unit`: the largest units first, then one test at a time
+    to whichever worker is free."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid)
