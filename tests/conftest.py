@@ -14,7 +14,7 @@ os.environ.setdefault("APP_ENV", "test")
 
 from tests.support.processes import NodeProc, kill_leftovers, own_children, start_node
 from tests.support.services import ensure_postgres, ensure_redis
-from tests.support.workers import SharedFixtureScheduling
+from tests.support.workers import SharedFixtureScheduling, give_each_test_its_own_id
 
 
 def _killed(signum: int, _frame: object) -> None:
@@ -48,3 +48,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> SharedFix
     # Under pytest-xdist (`make test` runs `-n …`), tests sharing one expensive thing run on one worker, so it
     # starts once: tests/support/workers.py says which.
     return SharedFixtureScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    give_each_test_its_own_id(items)

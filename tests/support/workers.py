@@ -19,8 +19,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
+import pytest
+from _pytest.nodeid import coerce_node_id
 from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,3 +61,13 @@ class SharedFixtureScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         return work_unit(nodeid)
+
+
+def give_each_test_its_own_id(items: list[pytest.Item]) -> None:
+    """Schemathesis' items (one per API operation) all get the test function's id under pytest 9, their
+    parameters dropped; xdist schedules by id, so all but one would silently not run. Each gets its name back in
+    its id (``test_x[GET /api/actions]``), as pytest gives a parametrized test."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1:
+            item._id = coerce_node_id(f"{item.nodeid.split('::', 1)[0]}::{item.name}")
