@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support.workers import has_module_fixture, work_unit
+from _pytest.nodeid import coerce_node_id
+
+from tests.support.workers import give_each_test_its_own_id, has_module_fixture, work_unit
 
 
 def test_the_spark_suite_is_one_unit_and_a_module_with_a_module_fixture_is_one():
@@ -17,3 +19,23 @@ def test_any_other_test_is_a_unit_of_its_own():
     assert not has_module_fixture("tests/test_timing_report.py")
     assert work_unit("tests/test_timing_report.py::test_a[1]") == "tests/test_timing_report.py::test_a[1]"
     assert not has_module_fixture("tests/no_such_file.py")
+
+
+class Item:
+    """The two things give_each_test_its_own_id reads and writes of a pytest item: its name and its id."""
+
+    def __init__(self, nodeid: str, name: str) -> None:
+        self._id, self.name = coerce_node_id(nodeid), name
+
+    @property
+    def nodeid(self) -> str:
+        return str(self._id)
+
+
+def test_items_sharing_an_id_get_their_names_back_and_others_keep_theirs():
+    fuzz = "tests/backend/test_openapi_fuzz.py::test_no_5xx"
+    items = [Item(fuzz, "test_no_5xx[GET /api/actions]"), Item(fuzz, "test_no_5xx[POST /api/actions]")]
+    alone = Item("tests/test_x.py::test_y[1]", "test_y[1]")
+    give_each_test_its_own_id([*items, alone])  # type: ignore[list-item]
+    assert [i.nodeid for i in items] == [f"{fuzz}[GET /api/actions]", f"{fuzz}[POST /api/actions]"]
+    assert alone.nodeid == "tests/test_x.py::test_y[1]"

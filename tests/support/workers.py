@@ -20,13 +20,13 @@ import functools
 import os
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from _pytest.nodeid import coerce_node_id
 from xdist.scheduler import LoadScopeScheduling
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import ROOT
+
 SPARK_SUITE = "tests/spark/"
 MODULE_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=\"module\"")
 
