@@ -66,7 +66,14 @@ def test_disk_alerts_fire_forced_deletion_cleans_and_they_resolve(db, small_node
     assert run.state == "succeeded" and run.counts["forced_deletes"] > 0, (run.state, run.counts, run.error)
 
     with NodeClient(proc.url, proc.token) as client:
-        assert client.check_disk()["used_ratio"] <= 0.85
+        # Forced cleaning stopped once use was back at disk_clean_forcibly_ratio. About a second
+        # later RocksDB writes ~30 KB of compaction notes to its info log (index/LOG), which the
+        # quota counts too (1 point of this 3 MB disk): a CI run that measured after that saw
+        # 0.852. What the cleaner freed is judged without that log; the alerts below use it all.
+        disk = client.check_disk()
+        info_log = sum(f.stat().st_size for f in proc.data_dir.rglob("LOG*") if f.is_file())
+        assert (disk["used_bytes"] - info_log) / disk["capacity_bytes"] <= 0.85, (disk, info_log)
+        assert not disk["disk_full"], disk
         client.append("fill", 0, [NewRecord(value=b"writes resume")])
     assert node_health_summary()[0]
     later = now + timedelta(seconds=180)
