@@ -13,8 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+
+from tests.support.node_forks import fork_server
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -22,6 +25,9 @@ BIN = Path(sys.executable).parent
 # it down to everything it starts in turn (a launched system's node, web, worker and beat, in sessions of their
 # own), so that :func:`kill_leftovers` finds them all even when the test process died before its fixtures' teardown.
 OWNER_ENV = "LCS_TEST_OWNER"
+# Nodes are forked from a server that has imported the node once (tests/support/node_forks.py); "0" spawns each
+# one as `storage-node`, as an operator does.
+NODE_FORKS_ENV = "TEST_NODE_FORKS"
 
 
 def own_children() -> None:
@@ -138,11 +144,17 @@ def descendants_of(pid: int) -> list[int]:
     return found
 
 
+def process_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment :func:`spawn` gives a process: this one's, unbuffered, with the venv's scripts first."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
+    return full_env
+
+
 def spawn(
     argv: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path = ROOT, new_session: bool = False
 ) -> Proc:
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
+    full_env = process_env(env)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         popen = subprocess.Popen(
@@ -181,10 +193,15 @@ def start_node(
         "warning",
         *(extra or []),
     ]
-    proc = spawn(argv, data_dir.parent / f"node-{port}.log")
-    node = NodeProc(proc.popen, proc.log_path, url=f"http://127.0.0.1:{port}", token=token, data_dir=data_dir)
+    log_path = data_dir.parent / f"node-{port}.log"
+    if os.environ.get(NODE_FORKS_ENV, "1") == "1":  # forked from a process that has imported the node (node_forks)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        popen: Any = fork_server().fork(argv, log_path, process_env(), ROOT)
+    else:
+        popen = spawn(argv, log_path).popen
+    node = NodeProc(popen, log_path, url=f"http://127.0.0.1:{port}", token=token, data_dir=data_dir)
     try:
-        wait_until(lambda: http_ok(f"{node.url}/health") or node.popen.poll() is not None, 30, "the node")
+        wait_until(lambda: http_ok(f"{node.url}/health") or node.popen.poll() is not None, 30, "the node", 0.02)
     except TimeoutError:
         node.kill()
         raise
