@@ -294,6 +294,12 @@ TEMPLATES = [
     }
 ]
 
+# Django's default hasher (PBKDF2, a million rounds: 0.18 s of CPU a password) everywhere but in the tests, which
+# create users and try logins by the thousand: there it cost minutes of a run. MD5 there, as Django's testing
+# docs advise (tests/backend/test_settings.py checks that no other APP_ENV gets it).
+if APP_ENV == "test":
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

@@ -199,9 +199,11 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
         engine.create_namespace("live", 1, NamespacePolicy(retention_ms=None))
 
         def timed(count: int, stop: threading.Event | None = None) -> list[float]:
-            out = []
+            """``count`` appends timed one by one; with ``stop``, until it is set, but at least one: the
+            first starts with the scan (``started``), so a scan over before the next never leaves none."""
+            out: list[float] = []
             for _ in range(count):
-                if stop is not None and stop.is_set():
+                if stop is not None and out and stop.is_set():
                     break
                 t0 = time.perf_counter()
                 engine.append("live", 0, batch)
@@ -219,9 +221,16 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
             seconds = [0.0]
             found = [0]
 
+            started = threading.Barrier(2)
+
             def scan(
-                ns: str = ns, seconds: list[float] = seconds, found: list[int] = found, done: threading.Event = done
+                ns: str = ns,
+                seconds: list[float] = seconds,
+                found: list[int] = found,
+                done: threading.Event = done,
+                started: threading.Barrier = started,
             ) -> None:
+                started.wait()
                 t0 = time.perf_counter()
                 found[0] = _ttl_scan(engine, ns)
                 seconds[0] = time.perf_counter() - t0
@@ -230,6 +239,7 @@ def bench_append(args: argparse.Namespace, root: Path) -> Iterator[dict[str, Any
             before = engine.stats().counters
             worker = threading.Thread(target=scan)
             worker.start()
+            started.wait()
             t0 = time.perf_counter()
             during += timed(appends, done)
             during_seconds += time.perf_counter() - t0

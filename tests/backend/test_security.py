@@ -429,3 +429,13 @@ def test_the_schema_says_unknown_fields_are_refused(db):
     schema = APIClient().get("/api/schema/?format=json").json()
     assert schema["components"]["schemas"]["NamespaceInputRequest"]["additionalProperties"] is False
     assert schema["components"]["schemas"]["NodeInputRequest"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(("app_env", "hasher"), [("development", "PBKDF2PasswordHasher"), ("test", "MD5PasswordHasher")])
+def test_passwords_are_hashed_with_pbkdf2_outside_the_tests(app_env: str, hasher: str):
+    """Only the test settings trade PBKDF2's million rounds for speed (settings.py says why)."""
+    code = "import django; django.setup(); from django.conf import settings; print(settings.PASSWORD_HASHERS[0])"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "backend.config.settings", "APP_ENV": app_env}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"django.contrib.auth.hashers.{hasher}"
