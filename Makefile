@@ -80,7 +80,7 @@ test-ui: ui
 # pytest runs in PYTEST_WORKERS processes (pytest-xdist; tests/support/workers.py says what each keeps to itself
 # and which tests share one); PYTEST_WORKERS=0 runs it in this process. A JUnit report with every test's time goes
 # to var/test-results.xml: `python -m tests.support.timing_report var/test-results.xml` (docs/testing.md).
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
 PYTEST = APP_ENV=test $(BIN)/python -m pytest $(PYTEST_XDIST)
 # pytest's exit code 5 means it collected no tests (a filter that matched nothing): not a failure.

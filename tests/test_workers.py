@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 from _pytest.nodeid import coerce_node_id
 
+from tests.support.processes import FIRST_PORT, free_port
 from tests.support.workers import give_each_test_its_own_id, has_module_fixture, work_unit
 
 
@@ -39,3 +43,18 @@ def test_items_sharing_an_id_get_their_names_back_and_others_keep_theirs():
     give_each_test_its_own_id([*items, alone])  # type: ignore[list-item]
     assert [i.nodeid for i in items] == [f"{fuzz}[GET /api/actions]", f"{fuzz}[POST /api/actions]"]
     assert alone.nodeid == "tests/test_x.py::test_y[1]"
+
+
+def test_each_worker_takes_ports_from_its_own_block_below_the_ephemeral_range(monkeypatch):
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    seen = {}
+    for worker in ("gw0", "gw1", "gw5"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        seen[worker] = {free_port() for _ in range(20)}
+        assert all(FIRST_PORT <= port < ephemeral for port in seen[worker]), seen[worker]
+    assert not seen["gw0"] & seen["gw1"] and not seen["gw1"] & seen["gw5"]
+    with socket.socket() as taken:  # a port something listens on is never handed out
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
+        taken.bind(("127.0.0.1", free_port()))
+        taken.listen()
+        assert taken.getsockname()[1] not in {free_port() for _ in range(200)}

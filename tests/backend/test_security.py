@@ -431,7 +431,9 @@ def test_the_schema_says_unknown_fields_are_refused(db):
     assert schema["components"]["schemas"]["NodeInputRequest"]["additionalProperties"] is False
 
 
-@pytest.mark.parametrize(("app_env", "hasher"), [("development", "PBKDF2PasswordHasher"), ("test", "MD5PasswordHasher")])
+@pytest.mark.parametrize(
+    ("app_env", "hasher"), [("development", "PBKDF2PasswordHasher"), ("test", "MD5PasswordHasher")]
+)
 def test_passwords_are_hashed_with_pbkdf2_outside_the_tests(app_env: str, hasher: str):
     """Only the test settings trade PBKDF2's million rounds for speed (settings.py says why)."""
     code = "import django; django.setup(); from django.conf import settings; print(settings.PASSWORD_HASHERS[0])"

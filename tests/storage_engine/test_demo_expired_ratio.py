@@ -63,6 +63,7 @@ def expired_ratio(adapter: StorageAdapter, namespace: str) -> float:
     return sum(s.expired_records for s in stats) / stored if stored else 0.0
 
 
+@pytest.mark.slow  # an hour of the demo, swept at every deadline: `make test` runs it, `make check` does not
 @pytest.mark.parametrize("adapter_name", ["memory"], indirect=True)  # the rule's own tests cover every adapter
 def test_an_hour_of_the_demo_keeps_the_expired_ratio_under_5_percent(
     open_adapter: OpenAdapter, clock: ManualClock

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -38,8 +39,36 @@ def own_children() -> None:
     os.environ[OWNER_ENV] = " ".join([*owners, str(os.getpid())])
 
 
+# Ports for the servers tests start, below the kernel's ephemeral range (ip_local_port_range, 32768 up here): a
+# port the kernel handed out free could be taken by any client connection's source port before the server bound
+# it ("address already in use", seen with four xdist workers). Each test process draws from a block of its own.
+PORT_BLOCK = 2_000
+FIRST_PORT = 12_000
+_ports = random.Random()  # not the random module's: Hypothesis seeds that one per example
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A loopback port nothing listens on, outside the ephemeral range, in this test process's own block."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    blocks = max(1, (_ephemeral_start() - FIRST_PORT) // PORT_BLOCK)
+    low = FIRST_PORT + (index % blocks) * PORT_BLOCK
+    for _ in range(200):
+        port = _ports.randrange(low, low + PORT_BLOCK)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # the block is full: any port the kernel gives
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
