@@ -14,7 +14,13 @@ os.environ.setdefault("APP_ENV", "test")
 
 from tests.support.processes import NodeProc, kill_leftovers, own_children, start_node
 from tests.support.services import ensure_postgres, ensure_redis
-from tests.support.workers import SharedFixtureScheduling, give_each_test_its_own_id
+from tests.support.workers import (
+    SharedFixtureScheduling,
+    give_each_test_its_own_id,
+    known_durations,
+    longest_first,
+    worker_id,
+)
 
 
 def _killed(signum: int, _frame: object) -> None:
@@ -53,3 +59,5 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> SharedFix
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     give_each_test_its_own_id(items)
+    if worker_id() != "main":  # an xdist worker: the long single tests first (tests/support/workers.py)
+        items[:] = longest_first(items, known_durations())

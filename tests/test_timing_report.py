@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,12 @@ def test_the_command_prints_both_tables(report: str, capsys: pytest.CaptureFixtu
     main([report, "--slowest", "3"])
     out = capsys.readouterr().out
     assert "## The 3 slowest tests" in out and "## Time per directory" in out and "`tests/spark` | 1 | 2 |" in out
+
+
+def test_the_durations_file_holds_the_tests_over_five_seconds(report: str, tmp_path: Path):
+    out = tmp_path / "durations.json"
+    main([report, "--write-durations", str(out)])
+    assert json.loads(out.read_text()) == {
+        "tests/backend/test_runs.py::test_a_day": 81.2,
+        "tests/test_compose.py::test_teardown": 15.0,
+    }

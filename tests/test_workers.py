@@ -8,7 +8,13 @@ from pathlib import Path
 from _pytest.nodeid import coerce_node_id
 
 from tests.support.processes import FIRST_PORT, free_port
-from tests.support.workers import give_each_test_its_own_id, has_module_fixture, work_unit
+from tests.support.workers import (
+    give_each_test_its_own_id,
+    has_module_fixture,
+    known_durations,
+    longest_first,
+    work_unit,
+)
 
 
 def test_the_spark_suite_is_one_unit_and_a_module_with_a_module_fixture_is_one():
@@ -58,3 +64,26 @@ def test_each_worker_takes_ports_from_its_own_block_below_the_ephemeral_range(mo
         taken.bind(("127.0.0.1", free_port()))
         taken.listen()
         assert taken.getsockname()[1] not in {free_port() for _ in range(200)}
+
+
+def test_long_single_tests_go_first_and_a_shared_modules_tests_keep_their_order(tmp_path):
+    story = "tests/integration/test_console_e2e.py"  # a module fixture: one unit, run step after step
+    items = [
+        Item("tests/a.py::test_quick", "test_quick"),
+        Item(f"{story}::test_01", "test_01"),
+        Item(f"{story}::test_02", "test_02"),
+        Item("tests/b.py::test_day", "test_day"),
+        Item("tests/c.py::test_hour", "test_hour"),
+    ]
+    durations = {"tests/b.py::test_day": 90.0, "tests/c.py::test_hour": 40.0, f"{story}::test_02": 30.0}
+    ordered = [i.nodeid for i in longest_first(items, durations)]  # type: ignore[arg-type]
+    assert ordered == [
+        "tests/b.py::test_day",
+        "tests/c.py::test_hour",
+        "tests/a.py::test_quick",
+        f"{story}::test_01",
+        f"{story}::test_02",
+    ]
+    assert known_durations(tmp_path / "missing.json") == {}
+    (tmp_path / "d.json").write_text('{"tests/b.py::test_day": 90}')
+    assert known_durations(tmp_path / "d.json") == {"tests/b.py::test_day": 90.0}

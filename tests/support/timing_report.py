@@ -1,14 +1,16 @@
 """Where the suite's time goes, from a JUnit XML report: the slowest tests and the time per directory.
 
 ``make test`` writes ``var/test-results.xml``; ``python -m tests.support.timing_report var/test-results.xml``
-prints the Markdown tables that ``docs/testing.md`` publishes. Times are a test's own (setup, call and teardown
-as pytest reports them), summed over the tests of a directory; under xdist they overlap, so a directory's sum is
-work, not wall time.
+prints the Markdown tables that ``docs/testing.md`` publishes; ``--write-durations tests/durations.json``
+records the tests over 5 s, which the workers take first (tests/support/workers.py). Times are a test's own
+(setup, call and teardown as pytest reports them), summed over the tests of a directory; under xdist they
+overlap, so a directory's sum is work, not wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass
@@ -58,12 +60,26 @@ def directory_table(times: list[TestTime]) -> str:
     return "\n".join(lines)
 
 
+LONG_S = 5.0
+
+
+def long_tests(times: list[TestTime]) -> dict[str, float]:
+    """The tests over :data:`LONG_S`, longest first, with their seconds (what ``tests/durations.json`` holds)."""
+    long = sorted((t for t in times if t.seconds > LONG_S), key=lambda t: t.seconds, reverse=True)
+    return {t.nodeid: round(t.seconds, 1) for t in long}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", help="a JUnit XML file written by pytest --junitxml")
     parser.add_argument("--slowest", type=int, default=50)
+    parser.add_argument("--write-durations", metavar="PATH", help="write the tests over 5 s as JSON to PATH")
     args = parser.parse_args(argv)
     times = read_report(args.report)
+    if args.write_durations:
+        with open(args.write_durations, "w") as out:
+            json.dump(long_tests(times), out, indent=1)
+            out.write("\n")
     print(f"## The {args.slowest} slowest tests\n\n{slowest_table(times, args.slowest)}\n")
     print(f"## Time per directory\n\n{directory_table(times)}")
 

@@ -12,14 +12,21 @@ fixture (a system launched once, a browser, a node shared by the module's tests)
 own. (xdist's ``--dist loadgroup`` would do the same from ``xdist_group`` marks, but pytest 9 ignores the id
 xdist 3.8 rewrites to carry the group, so its groups are silently dropped.) SeaweedFS, asked for by the s3 tier
 tests, starts in a few seconds and runs once in each worker that needs it.
+
+Units of many tests go first, largest first (xdist's own order); then single tests, those that took over 5 s in
+a recent run first, longest first (``tests/durations.json``, written by ``python -m tests.support.timing_report
+var/test-results.xml --write-durations tests/durations.json``), so that no minute-long test starts last while
+the other workers sit idle. A stale file only changes the order.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from _pytest.nodeid import coerce_node_id
@@ -28,6 +35,7 @@ from xdist.scheduler import LoadScopeScheduling
 from tests.support.processes import ROOT
 
 SPARK_SUITE = "tests/spark/"
+DURATIONS = ROOT / "tests" / "durations.json"
 MODULE_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=\"module\"")
 
 
@@ -55,9 +63,29 @@ def work_unit(nodeid: str) -> str:
     return nodeid
 
 
+def known_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """The recorded seconds of the tests that took long (none when the file is missing or unreadable)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def longest_first(items: list[pytest.Item], durations: dict[str, float]) -> list[pytest.Item]:
+    """The single tests with a recorded duration first, longest first; every other test after them in its order
+    (a unit of many tests keeps its order: an operator's story runs step after step). Every worker collects the
+    same tests and orders them so; the scheduler builds its queue in that order, units of many tests first."""
+
+    def weight(item: pytest.Item) -> float:
+        return durations.get(item.nodeid, 0.0) if work_unit(item.nodeid) == item.nodeid else 0.0
+
+    return sorted(items, key=lambda item: -weight(item))
+
+
 class SharedFixtureScheduling(LoadScopeScheduling):
-    """xdist's load-scope scheduling over :func:`work_unit`: the largest units first, then one test at a time
-    to whichever worker is free."""
+    """xdist's load-scope scheduling over :func:`work_unit`: the largest units first, then single tests, the
+    long ones first (the workers collect them so: :func:`longest_first`), one at a time to whichever worker is
+    free."""
 
     def _split_scope(self, nodeid: str) -> str:
         return work_unit(nodeid)
