@@ -77,13 +77,20 @@ def _free(port: int) -> bool:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` ports free on 127.0.0.1 whose port + 10000 (SeaweedFS's gRPC port) is free too."""
+    """``count`` ports free on 127.0.0.1 whose port + 10000 (SeaweedFS's gRPC port) is free too, and none of
+    them another's gRPC port (weed refuses to start then: "reserved for gRPC calculation", seen once in a run)."""
     found: list[int] = []
     while len(found) < count:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port + GRPC_OFFSET < 65_536 and port not in found and _free(port + GRPC_OFFSET):
+        taken = {*found, *(p + GRPC_OFFSET for p in found), *(p - GRPC_OFFSET for p in found)}
+        if (
+            port + GRPC_OFFSET < 65_536
+            and port not in taken
+            and port + GRPC_OFFSET not in taken
+            and _free(port + GRPC_OFFSET)
+        ):
             found.append(port)
     return found
 
