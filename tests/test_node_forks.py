@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,8 +21,11 @@ def node_argv(data_dir: Path, port: int, *extra: str) -> list[str]:
 
 
 @pytest.fixture
-def server() -> NodeForkServer:
-    return NodeForkServer()
+def server() -> Iterator[NodeForkServer]:
+    started = NodeForkServer()
+    yield started
+    started.close()
+    assert not started.alive()  # the server ends with its test process's pipe
 
 
 def test_a_forked_node_serves_logs_and_stops_cleanly_on_sigterm(server: NodeForkServer, tmp_path: Path):

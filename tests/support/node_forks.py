@@ -134,6 +134,12 @@ class NodeForkServer:
     def pid(self) -> int:
         return self._proc.pid
 
+    def close(self) -> None:
+        """End the server: its stdin closes and it exits (nodes it forked are their tests' to stop)."""
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait(10)
+
     def alive(self) -> bool:
         return self._proc.poll() is None
 
